@@ -1,0 +1,337 @@
+//! The one entry point: an [`Engine`] routes each batch to the CPU or the GPU as its
+//! [`Policy`] says, counts where it ran, and recomputes on the CPU after a GPU failure
+//! only where the policy allows it (counted and logged with the reason).
+
+use crate::cpu;
+use crate::cuda::{GpuBackend, GpuError};
+use crate::error::{DecodeError, EngineError, VerifyError};
+use crate::policy::{BackendChoice, Fallback, Operation, Policy};
+use crate::stats::{Executed, Stats, StatsSnapshot};
+use ic_bls12_381::{G1Affine, G1Projective, Scalar};
+use serde::Serialize;
+use std::sync::Arc;
+
+/// One independent MSM of a batch: `sum(scalars[i] * points[i])`.
+#[derive(Debug, Clone, Copy)]
+pub struct MsmInput<'a> {
+    pub points: &'a [G1Affine],
+    pub scalars: &'a [Scalar],
+}
+
+/// One BLS signature to verify: signature in G1 (48 bytes compressed), public key in
+/// G2 (96 bytes compressed), and the message, hashed to G1 as the IC does.
+#[derive(Debug, Clone, Copy)]
+pub struct BlsItem<'a> {
+    pub signature: &'a [u8; 48],
+    pub public_key: &'a [u8; 96],
+    pub message: &'a [u8],
+}
+
+/// The prefix `len(s) as u8 || s` the IC puts before hashed data (`dsep` in the replica).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainSeparator(Vec<u8>);
+
+impl DomainSeparator {
+    pub fn new(separator: &str) -> Result<DomainSeparator, EngineError> {
+        let len = separator.len();
+        let byte = u8::try_from(len).map_err(|_| EngineError::DomainSeparatorTooLong { len })?;
+        let mut prefix = Vec::with_capacity(len + 1);
+        prefix.push(byte);
+        prefix.extend_from_slice(separator.as_bytes());
+        Ok(DomainSeparator(prefix))
+    }
+
+    /// The bytes hashed before each chunk.
+    pub fn prefix(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Whether the GPU is usable, and why not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum GpuStatus {
+    /// The policy runs everything on the CPU; the GPU was not opened.
+    NotRequested,
+    /// The policy wanted the GPU but it could not be opened.
+    Unusable { reason: String },
+    /// Opened, kernels compiled and loaded.
+    Ready { device: String },
+}
+
+/// How one operation is served under the current policy and GPU state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OperationPath {
+    pub operation: Operation,
+    pub backend: BackendChoice,
+    pub gpu_min_batch: usize,
+    /// Plain words: which backend serves which batches, and why.
+    pub explanation: String,
+}
+
+/// What the engine does and why: reported by the CLI's selftest and the node agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EngineReport {
+    pub gpu: GpuStatus,
+    pub fallback: Fallback,
+    pub operations: Vec<OperationPath>,
+}
+
+enum Route<'a> {
+    Cpu,
+    Gpu(&'a GpuBackend),
+}
+
+/// Thread-safe (`Send + Sync`): share one engine among all callers.
+pub struct Engine {
+    policy: Policy,
+    gpu: Result<Option<Arc<GpuBackend>>, String>,
+    stats: Arc<Stats>,
+}
+
+impl Engine {
+    /// Opens the GPU when any operation may use it (compiling or loading the kernels now,
+    /// never per call). Fails when an operation is pinned to the GPU and it is unusable.
+    pub fn new(policy: Policy) -> Result<Engine, EngineError> {
+        let gpu = if policy.wants_gpu() {
+            match GpuBackend::open(policy.gpu_device) {
+                Ok(backend) => Ok(Some(Arc::new(backend))),
+                Err(e) => Err(e.to_string()),
+            }
+        } else {
+            Ok(None)
+        };
+        let engine = Engine {
+            policy,
+            gpu,
+            stats: Arc::new(Stats::default()),
+        };
+        for op in Operation::ALL {
+            if engine.policy.operation(op).backend != BackendChoice::Gpu {
+                continue;
+            }
+            match &engine.gpu {
+                Err(reason) => {
+                    return Err(EngineError::GpuUnavailable {
+                        op,
+                        reason: reason.clone(),
+                    });
+                }
+                Ok(Some(g)) if !g.supports(op) => {
+                    return Err(EngineError::NoGpuImplementation { op });
+                }
+                _ => {}
+            }
+        }
+        if let Err(reason) = &engine.gpu {
+            tracing::warn!(%reason, "GPU unusable; operations under the auto policy run on the CPU");
+        }
+        Ok(engine)
+    }
+
+    /// An engine that never touches the GPU.
+    pub fn cpu_only() -> Engine {
+        Engine {
+            policy: Policy::cpu_only(),
+            gpu: Ok(None),
+            stats: Arc::new(Stats::default()),
+        }
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    pub fn gpu_status(&self) -> GpuStatus {
+        match &self.gpu {
+            Ok(None) => GpuStatus::NotRequested,
+            Ok(Some(g)) => GpuStatus::Ready {
+                device: g.describe(),
+            },
+            Err(reason) => GpuStatus::Unusable {
+                reason: reason.clone(),
+            },
+        }
+    }
+
+    pub fn stats(&self) -> StatsSnapshot {
+        self.stats.snapshot()
+    }
+
+    /// Which backend serves each operation, and why.
+    pub fn report(&self) -> EngineReport {
+        let operations = Operation::ALL
+            .iter()
+            .map(|&op| {
+                let p = self.policy.operation(op);
+                let explanation = match (p.backend, &self.gpu) {
+                    (BackendChoice::Cpu, _) => "cpu: the policy runs it on the CPU".to_string(),
+                    (BackendChoice::Gpu, _) => "gpu: the policy pins it to the GPU".to_string(),
+                    (BackendChoice::Auto, Err(reason)) => {
+                        format!("cpu: no usable GPU ({reason})")
+                    }
+                    (BackendChoice::Auto, Ok(None)) => "cpu: GPU not opened".to_string(),
+                    (BackendChoice::Auto, Ok(Some(g))) if !g.supports(op) => {
+                        "cpu: no GPU implementation of this operation".to_string()
+                    }
+                    (BackendChoice::Auto, Ok(Some(_))) => format!(
+                        "gpu for batches of {} items or more, cpu below (crossover)",
+                        p.gpu_min_batch
+                    ),
+                };
+                OperationPath {
+                    operation: op,
+                    backend: p.backend,
+                    gpu_min_batch: p.gpu_min_batch,
+                    explanation,
+                }
+            })
+            .collect();
+        EngineReport {
+            gpu: self.gpu_status(),
+            fallback: self.policy.fallback,
+            operations,
+        }
+    }
+
+    fn route(&self, op: Operation, items: usize) -> Result<Route<'_>, EngineError> {
+        let p = self.policy.operation(op);
+        let gpu = match &self.gpu {
+            Ok(Some(g)) if g.supports(op) => Some(g.as_ref()),
+            _ => None,
+        };
+        match p.backend {
+            BackendChoice::Cpu => Ok(Route::Cpu),
+            BackendChoice::Gpu => match (gpu, &self.gpu) {
+                (Some(g), _) => Ok(Route::Gpu(g)),
+                (None, Err(reason)) => Err(EngineError::GpuUnavailable {
+                    op,
+                    reason: reason.clone(),
+                }),
+                (None, _) => Err(EngineError::NoGpuImplementation { op }),
+            },
+            BackendChoice::Auto => match gpu {
+                Some(g) if items >= p.gpu_min_batch && items > 0 => Ok(Route::Gpu(g)),
+                _ => Ok(Route::Cpu),
+            },
+        }
+    }
+
+    /// Runs `gpu` or `cpu` as routed; after a GPU failure recomputes with `cpu` only where
+    /// the policy allows, always counting and logging the reason.
+    fn dispatch<T>(
+        &self,
+        op: Operation,
+        items: usize,
+        cpu: impl FnOnce() -> T,
+        gpu: impl FnOnce(&GpuBackend) -> Result<T, GpuError>,
+    ) -> Result<T, EngineError> {
+        match self.route(op, items)? {
+            Route::Cpu => {
+                self.stats.record(op, Executed::Cpu, items);
+                Ok(cpu())
+            }
+            Route::Gpu(g) => match gpu(g) {
+                Ok(out) => {
+                    self.stats.record(op, Executed::Gpu, items);
+                    Ok(out)
+                }
+                Err(e) => {
+                    let kind = e.kind();
+                    self.stats.record_gpu_error(op, kind);
+                    match self.policy.fallback {
+                        Fallback::RecomputeOnCpu => {
+                            tracing::warn!(operation = %op, reason = %e, kind, items,
+                                "GPU call failed; recomputing on the CPU as the policy allows");
+                            self.stats.record_fallback(op, kind);
+                            self.stats.record(op, Executed::Cpu, items);
+                            Ok(cpu())
+                        }
+                        Fallback::Never => {
+                            tracing::error!(operation = %op, reason = %e, kind, items,
+                                "GPU call failed; the policy forbids recomputing on the CPU");
+                            Err(EngineError::GpuFailed {
+                                op,
+                                reason: e.to_string(),
+                            })
+                        }
+                    }
+                }
+            },
+        }
+    }
+
+    /// Decompresses and fully validates 48-byte compressed G1 points; accepts and rejects
+    /// exactly what `ic_bls12_381::G1Affine::from_compressed` does, with the reason per item.
+    pub fn g1_decompress(
+        &self,
+        points: &[[u8; 48]],
+    ) -> Result<Vec<Result<G1Affine, DecodeError>>, EngineError> {
+        self.dispatch(
+            Operation::Decompress,
+            points.len(),
+            || cpu::g1_decompress(points),
+            |g| g.g1_decompress(points),
+        )
+    }
+
+    /// `sum(scalars[i] * points[i])`; the identity for empty input.
+    pub fn g1_msm(
+        &self,
+        points: &[G1Affine],
+        scalars: &[Scalar],
+    ) -> Result<G1Projective, EngineError> {
+        let mut out = self.g1_msm_batch(&[MsmInput { points, scalars }])?;
+        out.pop().ok_or(EngineError::Policy(
+            "internal: msm batch returned no result".into(),
+        ))
+    }
+
+    /// Many independent MSMs in one call (NI-DKG: 32 MSMs of n*16 points).
+    pub fn g1_msm_batch(&self, msms: &[MsmInput<'_>]) -> Result<Vec<G1Projective>, EngineError> {
+        for m in msms {
+            if m.points.len() != m.scalars.len() {
+                return Err(EngineError::LengthMismatch {
+                    op: Operation::Msm,
+                    points: m.points.len(),
+                    scalars: m.scalars.len(),
+                });
+            }
+        }
+        let items = msms.iter().map(|m| m.points.len()).sum();
+        self.dispatch(
+            Operation::Msm,
+            items,
+            || cpu::g1_msm_batch(msms),
+            |g| g.g1_msm_batch(msms),
+        )
+    }
+
+    /// Verifies BLS signatures (G1) under public keys (G2); one verdict per item.
+    pub fn bls_verify_batch(
+        &self,
+        items: &[BlsItem<'_>],
+    ) -> Result<Vec<Result<(), VerifyError>>, EngineError> {
+        self.dispatch(
+            Operation::BlsVerify,
+            items.len(),
+            || cpu::bls_verify_batch(items),
+            |g| g.bls_verify_batch(items),
+        )
+    }
+
+    /// `SHA-256(domain_separator.prefix() || chunk)` for every chunk.
+    pub fn sha256_chunks(
+        &self,
+        domain_separator: &DomainSeparator,
+        chunks: &[&[u8]],
+    ) -> Result<Vec<[u8; 32]>, EngineError> {
+        let prefix = domain_separator.prefix();
+        self.dispatch(
+            Operation::Sha256,
+            chunks.len(),
+            || cpu::sha256_prefixed(prefix, chunks),
+            |g| g.sha256_prefixed(prefix, chunks),
+        )
+    }
+}
