@@ -1,0 +1,1 @@
+//! NVIDIA GPU confidential-computing evidence (Hopper, Blackwell).

@@ -1,0 +1,3 @@
+//! The sovereign-node agent.
+
+pub mod probe;

@@ -1,0 +1,1 @@
+//! Probe of the machine: CPU topology and features (/proc, /sys), SEV-SNP status, GPUs (NVML).
