@@ -1,6 +1,19 @@
 //! Attestation for sovereign-node: evidence collected on the node (SEV-SNP report,
 //! AMD certificate chain, NVIDIA GPU CC reports, node key) and the governing body's
 //! verifier, which reports every check by name with pass, fail or skip.
+//!
+//! * [`snp`]: raw SEV-SNP report parsing, the AMD chain, and the report checks.
+//! * [`bundle`]: the evidence bundle served at `GET /v1/attestation?nonce=`, REPORT_DATA binding,
+//!   and [`bundle::verify_bundle`].
+//! * [`collect`]: evidence collection on the node (`/dev/sev-guest`, NVML, node key).
+//! * [`test_source`]: a test evidence source with a generated AMD-style key chain.
+//! * [`fleet`]: fetching and verifying evidence from many node agents.
 
+pub mod bundle;
+pub mod collect;
+pub mod fleet;
 pub mod nvidia;
+pub mod policy;
 pub mod report;
+pub mod snp;
+pub mod test_source;

@@ -45,3 +45,50 @@ impl Check {
         }
     }
 }
+
+/// The result of one verification: every check, and the decision they imply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    /// True when no check failed. Skipped checks do not reject; they are listed so that the
+    /// reader sees what the policy left unconstrained.
+    pub admitted: bool,
+    pub checks: Vec<Check>,
+}
+
+impl Verdict {
+    pub fn from_checks(checks: Vec<Check>) -> Verdict {
+        Verdict {
+            admitted: !checks.is_empty() && checks.iter().all(|c| c.outcome != Outcome::Fail),
+            checks,
+        }
+    }
+
+    pub fn failed(&self) -> impl Iterator<Item = &Check> {
+        self.checks.iter().filter(|c| c.outcome == Outcome::Fail)
+    }
+
+    pub fn check(&self, name: &str) -> Option<&Check> {
+        self.checks.iter().find(|c| c.name == name)
+    }
+
+    /// A fixed-width table for people: outcome, name, the values compared.
+    pub fn to_table(&self) -> String {
+        let width = self.checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
+        let mut out = String::new();
+        for c in &self.checks {
+            let tag = match c.outcome {
+                Outcome::Pass => "PASS",
+                Outcome::Fail => "FAIL",
+                Outcome::Skip => "skip",
+            };
+            out.push_str(&format!("{tag}  {:width$}  {}\n", c.name, c.detail));
+        }
+        let fails = self.failed().count();
+        out.push_str(&if self.admitted {
+            format!("ADMITTED ({} checks, 0 failed)\n", self.checks.len())
+        } else {
+            format!("REJECTED ({} checks, {fails} failed)\n", self.checks.len())
+        });
+        out
+    }
+}

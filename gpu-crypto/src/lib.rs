@@ -4,15 +4,18 @@
 //! One entry point, [`Engine`], built from a [`Policy`]. Batches return one result per
 //! item; a failed call returns an [`EngineError`] and never a partial result.
 
+pub mod corpus;
 pub mod cpu;
 pub mod cuda;
 mod engine;
 pub mod error;
+pub mod ffi;
+pub mod manifest;
 pub mod policy;
 pub mod stats;
 
 pub use engine::{
-    BlsItem, DomainSeparator, Engine, EngineReport, GpuStatus, MsmInput, OperationPath,
+    BlsItem, BlsScheme, DomainSeparator, Engine, EngineReport, GpuStatus, MsmInput, OperationPath,
 };
 pub use error::{DecodeError, EngineError, VerifyError};
 pub use ic_bls12_381::{G1Affine, G1Projective, G2Affine, Scalar};

@@ -1,3 +1,15 @@
-//! The sovereign-node agent.
+//! The sovereign-node agent: probes the machine, selects its hardware profile, checks
+//! readiness, proves the crypto path, pins the replica's thread pools, and serves health,
+//! status and Prometheus telemetry (GPU, SEV-SNP, crypto paths, replica health, cost).
 
+pub mod collect;
+pub mod config;
+pub mod cost;
+pub mod crypto;
+pub mod exposition;
+pub mod http;
+pub mod node;
+pub mod pinning;
 pub mod probe;
+pub mod service;
+pub mod snapshot;

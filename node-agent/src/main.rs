@@ -1,3 +1,114 @@
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use node_agent::config::Config;
+use node_agent::service::{self, FactsSource};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// sovereign-node agent.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve health, readiness, status, metrics and the dashboard (systemd Type=notify).
+    Run(Common),
+    /// Print the readiness report once; exit status 1 when the node is not fit.
+    Check(Common),
+    /// Print the probed machine facts as JSON (usable later with --facts).
+    Probe {
+        #[arg(long, default_value = "/")]
+        root: PathBuf,
+    },
+}
+
+#[derive(Args)]
+struct Common {
+    /// Configuration file (TOML); unknown keys are an error.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Profile name, NAME! to force a non-matching one, or "auto".
+    #[arg(long)]
+    profile: Option<String>,
+    /// HTTP listen address (default 127.0.0.1:9420).
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// Root of the /proc, /sys and /dev trees to probe (a fixture tree in development).
+    #[arg(long)]
+    root: Option<PathBuf>,
+    /// Machine facts recorded as JSON instead of probing.
+    #[arg(long, conflicts_with = "root")]
+    facts: Option<PathBuf>,
+    /// Directory of profile files that add to or replace the embedded ones.
+    #[arg(long)]
+    profiles_dir: Option<PathBuf>,
+}
+
+impl Common {
+    fn resolve(&self) -> anyhow::Result<(Config, FactsSource)> {
+        let mut config = match &self.config {
+            Some(path) => Config::load(path)?,
+            None => Config::default(),
+        };
+        if let Some(p) = &self.profile {
+            config.profile = p.clone();
+        }
+        if let Some(l) = self.listen {
+            config.listen = l;
+        }
+        if let Some(r) = &self.root {
+            config.root = r.clone();
+        }
+        let facts = match &self.facts {
+            Some(f) => FactsSource::Recorded(f.clone()),
+            None => FactsSource::Probe(config.root.clone()),
+        };
+        Ok((config, facts))
+    }
+}
+
 fn main() -> anyhow::Result<()> {
-    anyhow::bail!("node-agent: not built yet")
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run(common) => {
+            let (config, facts) = common.resolve()?;
+            // Two workers: the agent serves a handful of requests per scrape interval.
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("agent-http")
+                .enable_all()
+                .build()
+                .context("starting the tokio runtime")?;
+            runtime.block_on(service::run(config, facts, common.profiles_dir.clone()))
+        }
+        Command::Check(common) => {
+            let (config, facts) = common.resolve()?;
+            let fit = service::check(
+                &config,
+                &facts,
+                common.profiles_dir.as_deref(),
+                &mut std::io::stdout(),
+            )?;
+            if !fit {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+        Command::Probe { root } => {
+            let facts = service::probe_root(&root)?;
+            println!("{}", serde_json::to_string_pretty(&facts)?);
+            Ok(())
+        }
+    }
 }

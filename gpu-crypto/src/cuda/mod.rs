@@ -1,20 +1,48 @@
-//! CUDA backend (cudarc: driver API and NVRTC loaded at run time, so a machine without
-//! CUDA builds and runs the CPU path). Interface used by the engine; filled by the CUDA work.
+//! CUDA backend on cudarc: the driver API and NVRTC are loaded at run time, so a machine
+//! without CUDA builds and runs the CPU path, and [`GpuBackend::open`] says why it cannot.
+//!
+//! Design (docs/gpu.md has the whole story):
+//! * `open` compiles every kernel once for the device's architecture with NVRTC (or loads
+//!   the cubin from the on-disk cache, see [`kernel_cache`]) before the engine reports ready.
+//! * A pool of workers, each with its own CUDA streams, pinned staging buffers and device
+//!   buffers (grown on demand, then reused). A call borrows one worker for its duration, so
+//!   concurrent callers run on different streams; the only shared lock guards the idle list.
+//! * Each batch is staged into pinned memory and uploaded with one copy; outputs are
+//!   poisoned before the launch and checked after it, so an unwritten result is an error.
+
+pub mod bench;
+pub mod compile;
+mod decompress;
+pub mod kernel_cache;
+mod memory;
+mod sha256;
+pub mod sources;
 
 use crate::engine::{BlsItem, MsmInput};
 use crate::error::{DecodeError, VerifyError};
 use crate::policy::Operation;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use ic_bls12_381::{G1Affine, G1Projective};
+use memory::driver;
+use sources::KernelProgram;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 /// A GPU failure. `kind()` is a short, bounded label for metrics.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GpuError {
     #[error("no usable CUDA device: {0}")]
     NoDevice(String),
+    #[error("NVRTC (CUDA run-time compiler) unusable: {0}")]
+    NoNvrtc(String),
     #[error("CUDA driver error: {0}")]
     Driver(String),
     #[error("kernel compilation failed: {0}")]
     Compile(String),
+    #[error("GPU output failed validation: {0}")]
+    BadOutput(String),
+    #[error("input outside what the GPU path handles: {0}")]
+    InputTooLarge(String),
     #[error("operation not implemented on the GPU")]
     Unsupported,
 }
@@ -23,50 +51,309 @@ impl GpuError {
     pub fn kind(&self) -> &'static str {
         match self {
             GpuError::NoDevice(_) => "no_device",
+            GpuError::NoNvrtc(_) => "no_nvrtc",
             GpuError::Driver(_) => "driver",
             GpuError::Compile(_) => "compile",
+            GpuError::BadOutput(_) => "bad_output",
+            GpuError::InputTooLarge(_) => "input_too_large",
             GpuError::Unsupported => "unsupported",
         }
     }
 }
 
-/// An opened device with its kernels loaded.
+/// How one program was obtained in `open`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProgramLoad {
+    pub program: &'static str,
+    /// "cache", "compiled", or "recompiled (reason)" after a corrupt cache entry.
+    pub source: String,
+    pub seconds: f64,
+}
+
+pub(crate) struct Kernels {
+    pub(crate) g1_decompress: CudaFunction,
+    pub(crate) sha256_prefixed: CudaFunction,
+    pub(crate) fill_random: CudaFunction,
+}
+
+/// Number of workers (stream sets with their own buffers); `GPU_CRYPTO_GPU_WORKERS` overrides.
+const DEFAULT_WORKERS: usize = 8;
+
+pub(crate) struct Worker {
+    /// Upload, launch and download stream of single-segment work (decompression).
+    pub(crate) stream: Arc<CudaStream>,
+    pub(crate) dec: decompress::DecompressBuffers,
+    pub(crate) sha: sha256::ShaBuffers,
+}
+
+struct Pool {
+    idle: Mutex<Vec<Worker>>,
+    returned: Condvar,
+}
+
+/// Returns its worker to the pool on drop (also on error paths).
+pub(crate) struct WorkerGuard<'a> {
+    pool: &'a Pool,
+    worker: Option<Worker>,
+}
+
+impl std::ops::Deref for WorkerGuard<'_> {
+    type Target = Worker;
+    fn deref(&self) -> &Worker {
+        self.worker.as_ref().expect("worker present until drop")
+    }
+}
+
+impl std::ops::DerefMut for WorkerGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Worker {
+        self.worker.as_mut().expect("worker present until drop")
+    }
+}
+
+impl Drop for WorkerGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(w) = self.worker.take() {
+            let mut idle = self.pool.idle.lock().unwrap_or_else(|p| p.into_inner());
+            idle.push(w);
+            self.pool.returned.notify_one();
+        }
+    }
+}
+
+/// An opened device with its kernels loaded. `Send + Sync`: share it among threads.
 pub struct GpuBackend {
-    _private: (),
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) kernels: Kernels,
+    _modules: Vec<Arc<CudaModule>>,
+    pool: Pool,
+    description: String,
+    arch: String,
+    loads: Vec<ProgramLoad>,
+}
+
+fn load_program(
+    ctx: &Arc<CudaContext>,
+    program: &KernelProgram,
+    arch: &str,
+    driver_version: i32,
+) -> Result<(Arc<CudaModule>, ProgramLoad), GpuError> {
+    let start = Instant::now();
+    let dir = kernel_cache::cache_dir();
+    let key = kernel_cache::cache_key(program, arch, driver_version);
+    let mut recompile_reason = None;
+    if let Some(dir) = &dir {
+        match kernel_cache::load(dir, program, &key) {
+            kernel_cache::Lookup::Hit(cubin) => {
+                match ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin)) {
+                    Ok(module) => {
+                        return Ok((
+                            module,
+                            ProgramLoad {
+                                program: program.name,
+                                source: "cache".into(),
+                                seconds: start.elapsed().as_secs_f64(),
+                            },
+                        ));
+                    }
+                    Err(e) => recompile_reason = Some(format!("cached cubin rejected: {e}")),
+                }
+            }
+            kernel_cache::Lookup::Corrupt(why) => recompile_reason = Some(why),
+            kernel_cache::Lookup::Miss => {}
+        }
+    }
+    if let Some(why) = &recompile_reason {
+        tracing::warn!(program = program.name, reason = %why, "kernel cache entry unusable; recompiling");
+    }
+    let compiled = compile::compile_program(program, arch)?;
+    if !compiled.log.is_empty() {
+        tracing::warn!(program = program.name, log = %compiled.log, "NVRTC warnings");
+    }
+    let module = ctx
+        .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone()))
+        .map_err(driver("cuModuleLoadData"))?;
+    if let Some(dir) = &dir {
+        if let Err(e) = kernel_cache::store(dir, program, &key, &compiled.cubin) {
+            tracing::warn!(program = program.name, dir = %dir.display(), error = %e,
+                "could not write the kernel cache; the next start compiles again");
+        }
+    }
+    let source = match recompile_reason {
+        Some(why) => format!("recompiled ({why})"),
+        None => "compiled".into(),
+    };
+    Ok((
+        module,
+        ProgramLoad {
+            program: program.name,
+            source,
+            seconds: start.elapsed().as_secs_f64(),
+        },
+    ))
 }
 
 impl GpuBackend {
+    /// Opens CUDA device `device`, compiles or loads every kernel and creates the worker pool.
     pub fn open(device: usize) -> Result<GpuBackend, GpuError> {
-        Err(GpuError::NoDevice(format!(
-            "device {device}: the CUDA backend is not built yet"
-        )))
+        // SAFETY: only probes whether libcuda can be opened.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(GpuError::NoDevice(
+                "libcuda.so (NVIDIA driver) was not found on the library path".into(),
+            ));
+        }
+        let count = CudaContext::device_count()
+            .map_err(|e| GpuError::NoDevice(format!("cuInit/cuDeviceGetCount: {e}")))?;
+        if count <= 0 || device >= count as usize {
+            return Err(GpuError::NoDevice(format!(
+                "device {device} requested, {count} CUDA device(s) present"
+            )));
+        }
+        let ctx = CudaContext::new(device)
+            .map_err(|e| GpuError::NoDevice(format!("device {device}: {e}")))?;
+        // SAFETY: buffers are raw allocations ordered by the owning worker's streams.
+        unsafe { ctx.disable_event_tracking() };
+        let name = ctx.name().map_err(driver("cuDeviceGetName"))?;
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(driver("compute capability"))?;
+        let arch = format!("sm_{major}{minor}");
+        let mut driver_version = 0;
+        // SAFETY: valid out-pointer; libcuda is loaded.
+        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver_version) }
+            .result()
+            .map_err(driver("cuDriverGetVersion"))?;
+
+        // Compile the programs in parallel: NVRTC is single-threaded per program.
+        let results: Vec<Result<(Arc<CudaModule>, ProgramLoad), GpuError>> =
+            std::thread::scope(|s| {
+                let handles: Vec<_> = sources::PROGRAMS
+                    .iter()
+                    .map(|p| {
+                        let ctx = &ctx;
+                        let arch = &arch;
+                        s.spawn(move || {
+                            ctx.bind_to_thread().map_err(driver("bind context"))?;
+                            load_program(ctx, p, arch, driver_version)
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(GpuError::Compile("kernel build thread panicked".into()))
+                        })
+                    })
+                    .collect()
+            });
+        let mut modules = Vec::new();
+        let mut loads = Vec::new();
+        for r in results {
+            let (m, l) = r?;
+            modules.push(m);
+            loads.push(l);
+        }
+        let function = |program: usize, name: &str| {
+            modules[program]
+                .load_function(name)
+                .map_err(|e| GpuError::Driver(format!("cuModuleGetFunction {name}: {e}")))
+        };
+        let kernels = Kernels {
+            g1_decompress: function(0, "g1_decompress")?,
+            sha256_prefixed: function(1, "sha256_prefixed")?,
+            fill_random: function(2, "fill_random")?,
+        };
+
+        let workers = std::env::var("GPU_CRYPTO_GPU_WORKERS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(DEFAULT_WORKERS);
+        let mut idle = Vec::with_capacity(workers);
+        for _ in 0..workers {
+            idle.push(Worker {
+                stream: ctx.new_stream().map_err(driver("cuStreamCreate"))?,
+                dec: decompress::DecompressBuffers::new(&ctx),
+                sha: sha256::ShaBuffers::new(&ctx),
+            });
+        }
+        let (drv_major, drv_minor) = (driver_version / 1000, (driver_version % 1000) / 10);
+        let description = format!("{name} ({arch}, driver {drv_major}.{drv_minor})");
+        tracing::info!(device = %description, workers, ?loads, "GPU backend ready");
+        Ok(GpuBackend {
+            ctx,
+            kernels,
+            _modules: modules,
+            pool: Pool {
+                idle: Mutex::new(idle),
+                returned: Condvar::new(),
+            },
+            description,
+            arch,
+            loads,
+        })
     }
 
     /// e.g. "NVIDIA H200 (sm_90, driver 13.0)".
     pub fn describe(&self) -> String {
-        String::new()
+        self.description.clone()
+    }
+
+    /// The architecture the kernels were built for, e.g. "sm_90".
+    pub fn arch(&self) -> &str {
+        &self.arch
+    }
+
+    /// How each program was obtained in `open` (cache hit, compiled, recompiled).
+    pub fn program_loads(&self) -> &[ProgramLoad] {
+        &self.loads
     }
 
     pub fn supports(&self, op: Operation) -> bool {
-        let _ = op;
-        false
+        matches!(op, Operation::Decompress | Operation::Sha256)
     }
 
+    pub(crate) fn worker(&self) -> WorkerGuard<'_> {
+        let mut idle = self.pool.idle.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(w) = idle.pop() {
+                return WorkerGuard {
+                    pool: &self.pool,
+                    worker: Some(w),
+                };
+            }
+            idle = self
+                .pool
+                .returned
+                .wait(idle)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Decompresses and fully validates compressed G1 points on the GPU; one result per
+    /// point, identical to the CPU path.
     pub fn g1_decompress(
         &self,
         points: &[[u8; 48]],
     ) -> Result<Vec<Result<G1Affine, DecodeError>>, GpuError> {
-        let _ = points;
-        Err(GpuError::Unsupported)
+        if points.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut w = self.worker();
+        decompress::run(self, &mut w, points)
     }
 
+    /// `SHA-256(prefix || chunk)` for every chunk, identical to `cpu::sha256_prefixed`.
     pub fn sha256_prefixed(
         &self,
         prefix: &[u8],
         chunks: &[&[u8]],
     ) -> Result<Vec<[u8; 32]>, GpuError> {
-        let _ = (prefix, chunks);
-        Err(GpuError::Unsupported)
+        if chunks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut w = self.worker();
+        sha256::run(self, &mut w, prefix, chunks)
     }
 
     pub fn g1_msm_batch(&self, msms: &[MsmInput<'_>]) -> Result<Vec<G1Projective>, GpuError> {

@@ -1,0 +1,335 @@
+//! The evidence bundle (`GET /v1/attestation?nonce=<64 hex>`), how REPORT_DATA binds it, and
+//! its verification. docs/attestation.md describes every field.
+
+use ed25519_dalek::{Signature, Verifier as _, VerifyingKey};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256, Sha512};
+use thiserror::Error;
+
+use crate::nvidia::{self, GpuEvidence};
+use crate::policy::Policy;
+use crate::report::{Check, Verdict};
+use crate::snp::amd::{ChainVerifier, SuppliedChain, parse_certs};
+use crate::snp::{self, SnpContext};
+
+/// `format` of every bundle this crate writes.
+pub const BUNDLE_FORMAT: &str = "sovereign-node-attestation-bundle-v1";
+/// First bytes hashed into REPORT_DATA.
+pub const REPORT_DATA_TAG: &[u8] = b"sovereign-node-attestation-v1";
+/// First bytes hashed into the GPU evidence digest.
+pub const GPU_DIGEST_TAG: &[u8] = b"sovereign-node-gpu-evidence-v1";
+/// First bytes hashed into each GPU's SPDM nonce.
+pub const GPU_NONCE_TAG: &[u8] = b"sovereign-node-gpu-nonce-v1";
+/// First bytes of the message the node key signs.
+pub const NODE_SIGNATURE_TAG: &[u8] = b"sovereign-node-attestation-signature-v1";
+
+/// Where the SNP report came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EvidenceSource {
+    /// `/dev/sev-guest` on real hardware.
+    SevSnp,
+    /// The test evidence source: signed by a generated key chain, never by AMD.
+    Test,
+}
+
+/// Where the VCEK/ASK/ARK came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CertificateSource {
+    /// The certificate table of the extended report (host-provided).
+    ExtendedReport,
+    /// The node's local certificate cache directory.
+    Cache,
+    /// The test evidence source's own chain.
+    Test,
+}
+
+/// The AMD certificates, PEM text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnpCertificates {
+    /// VCEK or VLEK certificate.
+    pub vcek: String,
+    pub ask: Option<String>,
+    pub ark: Option<String>,
+    pub source: CertificateSource,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnpEvidence {
+    /// The raw 1184-byte ATTESTATION_REPORT, lowercase hex.
+    pub report: String,
+    pub certificates: SnpCertificates,
+}
+
+/// Everything one node presents for one nonce.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bundle {
+    pub format: String,
+    pub source: EvidenceSource,
+    /// The verifier's nonce, 32 bytes, lowercase hex.
+    pub nonce: String,
+    /// The node's Ed25519 public key, 32 bytes, lowercase hex.
+    pub node_public_key: String,
+    pub snp: SnpEvidence,
+    /// One entry per GPU, in NVML index order (the nvidia module's evidence).
+    pub gpus: Vec<GpuEvidence>,
+    /// Ed25519 signature by the node key over NODE_SIGNATURE_TAG || raw SNP report, hex.
+    pub node_signature: String,
+}
+
+#[derive(Debug, Error)]
+pub enum BundleError {
+    #[error("bundle is not valid JSON for format {BUNDLE_FORMAT}: {0}")]
+    Json(String),
+    #[error("bundle format {0:?} is not {BUNDLE_FORMAT}")]
+    Format(String),
+}
+
+impl Bundle {
+    pub fn from_json(bytes: &[u8]) -> Result<Bundle, BundleError> {
+        let b: Bundle = serde_json::from_slice(bytes).map_err(|e| BundleError::Json(e.to_string()))?;
+        if b.format != BUNDLE_FORMAT {
+            return Err(BundleError::Format(b.format));
+        }
+        Ok(b)
+    }
+}
+
+/// Parse a 64-hex-digit nonce.
+pub fn parse_nonce(text: &str) -> Option<[u8; 32]> {
+    let bytes = hex::decode(text.trim()).ok()?;
+    bytes.try_into().ok()
+}
+
+fn put_bytes(h: &mut Sha512, bytes: &[u8]) {
+    h.update((bytes.len() as u64).to_le_bytes());
+    h.update(bytes);
+}
+
+/// SHA-512 over GPU_DIGEST_TAG, the GPU count (u32 LE), then for each GPU its fields in a
+/// fixed order, each as u64 LE length then bytes (see docs/attestation.md).
+pub fn gpu_evidence_digest(gpus: &[GpuEvidence]) -> [u8; 64] {
+    let mut h = Sha512::new();
+    h.update(GPU_DIGEST_TAG);
+    h.update((gpus.len() as u32).to_le_bytes());
+    for gpu in gpus {
+        // Exhaustive destructuring: a new evidence field fails to compile here until it is
+        // either bound into the digest or deliberately left out.
+        let GpuEvidence {
+            device,
+            attestation_report,
+            certificate_chain,
+            cc_state,
+        } = gpu;
+        let nvidia::GpuDevice {
+            nvml_index,
+            name,
+            uuid,
+            pci_bus_id,
+            architecture,
+            driver_version,
+        } = device;
+        let nvidia::CcState {
+            cc_enabled,
+            dev_tools_mode,
+            environment,
+        } = cc_state;
+        put_bytes(&mut h, &nvml_index.to_le_bytes());
+        put_bytes(&mut h, name.as_bytes());
+        put_bytes(&mut h, uuid.as_bytes());
+        put_bytes(&mut h, pci_bus_id.as_bytes());
+        put_bytes(&mut h, architecture.as_bytes());
+        put_bytes(&mut h, driver_version.as_bytes());
+        put_bytes(&mut h, attestation_report);
+        put_bytes(&mut h, certificate_chain);
+        put_bytes(&mut h, &[u8::from(*cc_enabled), u8::from(*dev_tools_mode)]);
+        put_bytes(&mut h, environment.as_bytes());
+    }
+    h.finalize().into()
+}
+
+/// REPORT_DATA = SHA-512(REPORT_DATA_TAG || nonce || node public key || GPU evidence digest).
+/// All parts after the tag have fixed lengths (32, 32, 64), so the concatenation is unambiguous.
+pub fn report_data(nonce: &[u8; 32], node_public_key: &[u8; 32], gpu_digest: &[u8; 64]) -> [u8; 64] {
+    let mut h = Sha512::new();
+    h.update(REPORT_DATA_TAG);
+    h.update(nonce);
+    h.update(node_public_key);
+    h.update(gpu_digest);
+    h.finalize().into()
+}
+
+/// The SPDM nonce GPU `index` must sign: SHA-256(GPU_NONCE_TAG || nonce || index as u32 LE).
+/// Per-index, so one GPU's report cannot be presented twice as two GPUs.
+pub fn gpu_nonce(nonce: &[u8; 32], index: u32) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(GPU_NONCE_TAG);
+    h.update(nonce);
+    h.update(index.to_le_bytes());
+    h.finalize().into()
+}
+
+/// The message the node key signs.
+pub fn node_signature_message(report: &[u8]) -> Vec<u8> {
+    let mut m = NODE_SIGNATURE_TAG.to_vec();
+    m.extend_from_slice(report);
+    m
+}
+
+/// What a verifier knows about the node it asked, beyond the policy (from NODES.toml).
+#[derive(Debug, Clone, Default)]
+pub struct ExpectedNode {
+    pub chip_id: Option<Vec<u8>>,
+    pub node_public_key: Option<[u8; 32]>,
+}
+
+/// Verify a bundle against the nonce this verifier sent.
+pub fn verify_bundle(
+    bundle: &Bundle,
+    expected_nonce: &[u8; 32],
+    policy: &Policy,
+    chains: &ChainVerifier,
+    now: u64,
+    expected: &ExpectedNode,
+) -> Verdict {
+    let mut checks = Vec::new();
+
+    // The nonce first: a stale bundle is rejected whatever else it holds.
+    let bundle_nonce = parse_nonce(&bundle.nonce);
+    checks.push(match bundle_nonce {
+        Some(n) if &n == expected_nonce => Check::pass("binding.nonce", format!("bundle nonce {} = sent", bundle.nonce)),
+        Some(_) => Check::fail(
+            "binding.nonce",
+            format!("bundle nonce {} != sent {}", bundle.nonce, hex::encode(expected_nonce)),
+        ),
+        None => Check::fail("binding.nonce", format!("bundle nonce {:?} is not 64 hex digits", bundle.nonce)),
+    });
+
+    let report_bytes = match hex::decode(bundle.snp.report.trim()) {
+        Ok(b) => b,
+        Err(e) => {
+            checks.push(Check::fail("snp.format.size", format!("report is not hex: {e}")));
+            return Verdict::from_checks(checks);
+        }
+    };
+    let chain = supplied_chain(&bundle.snp.certificates);
+    let outcome = snp::verify_report(&report_bytes, chain, &SnpContext { policy, chains, now }, &mut checks);
+
+    // Test evidence is only ever admitted through a test root the policy names, and a test root
+    // only ever admits evidence that says it is test evidence.
+    let is_test = bundle.source == EvidenceSource::Test;
+    checks.push(match (is_test, outcome.is_test_root, outcome.product.is_some()) {
+        (_, _, false) => Check::fail("evidence.source", format!("{:?} evidence; chain not anchored", bundle.source)),
+        (true, true, _) => Check::pass("evidence.source", "TEST evidence, anchored at the test root this policy trusts"),
+        (false, false, _) => Check::pass("evidence.source", "SEV-SNP evidence anchored at AMD's root"),
+        (true, false, _) => Check::fail("evidence.source", "marked test evidence but chained to an AMD root"),
+        (false, true, _) => Check::fail("evidence.source", "chained to the test root but not marked as test evidence"),
+    });
+
+    // Node key: well-formed, expected if registered, proven by a signature over the report.
+    let node_key = hex::decode(bundle.node_public_key.trim())
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b).ok());
+    let verifying_key = node_key.and_then(|k| VerifyingKey::from_bytes(&k).ok());
+    checks.push(match (&verifying_key, expected.node_public_key) {
+        (None, _) => Check::fail("binding.node_key", format!("{:?} is not an Ed25519 public key", bundle.node_public_key)),
+        (Some(_), None) => Check::skip("binding.node_key", format!("node key {}; none registered", bundle.node_public_key)),
+        (Some(k), Some(want)) if k.as_bytes() == &want => {
+            Check::pass("binding.node_key", format!("node key {} is the registered one", bundle.node_public_key))
+        }
+        (Some(_), Some(want)) => Check::fail(
+            "binding.node_key",
+            format!("node key {} != registered {}", bundle.node_public_key, hex::encode(want)),
+        ),
+    });
+    let signature = hex::decode(bundle.node_signature.trim())
+        .ok()
+        .and_then(|b| <[u8; 64]>::try_from(b).ok())
+        .map(|b| Signature::from_bytes(&b));
+    checks.push(match (&verifying_key, signature) {
+        (Some(k), Some(sig)) => match k.verify(&node_signature_message(&report_bytes), &sig) {
+            Ok(()) => Check::pass("binding.node_signature", "Ed25519 signature over the report verifies with the node key"),
+            Err(_) => Check::fail("binding.node_signature", "Ed25519 signature over the report does not verify"),
+        },
+        (None, _) => Check::fail("binding.node_signature", "not evaluated: no valid node key"),
+        (_, None) => Check::fail("binding.node_signature", "node_signature is not 64 bytes of hex"),
+    });
+
+    // REPORT_DATA recomputed from the nonce we sent, the node key and the GPU evidence.
+    let gpu_digest = gpu_evidence_digest(&bundle.gpus);
+    checks.push(match (&outcome.report, node_key) {
+        (Some(report), Some(key)) => {
+            let want = report_data(expected_nonce, &key, &gpu_digest);
+            if report.report_data() == want {
+                Check::pass(
+                    "binding.report_data",
+                    format!("REPORT_DATA = SHA-512(tag || nonce || node key || GPU digest {}...)", hex::encode(&gpu_digest[..8])),
+                )
+            } else {
+                Check::fail(
+                    "binding.report_data",
+                    format!(
+                        "REPORT_DATA {} != recomputed {}",
+                        hex::encode(report.report_data()),
+                        hex::encode(want)
+                    ),
+                )
+            }
+        }
+        (None, _) => Check::fail("binding.report_data", "not evaluated: no parsable report"),
+        (_, None) => Check::fail("binding.report_data", "not evaluated: no valid node key"),
+    });
+    if let (Some(report), Some(want)) = (&outcome.report, &expected.chip_id) {
+        let chip = report.chip_id();
+        checks.push(if chip.get(..want.len()) == Some(want.as_slice()) {
+            Check::pass("identity.node_chip_id", format!("chip_id is the one registered for this node"))
+        } else {
+            Check::fail(
+                "identity.node_chip_id",
+                format!("chip_id {} != registered {}", hex::encode(chip), hex::encode(want)),
+            )
+        });
+    }
+
+    gpu_checks(bundle, expected_nonce, policy, now, &mut checks);
+    Verdict::from_checks(checks)
+}
+
+fn gpu_checks(bundle: &Bundle, nonce: &[u8; 32], policy: &Policy, now: u64, checks: &mut Vec<Check>) {
+    let n = bundle.gpus.len();
+    checks.push(match policy.gpu_count {
+        None => Check::skip("gpu.count", format!("{n} GPU(s); no count required by policy")),
+        Some(want) if want == n => Check::pass("gpu.count", format!("{n} GPU(s) as required")),
+        Some(want) => Check::fail("gpu.count", format!("{n} GPU(s), policy requires {want}")),
+    });
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(now);
+    for (i, gpu) in bundle.gpus.iter().enumerate() {
+        let Ok(index) = u32::try_from(i) else { break };
+        checks.extend(nvidia::verify(gpu, &gpu_nonce(nonce, index), &policy.gpu, time, i));
+    }
+}
+
+/// Parse the bundle's PEM certificates into a chain; an unusable VCEK is a check failure.
+pub fn supplied_chain(certs: &SnpCertificates) -> Result<SuppliedChain, String> {
+    let vcek = parse_certs(certs.vcek.as_bytes())
+        .map_err(|e| format!("VCEK: {e}"))?
+        .into_iter()
+        .next()
+        .ok_or("VCEK: no certificate")?;
+    let mut others = Vec::new();
+    for (name, pem) in [("ASK", &certs.ask), ("ARK", &certs.ark)] {
+        if let Some(pem) = pem {
+            others.extend(parse_certs(pem.as_bytes()).map_err(|e| format!("{name}: {e}"))?);
+        }
+    }
+    Ok(SuppliedChain::from_certs(vcek, others))
+}
+
+/// PEM text of one DER certificate.
+pub fn to_pem(der: &[u8]) -> String {
+    der::pem::encode_string("CERTIFICATE", der::pem::LineEnding::LF, der).unwrap_or_default()
+}

@@ -1,0 +1,227 @@
+//! Evidence collection on the node: the SEV-SNP report from `/dev/sev-guest`, the AMD chain,
+//! each GPU's CC evidence (the nvidia module), and the node's Ed25519 identity key, bound
+//! together through REPORT_DATA.
+
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
+
+use ed25519_dalek::pkcs8::{DecodePrivateKey as _, EncodePrivateKey as _};
+use ed25519_dalek::{Signer as _, SigningKey};
+use thiserror::Error;
+
+use crate::bundle::{
+    BUNDLE_FORMAT, Bundle, CertificateSource, EvidenceSource, SnpCertificates, SnpEvidence,
+    gpu_evidence_digest, gpu_nonce, node_signature_message, report_data, to_pem,
+};
+use crate::nvidia::{self, GpuEvidence};
+use crate::snp::amd::{AmdCert, parse_certs};
+use crate::test_source::TestSigner;
+
+#[derive(Debug, Error)]
+pub enum CollectError {
+    #[error("no SEV-SNP guest device: {path} is absent (not running in an SEV-SNP guest)")]
+    NoSevGuestDevice { path: &'static str },
+    #[error("opening {path}: {source}")]
+    SevGuestOpen {
+        path: &'static str,
+        source: std::io::Error,
+    },
+    #[error("SNP_GET_EXT_REPORT failed: {0}")]
+    Firmware(String),
+    #[error("no VCEK/VLEK: the host provided no certificate table and {0} holds none (put vcek.pem or vcek.der there, e.g. from `snpguest fetch vcek`)")]
+    NoVcek(String),
+    #[error("certificate {path}: {message}")]
+    Certificate { path: String, message: String },
+    #[error("GPU evidence: {0}")]
+    Gpu(#[from] nvidia::CollectError),
+    #[error("GPU evidence: {0} GPUs found, but per-GPU nonces need the nvidia module's per-device collection (one GPU is supported)")]
+    MultiGpu(usize),
+    #[error("node key {path}: {message}")]
+    NodeKey { path: PathBuf, message: String },
+    #[error("SNP report from the test source: {0}")]
+    TestSource(String),
+}
+
+const SEV_GUEST: &str = "/dev/sev-guest";
+
+/// Write a new file readable only by its owner; fails if it exists.
+pub fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(contents)?;
+    f.sync_all()
+}
+
+/// The node's Ed25519 identity key (PKCS#8 PEM), created with mode 0600 on first start.
+pub fn load_or_create_node_key(path: &Path) -> Result<SigningKey, CollectError> {
+    let err = |message: String| CollectError::NodeKey { path: path.to_owned(), message };
+    match std::fs::read_to_string(path) {
+        Ok(pem) => SigningKey::from_pkcs8_pem(&pem).map_err(|e| err(e.to_string())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let key = SigningKey::generate(&mut rand::rngs::OsRng);
+            let pem = key
+                .to_pkcs8_pem(ed25519_dalek::pkcs8::spki::der::pem::LineEnding::LF)
+                .map_err(|e| err(e.to_string()))?;
+            write_private_file(path, pem.as_bytes()).map_err(|e| err(e.to_string()))?;
+            Ok(key)
+        }
+        Err(e) => Err(err(e.to_string())),
+    }
+}
+
+/// Where the SNP report comes from.
+pub enum SnpSource {
+    /// `/dev/sev-guest`; certificates from the extended report, else from `cert_cache`.
+    Hardware { vmpl: u32, cert_cache: Option<PathBuf> },
+    /// Generated reports signed by a test chain; marked `source: "test"`.
+    Test(Box<TestSigner>),
+}
+
+/// Where GPU evidence comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuSource {
+    /// Every GPU through NVML; failure is an error, never an empty list.
+    Nvml,
+    /// This node has no GPU evidence to give (profile without GPU, or the test source).
+    None,
+}
+
+/// Everything the agent needs to answer `GET /v1/attestation?nonce=`.
+pub struct Attester {
+    pub node_key: SigningKey,
+    pub snp: SnpSource,
+    pub gpu: GpuSource,
+}
+
+impl Attester {
+    /// Collect a bundle for `nonce`: GPU evidence first (its digest goes into REPORT_DATA),
+    /// then the SNP report over REPORT_DATA, then the node key's signature over the report.
+    pub fn attest(&self, nonce: &[u8; 32]) -> Result<Bundle, CollectError> {
+        let gpus = match self.gpu {
+            GpuSource::None => Vec::new(),
+            GpuSource::Nvml => collect_gpus(nonce)?,
+        };
+        let public = self.node_key.verifying_key().to_bytes();
+        let rd = report_data(nonce, &public, &gpu_evidence_digest(&gpus));
+        let (report, certificates, source) = match &self.snp {
+            SnpSource::Hardware { vmpl, cert_cache } => {
+                let (report, certs) = hardware_report(rd, *vmpl, cert_cache.as_deref())?;
+                (report, certs, EvidenceSource::SevSnp)
+            }
+            SnpSource::Test(signer) => {
+                let report = signer.report(rd).as_bytes().to_vec();
+                let certs = SnpCertificates {
+                    vcek: to_pem(signer.vcek.der()),
+                    ask: Some(to_pem(signer.authority.ask.der())),
+                    ark: Some(to_pem(signer.authority.ark.der())),
+                    source: CertificateSource::Test,
+                };
+                (report, certs, EvidenceSource::Test)
+            }
+        };
+        let signature = self.node_key.sign(&node_signature_message(&report));
+        Ok(Bundle {
+            format: BUNDLE_FORMAT.to_owned(),
+            source,
+            nonce: hex::encode(nonce),
+            node_public_key: hex::encode(public),
+            snp: SnpEvidence { report: hex::encode(&report), certificates },
+            gpus,
+            node_signature: hex::encode(signature.to_bytes()),
+        })
+    }
+}
+
+/// GPU evidence with each GPU's report over `gpu_nonce(nonce, index)`. The nvidia module's
+/// collection takes one nonce for all GPUs, so more than one GPU is refused (typed) rather
+/// than bound with a nonce the verifier would not expect.
+fn collect_gpus(nonce: &[u8; 32]) -> Result<Vec<GpuEvidence>, CollectError> {
+    let gpus = nvidia::collect(&gpu_nonce(nonce, 0))?;
+    if gpus.len() > 1 {
+        return Err(CollectError::MultiGpu(gpus.len()));
+    }
+    Ok(gpus)
+}
+
+fn hardware_report(
+    rd: [u8; 64],
+    vmpl: u32,
+    cert_cache: Option<&Path>,
+) -> Result<(Vec<u8>, SnpCertificates), CollectError> {
+    if !Path::new(SEV_GUEST).exists() {
+        return Err(CollectError::NoSevGuestDevice { path: SEV_GUEST });
+    }
+    let mut fw = sev::firmware::guest::Firmware::open()
+        .map_err(|source| CollectError::SevGuestOpen { path: SEV_GUEST, source })?;
+    let (report, table) = fw
+        .get_ext_report(None, Some(rd), Some(vmpl))
+        .map_err(|e| CollectError::Firmware(e.to_string()))?;
+    if let Some(table) = table {
+        use sev::firmware::host::CertType;
+        let mut vcek = None;
+        let mut ask = None;
+        let mut ark = None;
+        for entry in &table {
+            let pem = match AmdCert::from_der(entry.data()) {
+                Ok(c) => to_pem(c.der()),
+                Err(e) => {
+                    return Err(CollectError::Certificate {
+                        path: format!("extended report entry {}", entry.cert_type),
+                        message: e.to_string(),
+                    });
+                }
+            };
+            match entry.cert_type {
+                CertType::VCEK | CertType::VLEK => vcek = Some(pem),
+                CertType::ASK => ask = Some(pem),
+                CertType::ARK => ark = Some(pem),
+                _ => {}
+            }
+        }
+        if let Some(vcek) = vcek {
+            return Ok((report, SnpCertificates { vcek, ask, ark, source: CertificateSource::ExtendedReport }));
+        }
+    }
+    let dir = cert_cache.ok_or_else(|| CollectError::NoVcek("no certificate cache is configured".into()))?;
+    Ok((report, certs_from_dir(dir)?))
+}
+
+/// Read a VCEK and optional ASK/ARK from a directory as snpguest writes it:
+/// `vcek.pem|vcek.der|vlek.pem|vlek.der`, `ask.pem|asvk.pem`, `ark.pem`, or `cert_chain.pem`.
+pub fn certs_from_dir(dir: &Path) -> Result<SnpCertificates, CollectError> {
+    let load = |name: &str| -> Result<Option<Vec<AmdCert>>, CollectError> {
+        let path = dir.join(name);
+        match std::fs::read(&path) {
+            Ok(bytes) => parse_certs(&bytes)
+                .map(Some)
+                .map_err(|e| CollectError::Certificate { path: path.display().to_string(), message: e.to_string() }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(CollectError::Certificate { path: path.display().to_string(), message: e.to_string() }),
+        }
+    };
+    let mut vcek = None;
+    for name in ["vcek.pem", "vcek.der", "vlek.pem", "vlek.der"] {
+        if let Some(mut c) = load(name)? {
+            vcek = Some(c.remove(0));
+            break;
+        }
+    }
+    let vcek = vcek.ok_or_else(|| CollectError::NoVcek(dir.display().to_string()))?;
+    let mut others = Vec::new();
+    for name in ["ask.pem", "asvk.pem", "ark.pem", "cert_chain.pem", "ask.der", "ark.der"] {
+        if let Some(c) = load(name)? {
+            others.extend(c);
+        }
+    }
+    let chain = crate::snp::amd::SuppliedChain::from_certs(vcek, others);
+    Ok(SnpCertificates {
+        vcek: to_pem(chain.vcek.der()),
+        ask: chain.ask.as_ref().map(|c| to_pem(c.der())),
+        ark: chain.ark.as_ref().map(|c| to_pem(c.der())),
+        source: CertificateSource::Cache,
+    })
+}

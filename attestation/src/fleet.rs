@@ -1,0 +1,259 @@
+//! `attest fleet`: fetch fresh evidence from every node agent concurrently and verify it.
+//!
+//! Each node gets its own random nonce, so a recorded answer cannot be replayed. Plain HTTP is
+//! enough for integrity: the bundle is bound to the nonce and signed by AMD-rooted hardware, and
+//! it carries nothing secret. A node that does not answer is reported, never fatal.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http_body_util::{BodyExt as _, Empty, Limited};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use rand::RngCore as _;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::bundle::{Bundle, ExpectedNode, verify_bundle};
+use crate::policy::Policy;
+use crate::report::Verdict;
+use crate::snp::amd::ChainVerifier;
+
+/// Largest bundle accepted from a node (a bundle with several GPUs is ~30 KiB).
+pub const MAX_BUNDLE_BYTES: usize = 4 << 20;
+
+#[derive(Debug, Error)]
+pub enum NodeListError {
+    #[error("reading {path}: {message}")]
+    Read { path: String, message: String },
+    #[error("{path} is not a valid node list: {message}")]
+    Toml { path: String, message: String },
+    #[error("node {name}: {message}")]
+    Entry { name: String, message: String },
+}
+
+/// NODES.toml: `[[node]]` entries with `name`, `url` and optionally the registered `chip_id`
+/// (hex) and `node_public_key` (hex).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeList {
+    #[serde(default)]
+    pub node: Vec<NodeEntry>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeEntry {
+    pub name: String,
+    /// Base URL of the node agent, e.g. `http://10.0.0.5:9100`.
+    pub url: String,
+    pub chip_id: Option<String>,
+    pub node_public_key: Option<String>,
+}
+
+impl NodeList {
+    pub fn load(path: &Path) -> Result<NodeList, NodeListError> {
+        let text = std::fs::read_to_string(path).map_err(|e| NodeListError::Read {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        NodeList::parse(&text, &path.display().to_string())
+    }
+
+    pub fn parse(text: &str, name: &str) -> Result<NodeList, NodeListError> {
+        let list: NodeList = toml::from_str(text).map_err(|e| NodeListError::Toml {
+            path: name.to_owned(),
+            message: e.to_string(),
+        })?;
+        for n in &list.node {
+            n.expected()?;
+        }
+        Ok(list)
+    }
+}
+
+impl NodeEntry {
+    /// The registered identity to compare against, decoded.
+    pub fn expected(&self) -> Result<ExpectedNode, NodeListError> {
+        let err = |message: String| NodeListError::Entry { name: self.name.clone(), message };
+        let chip_id = self
+            .chip_id
+            .as_deref()
+            .map(|c| {
+                let b = hex::decode(c.trim()).map_err(|e| err(format!("chip_id: {e}")))?;
+                if b.len() != 64 && b.len() != 8 {
+                    return Err(err(format!("chip_id is {} bytes, expected 64 (Turin: 8)", b.len())));
+                }
+                Ok(b)
+            })
+            .transpose()?;
+        let node_public_key = self
+            .node_public_key
+            .as_deref()
+            .map(|k| {
+                let b = hex::decode(k.trim()).map_err(|e| err(format!("node_public_key: {e}")))?;
+                <[u8; 32]>::try_from(b).map_err(|_| err("node_public_key is not 32 bytes".into()))
+            })
+            .transpose()?;
+        Ok(ExpectedNode { chip_id, node_public_key })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeStatus {
+    Admitted,
+    Rejected,
+    /// No answer, a transport error, an HTTP error status, or a timeout.
+    Unreachable,
+    /// An answer that is not a bundle.
+    BadEvidence,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeResult {
+    pub name: String,
+    pub url: String,
+    pub status: NodeStatus,
+    /// Why the node was unreachable, its evidence unusable, or the failed checks.
+    pub reason: String,
+    pub elapsed_ms: u64,
+    pub verdict: Option<Verdict>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct FleetOptions {
+    pub concurrency: usize,
+    /// Per node, request and body together.
+    pub timeout: Duration,
+    /// Verification time (Unix seconds).
+    pub now: u64,
+}
+
+/// Query every node (at most `concurrency` at a time) and verify what comes back.
+pub async fn run(nodes: &NodeList, policy: Arc<Policy>, chains: Arc<ChainVerifier>, opts: FleetOptions) -> Vec<NodeResult> {
+    let mut connector = HttpConnector::new();
+    connector.set_connect_timeout(Some(opts.timeout));
+    connector.set_nodelay(true);
+    let client: Client<HttpConnector, Empty<Bytes>> = Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(30))
+        .build(connector);
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(opts.concurrency.max(1)));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, node) in nodes.node.iter().cloned().enumerate() {
+        let client = client.clone();
+        let semaphore = semaphore.clone();
+        let policy = policy.clone();
+        let chains = chains.clone();
+        tasks.spawn(async move {
+            let _permit = semaphore.acquire_owned().await;
+            (i, query_node(&client, node, policy, chains, opts).await)
+        });
+    }
+    let mut results: Vec<Option<NodeResult>> = vec![None; nodes.node.len()];
+    while let Some(joined) = tasks.join_next().await {
+        if let Ok((i, r)) = joined
+            && let Some(slot) = results.get_mut(i)
+        {
+            *slot = Some(r);
+        }
+    }
+    results
+        .into_iter()
+        .zip(&nodes.node)
+        .map(|(r, node)| {
+            r.unwrap_or_else(|| NodeResult {
+                name: node.name.clone(),
+                url: node.url.clone(),
+                status: NodeStatus::Unreachable,
+                reason: "query task failed".into(),
+                elapsed_ms: 0,
+                verdict: None,
+            })
+        })
+        .collect()
+}
+
+async fn fetch(client: &Client<HttpConnector, Empty<Bytes>>, url: &str, nonce: &[u8; 32]) -> Result<Bytes, String> {
+    let uri: hyper::Uri = format!("{}/v1/attestation?nonce={}", url.trim_end_matches('/'), hex::encode(nonce))
+        .parse()
+        .map_err(|e| format!("bad URL {url:?}: {e}"))?;
+    if uri.scheme_str() != Some("http") {
+        return Err(format!("unsupported URL scheme in {url:?} (http only)"));
+    }
+    let response = client.get(uri).await.map_err(|e| format!("request failed: {e}"))?;
+    let status = response.status();
+    let body = Limited::new(response.into_body(), MAX_BUNDLE_BYTES)
+        .collect()
+        .await
+        .map_err(|e| format!("reading body: {e}"))?
+        .to_bytes();
+    if !status.is_success() {
+        let text = String::from_utf8_lossy(body.get(..200).unwrap_or(&body));
+        return Err(format!("HTTP {status}: {text}"));
+    }
+    Ok(body)
+}
+
+async fn query_node(
+    client: &Client<HttpConnector, Empty<Bytes>>,
+    node: NodeEntry,
+    policy: Arc<Policy>,
+    chains: Arc<ChainVerifier>,
+    opts: FleetOptions,
+) -> NodeResult {
+    let start = Instant::now();
+    let mut nonce = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut nonce);
+    let result = |status, reason: String, verdict| NodeResult {
+        name: node.name.clone(),
+        url: node.url.clone(),
+        status,
+        reason,
+        elapsed_ms: start.elapsed().as_millis() as u64,
+        verdict,
+    };
+    let expected = match node.expected() {
+        Ok(e) => e,
+        Err(e) => return result(NodeStatus::BadEvidence, e.to_string(), None),
+    };
+    let body = match tokio::time::timeout(opts.timeout, fetch(client, &node.url, &nonce)).await {
+        Err(_) => return result(NodeStatus::Unreachable, format!("no answer within {:?}", opts.timeout), None),
+        Ok(Err(e)) => return result(NodeStatus::Unreachable, e, None),
+        Ok(Ok(body)) => body,
+    };
+    let bundle = match Bundle::from_json(&body) {
+        Ok(b) => b,
+        Err(e) => return result(NodeStatus::BadEvidence, e.to_string(), None),
+    };
+    let verdict = tokio::task::spawn_blocking(move || verify_bundle(&bundle, &nonce, &policy, &chains, opts.now, &expected)).await;
+    match verdict {
+        Err(e) => result(NodeStatus::BadEvidence, format!("verification task failed: {e}"), None),
+        Ok(v) if v.admitted => result(NodeStatus::Admitted, String::new(), Some(v)),
+        Ok(v) => {
+            let failed: Vec<String> = v.failed().map(|c| c.name.clone()).collect();
+            result(NodeStatus::Rejected, format!("failed: {}", failed.join(", ")), Some(v))
+        }
+    }
+}
+
+/// One line per node for people.
+pub fn table(results: &[NodeResult]) -> String {
+    let name_w = results.iter().map(|r| r.name.len()).max().unwrap_or(4).max(4);
+    let mut out = format!("{:name_w$}  {:11}  {:>7}  reason\n", "node", "status", "ms");
+    for r in results {
+        let status = match r.status {
+            NodeStatus::Admitted => "ADMITTED",
+            NodeStatus::Rejected => "REJECTED",
+            NodeStatus::Unreachable => "UNREACHABLE",
+            NodeStatus::BadEvidence => "BAD",
+        };
+        out.push_str(&format!("{:name_w$}  {status:11}  {:>7}  {}\n", r.name, r.elapsed_ms, r.reason));
+    }
+    let admitted = results.iter().filter(|r| r.status == NodeStatus::Admitted).count();
+    out.push_str(&format!("{admitted}/{} nodes admitted\n", results.len()));
+    out
+}

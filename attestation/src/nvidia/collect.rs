@@ -1,0 +1,210 @@
+//! Collection on the node: for every GPU, the CC attestation report over the caller's nonce,
+//! the attestation certificate chain and the system CC state, through NVML.
+//!
+//! nvml-wrapper 0.13 wraps the report and certificate calls, but slices the driver's buffers by
+//! the driver-reported length without a bounds check, and does not expose
+//! `nvmlSystemGetConfComputeState` (CC environment); those three calls go through the raw
+//! symbols (`Nvml::lib`) with checked lengths instead.
+
+use std::mem;
+
+use nvml_wrapper::Nvml;
+use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
+use nvml_wrapper::structs::device::ConfidentialComputeGpuCapabilities;
+use nvml_wrapper_sys::bindings::{
+    NVML_CC_SYSTEM_DEVTOOLS_MODE_ON, NVML_CC_SYSTEM_ENVIRONMENT_PROD,
+    NVML_CC_SYSTEM_ENVIRONMENT_SIM, NVML_CC_SYSTEM_ENVIRONMENT_UNAVAILABLE,
+    NVML_CC_SYSTEM_FEATURE_ENABLED, nvmlConfComputeGpuAttestationReport_t,
+    nvmlConfComputeGpuCertificate_t, nvmlConfComputeSystemState_t,
+};
+use thiserror::Error;
+
+use super::{CcState, GpuDevice, GpuEvidence};
+
+#[derive(Debug, Error)]
+pub enum CollectError {
+    #[error("NVML is not available (no NVIDIA driver or libnvidia-ml.so): {0}")]
+    NvmlUnavailable(#[source] NvmlError),
+    #[error("NVML reports no GPU")]
+    NoGpu,
+    #[error("the GPUs of this system are not confidential-computing capable (NVML CC capabilities)")]
+    NotCcCapable,
+    #[error("confidential computing is off on this system (NVML ccFeature disabled); no CC attestation report can be taken")]
+    CcDisabled,
+    #[error("NVML {call} failed{}: {source}", gpu.map(|i| format!(" for GPU {i}")).unwrap_or_default())]
+    Nvml {
+        call: &'static str,
+        gpu: Option<u32>,
+        #[source]
+        source: NvmlError,
+    },
+    #[error("NVML {call} for GPU {gpu} returned length {length}, larger than its {capacity}-byte buffer")]
+    BadLength {
+        call: &'static str,
+        gpu: u32,
+        length: u32,
+        capacity: usize,
+    },
+}
+
+fn nvml_err(call: &'static str, gpu: Option<u32>) -> impl FnOnce(NvmlError) -> CollectError {
+    move |source| CollectError::Nvml { call, gpu, source }
+}
+
+fn checked_prefix(
+    buffer: &[u8],
+    length: u32,
+    call: &'static str,
+    gpu: u32,
+) -> Result<Vec<u8>, CollectError> {
+    usize::try_from(length)
+        .ok()
+        .and_then(|len| buffer.get(..len))
+        .map(<[u8]>::to_vec)
+        .ok_or(CollectError::BadLength {
+            call,
+            gpu,
+            length,
+            capacity: buffer.len(),
+        })
+}
+
+/// `nvmlSystemGetConfComputeState`.
+fn system_cc_state(nvml: &Nvml) -> Result<CcState, CollectError> {
+    const CALL: &str = "nvmlSystemGetConfComputeState";
+    let sym = nvml_sym(nvml.lib().nvmlSystemGetConfComputeState.as_ref())
+        .map_err(nvml_err(CALL, None))?;
+    // SAFETY: plain C struct of three unsigned ints; all-zero is a valid value, and NVML writes
+    // it through the pointer we own for the duration of the call.
+    let state = unsafe {
+        let mut state: nvmlConfComputeSystemState_t = mem::zeroed();
+        nvml_try(sym(&mut state)).map_err(nvml_err(CALL, None))?;
+        state
+    };
+    let environment = match state.environment {
+        NVML_CC_SYSTEM_ENVIRONMENT_PROD => "prod".to_owned(),
+        NVML_CC_SYSTEM_ENVIRONMENT_SIM => "sim".to_owned(),
+        NVML_CC_SYSTEM_ENVIRONMENT_UNAVAILABLE => "unavailable".to_owned(),
+        other => format!("unknown({other})"),
+    };
+    Ok(CcState {
+        cc_enabled: state.ccFeature == NVML_CC_SYSTEM_FEATURE_ENABLED,
+        dev_tools_mode: state.devToolsMode == NVML_CC_SYSTEM_DEVTOOLS_MODE_ON,
+        environment,
+    })
+}
+
+/// Collects evidence from every GPU, each report taken over `nonce`.
+///
+/// Errors are typed: no NVML, no GPU, GPUs not CC-capable, CC off, or an NVML call failing
+/// (with the call and the GPU). Nothing partial is returned: one GPU failing fails the whole
+/// collection, since evidence for a subset of the node's GPUs would misdescribe the node.
+pub fn collect(nonce: &[u8; 32]) -> Result<Vec<GpuEvidence>, CollectError> {
+    let nvml = Nvml::init().map_err(CollectError::NvmlUnavailable)?;
+    let count = nvml
+        .device_count()
+        .map_err(nvml_err("nvmlDeviceGetCount", None))?;
+    if count == 0 {
+        return Err(CollectError::NoGpu);
+    }
+    let first = nvml
+        .device_by_index(0)
+        .map_err(nvml_err("nvmlDeviceGetHandleByIndex", Some(0)))?;
+    // System-wide query (nvmlSystemGetConfComputeCapabilities) although the wrapper hangs it
+    // on a device.
+    let caps = first
+        .get_confidential_compute_capabilities()
+        .map_err(|source| match source {
+            NvmlError::NotSupported | NvmlError::FailedToLoadSymbol(_) => {
+                CollectError::NotCcCapable
+            }
+            source => CollectError::Nvml {
+                call: "nvmlSystemGetConfComputeCapabilities",
+                gpu: None,
+                source,
+            },
+        })?;
+    if caps.gpus_caps != ConfidentialComputeGpuCapabilities::Capable {
+        return Err(CollectError::NotCcCapable);
+    }
+    let cc_state = system_cc_state(&nvml)?;
+    if !cc_state.cc_enabled {
+        return Err(CollectError::CcDisabled);
+    }
+
+    let mut evidence = Vec::with_capacity(count as usize);
+    for index in 0..count {
+        let device = nvml
+            .device_by_index(index)
+            .map_err(nvml_err("nvmlDeviceGetHandleByIndex", Some(index)))?;
+        let info = GpuDevice {
+            nvml_index: index,
+            name: device
+                .name()
+                .map_err(nvml_err("nvmlDeviceGetName", Some(index)))?,
+            uuid: device
+                .uuid()
+                .map_err(nvml_err("nvmlDeviceGetUUID", Some(index)))?,
+            pci_bus_id: device
+                .pci_info()
+                .map_err(nvml_err("nvmlDeviceGetPciInfo", Some(index)))?
+                .bus_id,
+            architecture: device
+                .architecture()
+                .map(|arch| arch.to_string())
+                .map_err(nvml_err("nvmlDeviceGetArchitecture", Some(index)))?,
+            driver_version: nvml
+                .sys_driver_version()
+                .map_err(nvml_err("nvmlSystemGetDriverVersion", Some(index)))?,
+        };
+
+        const REPORT_CALL: &str = "nvmlDeviceGetConfComputeGpuAttestationReport";
+        let report_sym = nvml_sym(
+            nvml.lib()
+                .nvmlDeviceGetConfComputeGpuAttestationReport
+                .as_ref(),
+        )
+        .map_err(nvml_err(REPORT_CALL, Some(index)))?;
+        // SAFETY: C struct of unsigned ints and byte arrays (all-zero valid), boxed (12 KiB);
+        // the handle is valid while `device` (and `nvml`) live, which spans the call.
+        let report = unsafe {
+            let mut report: Box<nvmlConfComputeGpuAttestationReport_t> =
+                Box::new(mem::zeroed());
+            report.nonce = *nonce;
+            nvml_try(report_sym(device.handle(), &mut *report))
+                .map_err(nvml_err(REPORT_CALL, Some(index)))?;
+            report
+        };
+        let attestation_report = checked_prefix(
+            &report.attestationReport,
+            report.attestationReportSize,
+            REPORT_CALL,
+            index,
+        )?;
+
+        const CERT_CALL: &str = "nvmlDeviceGetConfComputeGpuCertificate";
+        let cert_sym = nvml_sym(nvml.lib().nvmlDeviceGetConfComputeGpuCertificate.as_ref())
+            .map_err(nvml_err(CERT_CALL, Some(index)))?;
+        // SAFETY: as above (9 KiB struct of unsigned ints and byte arrays).
+        let certificate = unsafe {
+            let mut certificate: Box<nvmlConfComputeGpuCertificate_t> = Box::new(mem::zeroed());
+            nvml_try(cert_sym(device.handle(), &mut *certificate))
+                .map_err(nvml_err(CERT_CALL, Some(index)))?;
+            certificate
+        };
+        let certificate_chain = checked_prefix(
+            &certificate.attestationCertChain,
+            certificate.attestationCertChainSize,
+            CERT_CALL,
+            index,
+        )?;
+
+        evidence.push(GpuEvidence {
+            device: info,
+            attestation_report,
+            certificate_chain,
+            cc_state: cc_state.clone(),
+        });
+    }
+    Ok(evidence)
+}

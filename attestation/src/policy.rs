@@ -1,0 +1,448 @@
+//! The governing body's verification policy (TOML). Everything not configured is reported as
+//! a skipped check, never silently passed; debug and migration-agent guests are always rejected.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use thiserror::Error;
+
+use crate::snp::amd::{AmdCert, TrustAnchor, TrustStore, parse_certs};
+use crate::snp::tcb::{Product, TcbParts};
+
+#[derive(Debug, Error)]
+pub enum PolicyError {
+    #[error("reading {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("policy {path} is not valid TOML for this schema: {message}")]
+    Toml { path: PathBuf, message: String },
+    #[error("{field}: {message}")]
+    Value { field: String, message: String },
+    #[error("release manifest {path}: {message}")]
+    Manifest { path: PathBuf, message: String },
+    #[error("certificate {path}: {message}")]
+    Cert { path: PathBuf, message: String },
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyFile {
+    #[serde(default)]
+    pub report: ReportSection,
+    #[serde(default)]
+    pub guest_policy: GuestPolicySection,
+    #[serde(default)]
+    pub tcb: TcbSection,
+    #[serde(default)]
+    pub identity: IdentitySection,
+    #[serde(default)]
+    pub trust: TrustSection,
+    /// `count` (GPUs required), the rest is the nvidia module's `GpuPolicy`.
+    #[serde(default)]
+    pub gpu: toml::Table,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportSection {
+    /// "vcek", "vlek"; empty means both.
+    #[serde(default)]
+    pub signing_keys: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuestPolicySection {
+    #[serde(default = "yes")]
+    pub allow_smt: bool,
+    #[serde(default)]
+    pub require_single_socket: bool,
+    #[serde(default = "yes")]
+    pub allow_cxl: bool,
+    #[serde(default)]
+    pub require_aes_256_xts: bool,
+    #[serde(default)]
+    pub require_rapl_disabled: bool,
+    #[serde(default)]
+    pub require_ciphertext_hiding: bool,
+    /// Minimum ABI the guest policy must demand of the firmware, "major.minor".
+    pub min_abi: Option<String>,
+    /// VMPLs the report may come from, e.g. [0].
+    pub vmpl: Option<Vec<u32>>,
+    pub min_guest_svn: Option<u32>,
+}
+
+impl Default for GuestPolicySection {
+    fn default() -> Self {
+        GuestPolicySection {
+            allow_smt: true,
+            require_single_socket: false,
+            allow_cxl: true,
+            require_aes_256_xts: false,
+            require_rapl_disabled: false,
+            require_ciphertext_hiding: false,
+            min_abi: None,
+            vmpl: None,
+            min_guest_svn: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcbMinimum {
+    pub bootloader: u8,
+    pub tee: u8,
+    pub snp: u8,
+    pub microcode: u8,
+    pub fmc: Option<u8>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcbSection {
+    pub milan: Option<TcbMinimum>,
+    pub genoa: Option<TcbMinimum>,
+    pub turin: Option<TcbMinimum>,
+    /// Minimum SEV firmware (current and committed), "major.minor" or "major.minor.build".
+    pub min_firmware: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdentitySection {
+    /// Allowed launch measurements (hex, 48 bytes).
+    #[serde(default)]
+    pub measurements: Vec<String>,
+    /// Image release manifests whose expected measurement is allowed too.
+    #[serde(default)]
+    pub release_manifests: Vec<PathBuf>,
+    pub host_data: Option<String>,
+    #[serde(default)]
+    pub id_key_digests: Vec<String>,
+    #[serde(default)]
+    pub author_key_digests: Vec<String>,
+    pub family_id: Option<String>,
+    pub image_id: Option<String>,
+    /// Registered chip ids (hex, 64 bytes; Turin: 8).
+    #[serde(default)]
+    pub chip_ids: Vec<String>,
+    /// A NODES.toml whose `chip_id` entries are registered too.
+    pub registered_nodes: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustSection {
+    /// A generated test ARK (PEM or DER). Evidence anchored there is accepted only if set.
+    pub test_root_ark: Option<PathBuf>,
+    /// TCB layout of the test root's reports ("Milan", "Genoa", "Turin"); default Milan.
+    pub test_root_product: Option<Product>,
+    /// An AMD CRL (DER) signed by the ARK; checked when set.
+    pub crl: Option<PathBuf>,
+}
+
+/// A policy with every file it names loaded and every hex value decoded.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    pub signing_keys: Vec<String>,
+    pub allow_smt: bool,
+    pub require_single_socket: bool,
+    pub allow_cxl: bool,
+    pub require_aes_256_xts: bool,
+    pub require_rapl_disabled: bool,
+    pub require_ciphertext_hiding: bool,
+    pub min_abi: Option<(u8, u8)>,
+    pub vmpl: Option<Vec<u32>>,
+    pub min_guest_svn: Option<u32>,
+    pub tcb_minimum: Vec<(Product, TcbParts)>,
+    pub min_firmware: Option<(u8, u8, Option<u8>)>,
+    /// (measurement, where it came from)
+    pub measurements: Vec<(Vec<u8>, String)>,
+    pub host_data: Option<Vec<u8>>,
+    pub id_key_digests: Vec<Vec<u8>>,
+    pub author_key_digests: Vec<Vec<u8>>,
+    pub family_id: Option<Vec<u8>>,
+    pub image_id: Option<Vec<u8>>,
+    pub chip_ids: Vec<Vec<u8>>,
+    pub test_root: Option<TrustAnchor>,
+    pub crl: Option<Vec<u8>>,
+    /// Number of GPUs the node must present evidence for; unset: whatever the bundle has.
+    pub gpu_count: Option<usize>,
+    pub gpu: crate::nvidia::GpuPolicy,
+    /// Whether this is the built-in default (no policy file).
+    pub is_default: bool,
+}
+
+impl Policy {
+    /// The policy `verify-report` applies without `--policy`: format, chain, signature,
+    /// report-vs-certificate, debug and migration agent bind; every allow-list is skipped.
+    pub fn default_policy() -> Policy {
+        let mut p = Policy::resolve(PolicyFile::default(), Path::new("."))
+            .unwrap_or_else(|_| Policy::default());
+        p.is_default = true;
+        p
+    }
+
+    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        let text = read(path)?;
+        let text = String::from_utf8(text).map_err(|e| PolicyError::Toml {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        Policy::from_toml(&text, path.parent().unwrap_or(Path::new(".")), path)
+    }
+
+    /// Parse policy text; relative paths resolve against `base`.
+    pub fn from_toml(text: &str, base: &Path, name: &Path) -> Result<Policy, PolicyError> {
+        let file: PolicyFile = toml::from_str(text).map_err(|e| PolicyError::Toml {
+            path: name.to_owned(),
+            message: e.to_string(),
+        })?;
+        Policy::resolve(file, base)
+    }
+
+    pub fn resolve(file: PolicyFile, base: &Path) -> Result<Policy, PolicyError> {
+        let at = |p: &Path| if p.is_absolute() { p.to_owned() } else { base.join(p) };
+        for k in &file.report.signing_keys {
+            if k != "vcek" && k != "vlek" {
+                return Err(value_err("report.signing_keys", format!("unknown key type {k:?}")));
+            }
+        }
+        let g = &file.guest_policy;
+        let min_abi = g
+            .min_abi
+            .as_deref()
+            .map(|s| parse_version(s, "guest_policy.min_abi"))
+            .transpose()?
+            .map(|(a, b, _)| (a, b));
+        let min_firmware = file
+            .tcb
+            .min_firmware
+            .as_deref()
+            .map(|s| parse_version(s, "tcb.min_firmware"))
+            .transpose()?;
+        let mut tcb_minimum = Vec::new();
+        for (product, min) in [
+            (Product::Milan, file.tcb.milan),
+            (Product::Genoa, file.tcb.genoa),
+            (Product::Turin, file.tcb.turin),
+        ] {
+            if let Some(m) = min {
+                let fmc = match product {
+                    Product::Turin => m.fmc,
+                    _ if m.fmc.is_some() => {
+                        return Err(value_err(
+                            "tcb",
+                            format!("{product} has no FMC security patch level"),
+                        ));
+                    }
+                    _ => None,
+                };
+                tcb_minimum.push((
+                    product,
+                    TcbParts {
+                        fmc,
+                        bootloader: m.bootloader,
+                        tee: m.tee,
+                        snp: m.snp,
+                        microcode: m.microcode,
+                    },
+                ));
+            }
+        }
+        let id = &file.identity;
+        let mut measurements = Vec::new();
+        for (i, m) in id.measurements.iter().enumerate() {
+            measurements.push((
+                hex_field(m, 48, &format!("identity.measurements[{i}]"))?,
+                "policy".to_string(),
+            ));
+        }
+        for manifest in &id.release_manifests {
+            let path = at(manifest);
+            for m in load_release_manifest(&path)? {
+                measurements.push((m, format!("manifest {}", path.display())));
+            }
+        }
+        let mut chip_ids = Vec::new();
+        for (i, c) in id.chip_ids.iter().enumerate() {
+            chip_ids.push(chip_id_field(c, &format!("identity.chip_ids[{i}]"))?);
+        }
+        if let Some(nodes) = &id.registered_nodes {
+            let path = at(nodes);
+            let list = crate::fleet::NodeList::load(&path).map_err(|e| PolicyError::Value {
+                field: "identity.registered_nodes".into(),
+                message: e.to_string(),
+            })?;
+            for node in list.node {
+                if let Some(c) = node.chip_id {
+                    chip_ids.push(chip_id_field(&c, &format!("{}: node {}", path.display(), node.name))?);
+                }
+            }
+        }
+        let test_root = match &file.trust.test_root_ark {
+            None => None,
+            Some(p) => {
+                let path = at(p);
+                let bytes = read(&path)?;
+                let certs = parse_certs(&bytes).map_err(|e| PolicyError::Cert {
+                    path: path.clone(),
+                    message: e.to_string(),
+                })?;
+                let ark: AmdCert = certs
+                    .into_iter()
+                    .find(|c| c.subject() == c.issuer())
+                    .ok_or_else(|| PolicyError::Cert {
+                        path: path.clone(),
+                        message: "no self-signed root certificate".into(),
+                    })?;
+                Some(TrustAnchor {
+                    product: file.trust.test_root_product.unwrap_or(Product::Milan),
+                    ark,
+                    intermediates: vec![],
+                    is_test: true,
+                })
+            }
+        };
+        let crl = file.trust.crl.as_ref().map(|p| read(&at(p))).transpose()?;
+        let mut gpu_table = file.gpu.clone();
+        let gpu_count = match gpu_table.remove("count") {
+            None => None,
+            Some(v) => Some(
+                v.as_integer()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or_else(|| value_err("gpu.count", format!("{v} is not a count")))?,
+            ),
+        };
+        let gpu: crate::nvidia::GpuPolicy = toml::Value::Table(gpu_table)
+            .try_into()
+            .map_err(|e: toml::de::Error| value_err("gpu", e.to_string()))?;
+        Ok(Policy {
+            signing_keys: file.report.signing_keys.clone(),
+            allow_smt: g.allow_smt,
+            require_single_socket: g.require_single_socket,
+            allow_cxl: g.allow_cxl,
+            require_aes_256_xts: g.require_aes_256_xts,
+            require_rapl_disabled: g.require_rapl_disabled,
+            require_ciphertext_hiding: g.require_ciphertext_hiding,
+            min_abi,
+            vmpl: g.vmpl.clone(),
+            min_guest_svn: g.min_guest_svn,
+            tcb_minimum,
+            min_firmware,
+            measurements,
+            host_data: id.host_data.as_deref().map(|h| hex_field(h, 32, "identity.host_data")).transpose()?,
+            id_key_digests: id
+                .id_key_digests
+                .iter()
+                .map(|h| hex_field(h, 48, "identity.id_key_digests"))
+                .collect::<Result<_, _>>()?,
+            author_key_digests: id
+                .author_key_digests
+                .iter()
+                .map(|h| hex_field(h, 48, "identity.author_key_digests"))
+                .collect::<Result<_, _>>()?,
+            family_id: id.family_id.as_deref().map(|h| hex_field(h, 16, "identity.family_id")).transpose()?,
+            image_id: id.image_id.as_deref().map(|h| hex_field(h, 16, "identity.image_id")).transpose()?,
+            chip_ids,
+            test_root,
+            crl,
+            gpu_count,
+            gpu,
+            is_default: false,
+        })
+    }
+
+    /// AMD's pinned roots plus the test root if this policy names one.
+    pub fn trust_store(&self) -> TrustStore {
+        let mut store = TrustStore::amd();
+        if let Some(anchor) = &self.test_root {
+            store.add(anchor.clone());
+        }
+        store
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, PolicyError> {
+    std::fs::read(path).map_err(|source| PolicyError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn value_err(field: &str, message: impl Into<String>) -> PolicyError {
+    PolicyError::Value {
+        field: field.to_owned(),
+        message: message.into(),
+    }
+}
+
+fn hex_field(text: &str, len: usize, field: &str) -> Result<Vec<u8>, PolicyError> {
+    let bytes = hex::decode(text.trim()).map_err(|e| value_err(field, format!("not hex: {e}")))?;
+    if bytes.len() != len {
+        return Err(value_err(field, format!("{} bytes, expected {len}", bytes.len())));
+    }
+    Ok(bytes)
+}
+
+/// Chip ids are 64 bytes; Turin VCEKs certify an 8-byte id.
+fn chip_id_field(text: &str, field: &str) -> Result<Vec<u8>, PolicyError> {
+    let bytes = hex::decode(text.trim()).map_err(|e| value_err(field, format!("not hex: {e}")))?;
+    if bytes.len() != 64 && bytes.len() != 8 {
+        return Err(value_err(field, format!("{} bytes, expected 64 (or 8 for Turin)", bytes.len())));
+    }
+    Ok(bytes)
+}
+
+/// "1.55" or "1.55.29" -> (major, minor, build).
+fn parse_version(text: &str, field: &str) -> Result<(u8, u8, Option<u8>), PolicyError> {
+    let parts: Vec<&str> = text.trim().split('.').collect();
+    let num = |s: &str| s.parse::<u8>().map_err(|e| value_err(field, format!("{text:?}: {e}")));
+    match parts.as_slice() {
+        [a, b] => Ok((num(a)?, num(b)?, None)),
+        [a, b, c] => Ok((num(a)?, num(b)?, Some(num(c)?))),
+        _ => Err(value_err(field, format!("{text:?} is not major.minor[.build]"))),
+    }
+}
+
+/// Expected measurements from an image `release-manifest.json`: the field
+/// `expected_measurement` (hex string or list), also accepted under `sev_snp`.
+pub fn load_release_manifest(path: &Path) -> Result<Vec<Vec<u8>>, PolicyError> {
+    let err = |message: String| PolicyError::Manifest {
+        path: path.to_owned(),
+        message,
+    };
+    let bytes = read(path)?;
+    let json: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| err(format!("not JSON: {e}")))?;
+    let field = json
+        .get("expected_measurement")
+        .or_else(|| json.get("sev_snp").and_then(|s| s.get("expected_measurement")))
+        .ok_or_else(|| err("no expected_measurement field".into()))?;
+    let values: Vec<&serde_json::Value> = match field {
+        serde_json::Value::Array(items) => items.iter().collect(),
+        other => vec![other],
+    };
+    let mut out = Vec::new();
+    for v in values {
+        let s = v
+            .as_str()
+            .ok_or_else(|| err("expected_measurement is not a hex string".into()))?;
+        let m = hex::decode(s.trim()).map_err(|e| err(format!("not hex: {e}")))?;
+        if m.len() != 48 {
+            return Err(err(format!("measurement is {} bytes, expected 48", m.len())));
+        }
+        out.push(m);
+    }
+    if out.is_empty() {
+        return Err(err("expected_measurement is empty".into()));
+    }
+    Ok(out)
+}

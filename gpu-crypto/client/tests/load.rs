@@ -1,0 +1,261 @@
+//! The client against the real built libgpu_crypto.so, and its reported CPU fallbacks.
+
+use gpu_crypto::{
+    BackendChoice, BlsItem, BlsScheme, DomainSeparator, Engine, G1Affine, G2Affine, MsmInput,
+    Policy, Scalar,
+};
+use gpu_crypto_client::{Client, ClientError, ClientStatus};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The cdylib cargo built for the gpu-crypto dependency: in target/<profile>/deps next to
+/// this test binary, or one level up.
+fn built_cdylib() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let deps = exe.parent().expect("deps dir");
+    let candidates = [
+        deps.join("libgpu_crypto.so"),
+        deps.parent().expect("profile dir").join("libgpu_crypto.so"),
+    ];
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .unwrap_or_else(|| panic!("libgpu_crypto.so not built; looked at {candidates:?}"))
+}
+
+fn random_scalar(rng: &mut ChaCha20Rng) -> Scalar {
+    let mut wide = [0u8; 64];
+    rng.fill(&mut wide[..]);
+    Scalar::from_bytes_wide(&wide)
+}
+
+fn random_point(rng: &mut ChaCha20Rng) -> G1Affine {
+    G1Affine::from(G1Affine::generator() * random_scalar(rng))
+}
+
+/// Every operation through `client` equals the in-process CPU reference on random data.
+fn assert_matches_cpu(client: &Client, seed: u64) {
+    let reference = Engine::cpu_only();
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+
+    let mut compressed: Vec<[u8; 48]> = gpu_crypto::corpus::g1_decompress_corpus()
+        .iter()
+        .map(|e| e.bytes)
+        .collect();
+    compressed.extend((0..16).map(|_| random_point(&mut rng).to_compressed()));
+    compressed.extend((0..16).map(|_| {
+        let mut b = [0u8; 48];
+        rng.fill(&mut b[..]);
+        b
+    }));
+    assert_eq!(
+        client.g1_decompress(&compressed).expect("decompress"),
+        reference.g1_decompress(&compressed).expect("reference")
+    );
+
+    let points: Vec<G1Affine> = (0..40).map(|_| random_point(&mut rng)).collect();
+    let scalars: Vec<Scalar> = (0..40).map(|_| random_scalar(&mut rng)).collect();
+    let msms = [
+        MsmInput {
+            points: &points[..0],
+            scalars: &scalars[..0],
+        },
+        MsmInput {
+            points: &points[..1],
+            scalars: &scalars[..1],
+        },
+        MsmInput {
+            points: &points[1..],
+            scalars: &scalars[1..],
+        },
+    ];
+    assert_eq!(
+        client.g1_msm_batch(&msms).expect("msm"),
+        reference.g1_msm_batch(&msms).expect("reference")
+    );
+
+    struct Case {
+        signature: [u8; 48],
+        public_key: [u8; 96],
+        message: Vec<u8>,
+        scheme: BlsScheme,
+    }
+    let cases: Vec<Case> = (0..10)
+        .map(|i| {
+            let scheme = BlsScheme::ALL[i % 2];
+            let secret = random_scalar(&mut rng);
+            let message = vec![i as u8; i];
+            let h = gpu_crypto::cpu::hash_message_to_g1(scheme, &message);
+            let mut signature = G1Affine::from(h * secret).to_compressed();
+            let public_key = G2Affine::from(G2Affine::generator() * secret).to_compressed();
+            if i % 3 == 1 {
+                signature[5] ^= 1;
+            }
+            Case {
+                signature,
+                public_key,
+                message,
+                // Every fourth item is checked under the other scheme: invalid.
+                scheme: if i % 4 == 3 { BlsScheme::ALL[(i + 1) % 2] } else { scheme },
+            }
+        })
+        .collect();
+    let items: Vec<BlsItem<'_>> = cases
+        .iter()
+        .map(|c| BlsItem {
+            signature: &c.signature,
+            public_key: &c.public_key,
+            message: &c.message,
+            scheme: c.scheme,
+        })
+        .collect();
+    let verdicts = client.bls_verify_batch(&items).expect("verify");
+    assert_eq!(verdicts, reference.bls_verify_batch(&items).expect("reference"));
+    assert!(verdicts.iter().any(Result::is_ok) && verdicts.iter().any(Result::is_err));
+
+    let chunks: Vec<Vec<u8>> = [0usize, 3, 64, 5000]
+        .iter()
+        .map(|&n| {
+            let mut c = vec![0u8; n];
+            rng.fill(&mut c[..]);
+            c
+        })
+        .collect();
+    let slices: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+    let separator = DomainSeparator::new("ic-state-chunk").expect("separator");
+    assert_eq!(
+        client.sha256_chunks(&separator, &slices).expect("sha256"),
+        reference.sha256_chunks(&separator, &slices).expect("reference")
+    );
+}
+
+#[test]
+fn loaded_library_matches_the_cpu_path() {
+    let path = built_cdylib();
+    let client = Client::open_path(&path, &Policy::cpu_only()).expect("open");
+    assert_eq!(
+        client.status(),
+        &ClientStatus::Loaded {
+            path: path.clone(),
+            abi_version: gpu_crypto::ffi::ABI_VERSION
+        }
+    );
+    assert_matches_cpu(&client, 1);
+
+    let report: serde_json::Value =
+        serde_json::from_str(&client.report_json().expect("report")).expect("JSON");
+    assert_eq!(report["gpu"]["state"], "not_requested");
+    // The library's counters saw the calls (they live in the library, not in this process's
+    // CPU engine): 1 decompress call of the whole batch on the CPU.
+    let stats: serde_json::Value =
+        serde_json::from_str(&client.stats_json().expect("stats")).expect("JSON");
+    let decompress_cpu = stats["operations"]
+        .as_array()
+        .expect("operations")
+        .iter()
+        .find(|c| c["operation"] == "decompress" && c["executed"] == "cpu")
+        .expect("decompress counter");
+    assert_eq!(decompress_cpu["calls"], 1);
+}
+
+#[test]
+fn msm_length_mismatch_is_refused_before_the_library_call() {
+    let client = Client::open_path(&built_cdylib(), &Policy::cpu_only()).expect("open");
+    let points = [G1Affine::generator()];
+    let err = client
+        .g1_msm_batch(&[MsmInput {
+            points: &points,
+            scalars: &[],
+        }])
+        .expect_err("length mismatch");
+    assert!(
+        matches!(err, ClientError::LengthMismatch { points: 1, scalars: 0 }),
+        "{err}"
+    );
+}
+
+#[test]
+fn missing_library_falls_back_to_the_cpu_with_the_reason() {
+    let missing = Path::new("/nonexistent/dir/libgpu_crypto.so");
+    let client = Client::open_path(missing, &Policy::auto()).expect("fallback client");
+    let ClientStatus::CpuFallback { reason } = client.status() else {
+        panic!("expected a CPU fallback, got {:?}", client.status());
+    };
+    assert!(reason.contains("cannot load /nonexistent/dir/libgpu_crypto.so"), "{reason}");
+    assert!(reason.contains("No such file"), "loader error kept: {reason}");
+    assert_matches_cpu(&client, 2);
+}
+
+#[test]
+fn a_file_that_is_not_a_library_falls_back_with_the_loader_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = dir.path().join("libgpu_crypto.so");
+    std::fs::write(&text, "this is not an ELF shared object\n").expect("write");
+    let client = Client::open_path(&text, &Policy::auto()).expect("fallback client");
+    let ClientStatus::CpuFallback { reason } = client.status() else {
+        panic!("expected a CPU fallback, got {:?}", client.status());
+    };
+    assert!(reason.starts_with("cannot load"), "{reason}");
+    assert!(
+        reason.contains("invalid ELF header") || reason.contains("file too short"),
+        "the loader's own words: {reason}"
+    );
+}
+
+#[test]
+fn a_library_with_another_abi_version_falls_back() {
+    if Command::new("cc").arg("--version").output().is_err() {
+        eprintln!("no C compiler (cc): wrong-ABI library test skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let source = dir.path().join("old.c");
+    std::fs::write(
+        &source,
+        "#include <stdint.h>\nuint32_t gpu_crypto_abi_version(void) { return 999; }\n",
+    )
+    .expect("write");
+    let library = dir.path().join("libold.so");
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&library)
+        .arg(&source)
+        .status()
+        .expect("run cc");
+    assert!(status.success(), "cc failed");
+    let client = Client::open_path(&library, &Policy::auto()).expect("fallback client");
+    let ClientStatus::CpuFallback { reason } = client.status() else {
+        panic!("expected a CPU fallback, got {:?}", client.status());
+    };
+    assert!(
+        reason.contains(&format!(
+            "ABI version 999, this client needs {}",
+            gpu_crypto::ffi::ABI_VERSION
+        )),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_gpu_pinned_policy_is_never_served_by_the_fallback() {
+    let policy = Policy::with_backend(BackendChoice::Gpu);
+    let err = Client::open_path(Path::new("/nonexistent/libgpu_crypto.so"), &policy)
+        .err()
+        .expect("no quiet CPU fallback for a pinned GPU");
+    assert!(matches!(err, ClientError::GpuRequired { .. }), "{err}");
+
+    // The real library with a pinned GPU: starts where a GPU is usable, else refuses.
+    match Client::open_path(&built_cdylib(), &policy) {
+        Ok(client) => {
+            assert!(Engine::new(policy).is_ok(), "library accepted a GPU this process cannot use");
+            assert!(matches!(client.status(), ClientStatus::Loaded { .. }));
+        }
+        Err(ClientError::EngineNew { reason, .. }) => {
+            assert!(reason.contains("GPU"), "{reason}");
+        }
+        Err(other) => panic!("unexpected error: {other}"),
+    }
+}

@@ -1,0 +1,133 @@
+//! The bridge to blst: points cross as their standard uncompressed encodings (so no
+//! assumption about either library's internal representation), and blst's Pippenger
+//! runs single-threaded (for rayon over many MSMs) or on blst's own thread pool.
+//!
+//! Every `unsafe` block is a call into blst's C API with buffers whose sizes are fixed
+//! by the types or computed by blst itself.
+
+use blst::{
+    BLST_ERROR, blst_p1, blst_p1_affine, blst_p2, blst_p2_affine, blst_p1s_mult_pippenger,
+    blst_p1s_mult_pippenger_scratch_sizeof, blst_p2s_mult_pippenger,
+    blst_p2s_mult_pippenger_scratch_sizeof,
+};
+use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective};
+
+/// `None` only if blst rejects a valid `ic_bls12_381` point, which would be a bug in one
+/// of the libraries; callers then compute with `ic_bls12_381` alone.
+pub(crate) fn g1_to_blst(p: &G1Affine) -> Option<blst_p1_affine> {
+    let bytes = p.to_uncompressed();
+    let mut out = blst_p1_affine::default();
+    // SAFETY: blst reads 96 bytes for an uncompressed G1 encoding (bit 7 of byte 0 is
+    // clear in `to_uncompressed`), and `bytes` is 96 bytes long.
+    let err = unsafe { blst::blst_p1_deserialize(&mut out, bytes.as_ptr()) };
+    (err == BLST_ERROR::BLST_SUCCESS).then_some(out)
+}
+
+pub(crate) fn g2_to_blst(p: &G2Affine) -> Option<blst_p2_affine> {
+    let bytes = p.to_uncompressed();
+    let mut out = blst_p2_affine::default();
+    // SAFETY: as above, with 192 bytes for G2.
+    let err = unsafe { blst::blst_p2_deserialize(&mut out, bytes.as_ptr()) };
+    (err == BLST_ERROR::BLST_SUCCESS).then_some(out)
+}
+
+pub(crate) fn g1_from_blst(p: &blst_p1) -> Option<G1Projective> {
+    let mut bytes = [0u8; 96];
+    // SAFETY: blst writes exactly 96 bytes for a serialized (uncompressed) G1 point.
+    unsafe { blst::blst_p1_serialize(bytes.as_mut_ptr(), p) };
+    // blst's result of G1 inputs is in G1; the on-curve check still guards the bridge.
+    Option::<G1Affine>::from(G1Affine::from_uncompressed_unchecked(&bytes)).map(G1Projective::from)
+}
+
+pub(crate) fn g2_from_blst(p: &blst_p2) -> Option<G2Projective> {
+    let mut bytes = [0u8; 192];
+    // SAFETY: blst writes exactly 192 bytes for a serialized (uncompressed) G2 point.
+    unsafe { blst::blst_p2_serialize(bytes.as_mut_ptr(), p) };
+    Option::<G2Affine>::from(G2Affine::from_uncompressed_unchecked(&bytes)).map(G2Projective::from)
+}
+
+/// `sum(scalars[i] * points[i])` on the calling thread. `scalars` holds one
+/// little-endian `nbits.div_ceil(8)`-byte scalar per point; `None` if the lengths
+/// disagree. The empty sum is the identity (blst's all-zero point).
+pub(crate) fn p1_msm_one_thread(
+    points: &[blst_p1_affine],
+    scalars: &[u8],
+    nbits: usize,
+) -> Option<blst_p1> {
+    let n = points.len();
+    if scalars.len() != n * nbits.div_ceil(8) || nbits == 0 {
+        return None;
+    }
+    let mut out = blst_p1::default();
+    if n == 0 {
+        return Some(out);
+    }
+    // SAFETY: blst computes the scratch size it needs for n points; the point and
+    // scalar arrays are contiguous (blst's "second pointer is null" convention) and hold
+    // n entries each, checked above.
+    unsafe {
+        let words = blst_p1s_mult_pippenger_scratch_sizeof(n).div_ceil(8);
+        let mut scratch = vec![0u64; words.max(1)];
+        let p = [points.as_ptr(), std::ptr::null()];
+        let s = [scalars.as_ptr(), std::ptr::null()];
+        blst_p1s_mult_pippenger(&mut out, p.as_ptr(), n, s.as_ptr(), nbits, scratch.as_mut_ptr());
+    }
+    Some(out)
+}
+
+/// The G2 counterpart of [`p1_msm_one_thread`].
+pub(crate) fn p2_msm_one_thread(
+    points: &[blst_p2_affine],
+    scalars: &[u8],
+    nbits: usize,
+) -> Option<blst_p2> {
+    let n = points.len();
+    if scalars.len() != n * nbits.div_ceil(8) || nbits == 0 {
+        return None;
+    }
+    let mut out = blst_p2::default();
+    if n == 0 {
+        return Some(out);
+    }
+    // SAFETY: as in `p1_msm_one_thread`.
+    unsafe {
+        let words = blst_p2s_mult_pippenger_scratch_sizeof(n).div_ceil(8);
+        let mut scratch = vec![0u64; words.max(1)];
+        let p = [points.as_ptr(), std::ptr::null()];
+        let s = [scalars.as_ptr(), std::ptr::null()];
+        blst_p2s_mult_pippenger(&mut out, p.as_ptr(), n, s.as_ptr(), nbits, scratch.as_mut_ptr());
+    }
+    Some(out)
+}
+
+/// `sum(scalars[i] * points[i])` on blst's thread pool (its tiled multi-threaded
+/// Pippenger). blst's pool deadlocks on zero points, so the empty sum is answered here.
+pub(crate) fn p1_msm_threaded(
+    points: &[blst_p1_affine],
+    scalars: &[u8],
+    nbits: usize,
+) -> Option<blst_p1> {
+    use blst::MultiPoint;
+    if scalars.len() != points.len() * nbits.div_ceil(8) || nbits == 0 {
+        return None;
+    }
+    if points.is_empty() {
+        return Some(blst_p1::default());
+    }
+    Some(points.mult(scalars, nbits))
+}
+
+/// `scalar * point` for a little-endian scalar of `nbits` bits.
+pub(crate) fn p1_mult(point: &blst_p1_affine, scalar: &[u8], nbits: usize) -> Option<blst_p1> {
+    if scalar.len() != nbits.div_ceil(8) || nbits == 0 {
+        return None;
+    }
+    let mut projective = blst_p1::default();
+    let mut out = blst_p1::default();
+    // SAFETY: blst reads nbits.div_ceil(8) scalar bytes, which `scalar` holds.
+    unsafe {
+        blst::blst_p1_from_affine(&mut projective, point);
+        blst::blst_p1_mult(&mut out, &projective, scalar.as_ptr(), nbits);
+    }
+    Some(out)
+}

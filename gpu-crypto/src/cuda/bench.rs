@@ -1,0 +1,352 @@
+//! Measurements that need the backend's internals: SHA-256 over device-resident chunks,
+//! SHA-256 streamed from pinned host memory, and the host-to-device copy bandwidth.
+//! Used by `benches/gpu.rs`; every figure is taken with CUDA events after a warm-up, and
+//! every digest is checked against the CPU (`sha2`) before a figure is returned.
+
+use super::memory::{DeviceBuffer, PinnedBuffer, driver};
+use super::sha256::{KernelArgs, TAIL_PAD, launch};
+use super::{GpuBackend, GpuError};
+use cudarc::driver::{CudaEvent, CudaStream, LaunchConfig, PushKernelArg, result, sys};
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// Median, minimum and maximum of repeated timings, in seconds.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Timing {
+    fn of(mut samples: Vec<f64>) -> Timing {
+        samples.sort_by(|a, b| a.total_cmp(b));
+        Timing {
+            median: samples[samples.len() / 2],
+            min: samples[0],
+            max: samples[samples.len() - 1],
+        }
+    }
+}
+
+fn timed_event(gpu: &GpuBackend, stream: &CudaStream) -> Result<CudaEvent, GpuError> {
+    let ev = gpu
+        .ctx
+        .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+        .map_err(driver("cuEventCreate"))?;
+    ev.record(stream).map_err(driver("cuEventRecord"))?;
+    Ok(ev)
+}
+
+fn elapsed(a: &CudaEvent, b: &CudaEvent) -> Result<f64, GpuError> {
+    b.synchronize().map_err(driver("cuEventSynchronize"))?;
+    Ok(a.elapsed_ms(b).map_err(driver("cuEventElapsedTime"))? as f64 / 1e3)
+}
+
+fn cpu_digest(prefix: &[u8], chunk: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(prefix);
+    h.update(chunk);
+    h.finalize().into()
+}
+
+/// Device buffers of a uniform batch: `count` chunks of `chunk_len` bytes back to back.
+struct DeviceBatch {
+    data: DeviceBuffer,
+    meta: DeviceBuffer,
+    count: usize,
+    chunk_len: usize,
+    prefix_len: usize,
+}
+
+impl DeviceBatch {
+    fn new(
+        gpu: &GpuBackend,
+        stream: &Arc<CudaStream>,
+        count: usize,
+        chunk_len: usize,
+        prefix: &[u8],
+    ) -> Result<DeviceBatch, GpuError> {
+        if chunk_len % 16 != 0 || prefix.len() > super::sha256::MAX_PREFIX {
+            return Err(GpuError::InputTooLarge(
+                "bench chunks must be multiples of 16 bytes".into(),
+            ));
+        }
+        let mut data = DeviceBuffer::new(&gpu.ctx);
+        data.ensure(count * chunk_len + TAIL_PAD)?;
+        // offsets | lens | prefix | digests
+        let mut host = Vec::with_capacity(count * 44 + prefix.len());
+        for i in 0..count {
+            host.extend_from_slice(&((i * chunk_len) as u64).to_le_bytes());
+        }
+        for _ in 0..count {
+            host.extend_from_slice(&(chunk_len as u32).to_le_bytes());
+        }
+        host.extend_from_slice(prefix);
+        let mut meta = DeviceBuffer::new(&gpu.ctx);
+        meta.ensure(host.len() + 32 * count + 16)?;
+        // SAFETY: sizes ensured above; synchronous copy.
+        unsafe {
+            result::memcpy_htod_async(meta.ptr(), &host, stream.cu_stream())
+                .map_err(driver("upload metadata"))?;
+        }
+        stream.synchronize().map_err(driver("upload metadata"))?;
+        Ok(DeviceBatch {
+            data,
+            meta,
+            count,
+            chunk_len,
+            prefix_len: prefix.len(),
+        })
+    }
+
+    fn args(&self, first: usize, count: usize) -> KernelArgs {
+        let m = self.meta.ptr();
+        KernelArgs {
+            data: self.data.ptr(),
+            offsets: m + 8 * first as u64,
+            lens: m + 8 * self.count as u64 + 4 * first as u64,
+            count,
+            prefix: m + 12 * self.count as u64,
+            prefix_len: self.prefix_len,
+            digests: m + (12 * self.count + self.prefix_len + 32 * first) as u64,
+        }
+    }
+
+    fn digests(&self, stream: &Arc<CudaStream>) -> Result<Vec<[u8; 32]>, GpuError> {
+        let mut bytes = vec![0u8; 32 * self.count];
+        let at = self.meta.ptr() + (12 * self.count + self.prefix_len) as u64;
+        // SAFETY: the digest range lies in `meta`.
+        unsafe {
+            result::memcpy_dtoh_async(&mut bytes[..], at, stream.cu_stream())
+                .map_err(driver("download digests"))?;
+        }
+        stream.synchronize().map_err(driver("download digests"))?;
+        super::sha256::collect_digests(&bytes)
+    }
+
+    /// Checks every digest against the CPU, downloading the data piecewise.
+    fn verify(
+        &self,
+        stream: &Arc<CudaStream>,
+        prefix: &[u8],
+        digests: &[[u8; 32]],
+    ) -> Result<usize, GpuError> {
+        let per_piece = ((1usize << 30) / self.chunk_len).max(1);
+        let mut host = vec![0u8; per_piece * self.chunk_len];
+        let mut mismatches = 0;
+        let mut first = 0;
+        while first < self.count {
+            let n = per_piece.min(self.count - first);
+            // SAFETY: range lies within `data`.
+            unsafe {
+                result::memcpy_dtoh_async(
+                    &mut host[..n * self.chunk_len],
+                    self.data.ptr() + (first * self.chunk_len) as u64,
+                    stream.cu_stream(),
+                )
+                .map_err(driver("download data"))?;
+            }
+            stream.synchronize().map_err(driver("download data"))?;
+            mismatches += host[..n * self.chunk_len]
+                .par_chunks_exact(self.chunk_len)
+                .zip(digests[first..first + n].par_iter())
+                .filter(|(c, d)| cpu_digest(prefix, c) != **d)
+                .count();
+            first += n;
+        }
+        Ok(mismatches)
+    }
+}
+
+fn fill_random(
+    gpu: &GpuBackend,
+    stream: &Arc<CudaStream>,
+    ptr: u64,
+    bytes: usize,
+    seed: u64,
+) -> Result<(), GpuError> {
+    let words = (bytes / 8) as u64;
+    // SAFETY: ptr is valid for `bytes` bytes.
+    unsafe {
+        stream
+            .launch_builder(&gpu.kernels.fill_random)
+            .arg(&ptr)
+            .arg(&words)
+            .arg(&seed)
+            .launch(LaunchConfig {
+                grid_dim: (132 * 16, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            })
+            .map_err(driver("launch fill_random"))?;
+    }
+    stream.synchronize().map_err(driver("fill_random"))
+}
+
+/// Result of a SHA-256 throughput measurement.
+#[derive(Debug, Clone, Copy)]
+pub struct ShaThroughput {
+    pub chunks: usize,
+    pub chunk_len: usize,
+    pub seconds: Timing,
+    /// Digests that differed from the CPU's (must be 0).
+    pub mismatches: usize,
+}
+
+impl ShaThroughput {
+    /// Bytes hashed per second (1 GB = 1e9 B), at the median.
+    pub fn gbps(&self) -> f64 {
+        (self.chunks * self.chunk_len) as f64 / self.seconds.median / 1e9
+    }
+}
+
+/// SHA-256(prefix || chunk) over `chunks` random chunks already in device memory: one
+/// launch per repetition, timed with events; every digest checked against the CPU.
+pub fn sha256_device_resident(
+    gpu: &GpuBackend,
+    chunks: usize,
+    chunk_len: usize,
+    prefix: &[u8],
+    reps: usize,
+) -> Result<ShaThroughput, GpuError> {
+    gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
+    let stream = gpu.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
+    let batch = DeviceBatch::new(gpu, &stream, chunks, chunk_len, prefix)?;
+    fill_random(gpu, &stream, batch.data.ptr(), chunks * chunk_len, 0x5eed)?;
+    let args = batch.args(0, chunks);
+    // SAFETY: `batch` holds the data (with tail padding), metadata and digest space.
+    unsafe { launch(gpu, &stream, &args)? };
+    stream.synchronize().map_err(driver("warm-up"))?;
+    let mut samples = Vec::with_capacity(reps);
+    for _ in 0..reps.max(1) {
+        let a = timed_event(gpu, &stream)?;
+        // SAFETY: as above.
+        unsafe { launch(gpu, &stream, &args)? };
+        let b = timed_event(gpu, &stream)?;
+        samples.push(elapsed(&a, &b)?);
+    }
+    let digests = batch.digests(&stream)?;
+    let mismatches = batch.verify(&stream, prefix, &digests)?;
+    Ok(ShaThroughput {
+        chunks,
+        chunk_len,
+        seconds: Timing::of(samples),
+        mismatches,
+    })
+}
+
+/// Host-to-device copy bandwidth from pinned memory (one copy of `bytes`), GB/s median.
+pub fn h2d_bandwidth(gpu: &GpuBackend, bytes: usize, reps: usize) -> Result<(f64, Timing), GpuError> {
+    gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
+    let stream = gpu.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
+    let mut host = PinnedBuffer::new(&gpu.ctx);
+    host.ensure(bytes)?;
+    host.slice_mut(bytes)
+        .par_chunks_mut(1 << 20)
+        .enumerate()
+        .for_each(|(i, c)| c.fill(i as u8 ^ 0x5a));
+    let mut dev = DeviceBuffer::new(&gpu.ctx);
+    dev.ensure(bytes)?;
+    let mut samples = Vec::new();
+    for r in 0..reps.max(1) + 1 {
+        let a = timed_event(gpu, &stream)?;
+        // SAFETY: both ranges hold `bytes`.
+        unsafe {
+            result::memcpy_htod_async(dev.ptr(), host.slice(bytes), stream.cu_stream())
+                .map_err(driver("upload"))?;
+        }
+        let b = timed_event(gpu, &stream)?;
+        let t = elapsed(&a, &b)?;
+        if r > 0 {
+            samples.push(t);
+        }
+    }
+    let t = Timing::of(samples);
+    Ok((bytes as f64 / t.median / 1e9, t))
+}
+
+/// SHA-256 of `chunks` random chunks that start in pinned host memory: segments of
+/// `segment_chunks` are uploaded and hashed on `streams` rotating streams, so uploads
+/// overlap the launches. Timed from the first upload to the last digest on the device.
+pub fn sha256_from_pinned(
+    gpu: &GpuBackend,
+    chunks: usize,
+    chunk_len: usize,
+    prefix: &[u8],
+    segment_chunks: usize,
+    streams: usize,
+    reps: usize,
+) -> Result<ShaThroughput, GpuError> {
+    gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
+    let main = gpu.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
+    let lanes: Vec<Arc<CudaStream>> = (0..streams.max(1))
+        .map(|_| gpu.ctx.new_stream().map_err(driver("cuStreamCreate")))
+        .collect::<Result<_, _>>()?;
+    let batch = DeviceBatch::new(gpu, &main, chunks, chunk_len, prefix)?;
+    let bytes = chunks * chunk_len;
+    let mut host = PinnedBuffer::new(&gpu.ctx);
+    host.ensure(bytes)?;
+    host.slice_mut(bytes)
+        .par_chunks_mut(1 << 20)
+        .enumerate()
+        .for_each(|(i, c)| {
+            let mut x = (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            for w in c.chunks_exact_mut(8) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                w.copy_from_slice(&x.to_le_bytes());
+            }
+        });
+    let seg = segment_chunks.max(1);
+    let mut samples = Vec::new();
+    for r in 0..reps.max(1) + 1 {
+        let start = timed_event(gpu, &main)?;
+        for l in &lanes {
+            l.wait(&start).map_err(driver("cuStreamWaitEvent"))?;
+        }
+        let mut first = 0;
+        let mut k = 0;
+        while first < chunks {
+            let n = seg.min(chunks - first);
+            let lane = &lanes[k % lanes.len()];
+            let off = first * chunk_len;
+            // SAFETY: ranges lie within the pinned source and the device batch.
+            unsafe {
+                result::memcpy_htod_async(
+                    batch.data.ptr() + off as u64,
+                    &host.slice(bytes)[off..off + n * chunk_len],
+                    lane.cu_stream(),
+                )
+                .map_err(driver("upload segment"))?;
+                launch(gpu, lane, &batch.args(first, n))?;
+            }
+            first += n;
+            k += 1;
+        }
+        for l in &lanes {
+            let done = l.record_event(None).map_err(driver("cuEventRecord"))?;
+            main.wait(&done).map_err(driver("cuStreamWaitEvent"))?;
+        }
+        let end = timed_event(gpu, &main)?;
+        let t = elapsed(&start, &end)?;
+        if r > 0 {
+            samples.push(t);
+        }
+    }
+    let digests = batch.digests(&main)?;
+    let mismatches = host
+        .slice(bytes)
+        .par_chunks_exact(chunk_len)
+        .zip(digests.par_iter())
+        .filter(|(c, d)| cpu_digest(prefix, c) != **d)
+        .count();
+    Ok(ShaThroughput {
+        chunks,
+        chunk_len,
+        seconds: Timing::of(samples),
+        mismatches,
+    })
+}

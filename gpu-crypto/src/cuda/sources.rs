@@ -1,0 +1,55 @@
+//! The CUDA sources, embedded at build time from `kernels/`. Headers are handed to NVRTC
+//! by name, so the `.cu` files include them exactly as nvcc would from `kernels/`.
+
+/// One NVRTC program: a `.cu` file of `kernels/ops/` and the kernels it defines.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelProgram {
+    /// Path under `kernels/`, e.g. `ops/g1_decompress.cu`.
+    pub name: &'static str,
+    pub source: &'static str,
+    pub functions: &'static [&'static str],
+}
+
+/// Every header under `kernels/`, by the name the sources include it with.
+pub const HEADERS: &[(&str, &str)] = &[
+    ("common.cuh", include_str!("../../../kernels/common.cuh")),
+    (
+        "ff/bls12_381_params.cuh",
+        include_str!("../../../kernels/ff/bls12_381_params.cuh"),
+    ),
+    ("ff/fp.cuh", include_str!("../../../kernels/ff/fp.cuh")),
+    ("ff/fp_sqrt.cuh", include_str!("../../../kernels/ff/fp_sqrt.cuh")),
+    (
+        "ec/g1_projective.cuh",
+        include_str!("../../../kernels/ec/g1_projective.cuh"),
+    ),
+    (
+        "ec/g1_subgroup.cuh",
+        include_str!("../../../kernels/ec/g1_subgroup.cuh"),
+    ),
+    ("hash/sha256.cuh", include_str!("../../../kernels/hash/sha256.cuh")),
+];
+
+pub const G1_DECOMPRESS: KernelProgram = KernelProgram {
+    name: "ops/g1_decompress.cu",
+    source: include_str!("../../../kernels/ops/g1_decompress.cu"),
+    functions: &["g1_decompress"],
+};
+
+pub const SHA256_PREFIXED: KernelProgram = KernelProgram {
+    name: "ops/sha256_prefixed.cu",
+    source: include_str!("../../../kernels/ops/sha256_prefixed.cu"),
+    functions: &["sha256_prefixed"],
+};
+
+pub const FILL_RANDOM: KernelProgram = KernelProgram {
+    name: "ops/fill_random.cu",
+    source: include_str!("../../../kernels/ops/fill_random.cu"),
+    functions: &["fill_random"],
+};
+
+/// Every program the backend loads; all must compile for every supported architecture.
+pub const PROGRAMS: &[KernelProgram] = &[G1_DECOMPRESS, SHA256_PREFIXED, FILL_RANDOM];
+
+/// The architectures the product targets: H100/H200 (sm_90) and RTX PRO 6000 Blackwell (sm_120).
+pub const TARGET_ARCHS: &[&str] = &["sm_90", "sm_120"];

@@ -1,0 +1,124 @@
+// SHA-256(prefix || chunk) for a batch of chunks, one thread per chunk (a SHA-256 chain is
+// sequential, so a chunk cannot be split across threads). The IC's chunk hash uses
+// prefix = 14 || "ic-state-chunk".
+//
+// Layout: chunk i is lens[i] bytes at data + offsets[i]; offsets are multiples of 16 and
+// the buffer has at least 16 readable bytes after the last chunk (the host pads it).
+// The prefix shifts every message block against the chunk's 16-byte alignment by the same
+// amount q = (-prefix_len) mod 16 for every chunk, so the bulk loop loads aligned 16-byte
+// vectors (the next block prefetched while the current one is compressed) and builds each
+// big-endian message word with one byte-permute from two neighbouring loaded words.
+// The few blocks that hold prefix bytes or padding go through a byte-wise path.
+#include "common.cuh"
+#include "hash/sha256.cuh"
+
+#define SHA256_MAX_PREFIX 1024
+
+struct message_t {
+    const u8* prefix;  // shared memory
+    u32 prefix_len;
+    const u8* chunk;
+    u64 len;       // chunk bytes
+    u64 total;     // prefix_len + len
+    u64 nblocks;   // padded message blocks
+};
+
+__device__ __forceinline__ u32 message_byte(const message_t& m, u64 pos) {
+    if (pos < m.prefix_len) return m.prefix[pos];
+    const u64 c = pos - m.prefix_len;
+    if (c < m.len) return m.chunk[c];
+    if (c == m.len) return 0x80;
+    const u64 len_at = 64 * m.nblocks - 8;
+    if (pos >= len_at) return (u32)(((m.total * 8) >> (8 * (7 - (pos - len_at)))) & 0xff);
+    return 0;
+}
+
+__device__ __noinline__ void compress_bytewise(u32 st[8], const message_t& m, u64 block) {
+    u32 w[16];
+    for (int j = 0; j < 16; j++) {
+        const u64 p = 64 * block + 4 * j;
+        w[j] = (message_byte(m, p) << 24) | (message_byte(m, p + 1) << 16) |
+               (message_byte(m, p + 2) << 8) | message_byte(m, p + 3);
+    }
+    sha256_compress(st, w);
+}
+
+__device__ __forceinline__ uint4 load16(const u8* p) {
+    return __ldg(reinterpret_cast<const uint4*>(p));
+}
+
+// Blocks [first, first + count) lie wholly inside the chunk. `base` is the 16-byte-aligned
+// address just below the first block's first byte, which lies QW words + (selector) bytes
+// above it.
+template <int QW>
+__device__ __forceinline__ void compress_bulk(u32 st[8], const u8* base, u64 count, u32 sel) {
+    uint4 v0 = load16(base);
+    uint4 n1 = load16(base + 16), n2 = load16(base + 32), n3 = load16(base + 48),
+          n4 = load16(base + 64);
+    for (u64 k = 0; k < count; k++) {
+        const uint4 v1 = n1, v2 = n2, v3 = n3, v4 = n4;
+        if (k + 1 < count) {
+            const u8* next = base + 64 * (k + 1);
+            n1 = load16(next + 16);
+            n2 = load16(next + 32);
+            n3 = load16(next + 48);
+            n4 = load16(next + 64);
+        }
+        const u32 lw[20] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w, v2.x, v2.y,
+                            v2.z, v2.w, v3.x, v3.y, v3.z, v3.w, v4.x, v4.y, v4.z, v4.w};
+        u32 w[16];
+#pragma unroll
+        for (int j = 0; j < 16; j++) w[j] = __byte_perm(lw[QW + j], lw[QW + j + 1], sel);
+        sha256_compress(st, w);
+        v0 = v4;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(64)
+sha256_prefixed(const u8* __restrict__ data, const u64* __restrict__ offsets,
+                const u32* __restrict__ lens, u32 n, const u8* __restrict__ prefix,
+                u32 prefix_len, u32* __restrict__ digests) {
+    __shared__ u8 prefix_s[SHA256_MAX_PREFIX];
+    for (u32 i = threadIdx.x; i < prefix_len && i < SHA256_MAX_PREFIX; i += blockDim.x)
+        prefix_s[i] = prefix[i];
+    __syncthreads();
+
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+
+    message_t m;
+    m.prefix = prefix_s;
+    m.prefix_len = prefix_len;
+    m.chunk = data + offsets[i];
+    m.len = lens[i];
+    m.total = m.prefix_len + m.len;
+    m.nblocks = (m.total + 9 + 63) / 64;
+
+    u32 st[8];
+    sha256_init(st);
+
+    // Bulk blocks: wholly chunk bytes, i.e. 64k >= prefix_len and 64k + 64 <= total.
+    const u64 bulk_first = (m.prefix_len + 63) / 64;
+    const u64 bulk_end = m.total / 64;
+    u64 k = 0;
+    if (bulk_end > bulk_first) {
+        for (; k < bulk_first; k++) compress_bytewise(st, m, k);
+        const u64 d = 64 * bulk_first - m.prefix_len;  // chunk offset of the first bulk block
+        const u32 q = (u32)(d & 15), qb = q & 3;
+        const u32 sel = (qb << 12) | ((qb + 1) << 8) | ((qb + 2) << 4) | (qb + 3);
+        const u8* base = m.chunk + (d - q);
+        const u64 count = bulk_end - bulk_first;
+        switch (q >> 2) {
+            case 0: compress_bulk<0>(st, base, count, sel); break;
+            case 1: compress_bulk<1>(st, base, count, sel); break;
+            case 2: compress_bulk<2>(st, base, count, sel); break;
+            default: compress_bulk<3>(st, base, count, sel); break;
+        }
+        k = bulk_end;
+    }
+    for (; k < m.nblocks; k++) compress_bytewise(st, m, k);
+
+    // Digest bytes in order: the big-endian state words, byte-swapped for a u32 store.
+#pragma unroll
+    for (int j = 0; j < 8; j++) digests[8 * (u64)i + j] = __byte_perm(st[j], 0, 0x0123);
+}

@@ -1,0 +1,299 @@
+//! The background collectors. One thread runs them on the configured interval and
+//! publishes a [`Snapshot`]; HTTP handlers only read the latest one.
+
+pub mod gpu;
+pub mod rapl;
+pub mod replica;
+
+use crate::cost::{CostTracker, offloaded_cpu_seconds};
+use crate::node::NodeAssessment;
+use crate::pinning::Pinner;
+use crate::snapshot::{
+    CollectorStatus, CryptoStatus, PinningStatus, ReplicaHealth, ReplicaStatus, SelftestResult,
+    Snapshot,
+};
+use gpu_crypto::Engine;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// Time as the collectors see it; tests substitute a manual clock so output is fixed.
+pub trait Clock: Send + Sync {
+    fn unix_seconds(&self) -> f64;
+    /// Monotonic seconds (any origin), for durations.
+    fn monotonic_seconds(&self) -> f64;
+}
+
+pub struct SystemClock {
+    origin: Instant,
+}
+
+impl Default for SystemClock {
+    fn default() -> Self {
+        SystemClock {
+            origin: Instant::now(),
+        }
+    }
+}
+
+impl Clock for SystemClock {
+    fn unix_seconds(&self) -> f64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0)
+    }
+    fn monotonic_seconds(&self) -> f64 {
+        self.origin.elapsed().as_secs_f64()
+    }
+}
+
+/// A clock that only moves when told to.
+#[derive(Default)]
+pub struct ManualClock(Mutex<f64>);
+
+impl ManualClock {
+    pub fn new(unix_seconds: f64) -> ManualClock {
+        ManualClock(Mutex::new(unix_seconds))
+    }
+    pub fn advance(&self, seconds: f64) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) += seconds;
+    }
+}
+
+impl Clock for ManualClock {
+    fn unix_seconds(&self) -> f64 {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    fn monotonic_seconds(&self) -> f64 {
+        self.unix_seconds()
+    }
+}
+
+/// Where the replica's metrics come from.
+pub enum ReplicaSource {
+    Http(replica::ReplicaScraper),
+    /// Pages recorded from a replica, replayed in order (the last one repeats).
+    Recorded { pages: Vec<String>, next: usize },
+}
+
+/// How the pinning collector finds the replica process.
+pub enum ReplicaProcess {
+    /// The systemd unit's MainPID, else the process with this comm.
+    Locate { unit: String, process_name: String },
+    /// A known pid (tests).
+    Pid(u32),
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DisabledCollector {
+    pub name: String,
+    pub reason: String,
+}
+
+/// Everything the collection thread owns.
+pub struct Collectors {
+    pub clock: Arc<dyn Clock>,
+    pub node: NodeAssessment,
+    pub engine: Arc<Engine>,
+    pub selftest: SelftestResult,
+    pub gpu: Option<Box<dyn gpu::GpuSource>>,
+    pub rapl: Option<rapl::RaplReader>,
+    pub replica: Option<ReplicaSource>,
+    pub replica_url: String,
+    pub pinning: Option<(Pinner, ReplicaProcess)>,
+    pub pinning_disabled_reason: Option<String>,
+    pub disabled: Vec<DisabledCollector>,
+    pub cost: CostTracker,
+    pub cpu_seconds_per_item: BTreeMap<String, f64>,
+    pub proc_root: PathBuf,
+    /// Runs the async replica scrape from this (non-async) thread.
+    runtime: tokio::runtime::Runtime,
+    last_success: BTreeMap<&'static str, f64>,
+    cycle: u64,
+}
+
+impl Collectors {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        clock: Arc<dyn Clock>,
+        node: NodeAssessment,
+        engine: Arc<Engine>,
+        selftest: SelftestResult,
+        cost: CostTracker,
+        cpu_seconds_per_item: BTreeMap<String, f64>,
+    ) -> std::io::Result<Collectors> {
+        Ok(Collectors {
+            clock,
+            node,
+            engine,
+            selftest,
+            gpu: None,
+            rapl: None,
+            replica: None,
+            replica_url: String::new(),
+            pinning: None,
+            pinning_disabled_reason: None,
+            disabled: Vec::new(),
+            cost,
+            cpu_seconds_per_item,
+            proc_root: PathBuf::from("/proc"),
+            runtime: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?,
+            last_success: BTreeMap::new(),
+            cycle: 0,
+        })
+    }
+
+    pub fn disable(&mut self, name: &str, reason: impl Into<String>) {
+        let reason = reason.into();
+        tracing::info!(collector = name, %reason, "collector disabled");
+        self.disabled.push(DisabledCollector {
+            name: name.to_string(),
+            reason,
+        });
+    }
+
+    /// Runs `f`, timing it, and records the outcome under `name`.
+    fn run<T>(
+        &mut self,
+        name: &'static str,
+        statuses: &mut Vec<CollectorStatus>,
+        f: impl FnOnce(&mut Self) -> Result<T, String>,
+    ) -> Option<T> {
+        let start = self.clock.monotonic_seconds();
+        let result = f(self);
+        let duration_seconds = (self.clock.monotonic_seconds() - start).max(0.0);
+        let (up, error, value) = match result {
+            Ok(v) => {
+                self.last_success.insert(name, self.clock.unix_seconds());
+                (true, None, Some(v))
+            }
+            Err(e) => {
+                tracing::debug!(collector = name, error = %e, "collector failed");
+                (false, Some(e), None)
+            }
+        };
+        statuses.push(CollectorStatus {
+            name: name.to_string(),
+            up,
+            duration_seconds,
+            last_success_unix_seconds: self.last_success.get(name).copied(),
+            error,
+        });
+        value
+    }
+
+    /// One collection cycle.
+    pub fn collect(&mut self) -> Snapshot {
+        let now = self.clock.unix_seconds();
+        let mut statuses = Vec::new();
+
+        let gpus = if self.gpu.is_some() {
+            self.run("gpu", &mut statuses, |c| match c.gpu.as_mut() {
+                Some(g) => g.sample(),
+                None => Err("no GPU source".into()),
+            })
+            .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+
+        let cpu_energy = if self.rapl.is_some() {
+            let t = self.clock.monotonic_seconds();
+            self.run("cpu_energy", &mut statuses, |c| match c.rapl.as_mut() {
+                Some(r) => r.read(t),
+                None => Err("no RAPL reader".into()),
+            })
+        } else {
+            None
+        };
+
+        let mut replica = ReplicaStatus {
+            url: self.replica_url.clone(),
+            ..ReplicaStatus::default()
+        };
+        if self.replica.is_some() {
+            let health: Option<ReplicaHealth> =
+                self.run("replica", &mut statuses, |c| match c.replica.as_mut() {
+                    Some(ReplicaSource::Http(s)) => {
+                        c.runtime.block_on(s.scrape()).map_err(|e| e.to_string())
+                    }
+                    Some(ReplicaSource::Recorded { pages, next }) => {
+                        let i = (*next).min(pages.len().saturating_sub(1));
+                        *next += 1;
+                        let page = pages.get(i).ok_or("no recorded replica page")?;
+                        replica::parse_page(page).map_err(|e| e.to_string())
+                    }
+                    None => Err("no replica source".into()),
+                });
+            replica.up = health.is_some();
+            replica.health = health;
+        }
+
+        let pinning = if self.pinning.is_some() {
+            self.run("pinning", &mut statuses, |c| {
+                let proc_root = c.proc_root.clone();
+                let Some((pinner, process)) = c.pinning.as_mut() else {
+                    return Err("no pinner".into());
+                };
+                let pid = match process {
+                    ReplicaProcess::Pid(pid) => Some(*pid),
+                    ReplicaProcess::Locate { unit, process_name } => {
+                        crate::pinning::locate_replica(unit, process_name, &proc_root)
+                    }
+                };
+                let errors_before = pinner.status().errors_total;
+                let status = match pid {
+                    Some(pid) => pinner.sync(pid).clone(),
+                    None => pinner.replica_absent("the replica is not running").clone(),
+                };
+                if status.errors_total > errors_before {
+                    Err(status.last_error.clone().unwrap_or_default())
+                } else {
+                    Ok(status)
+                }
+            })
+            .or_else(|| self.pinning.as_ref().map(|(p, _)| p.status().clone()))
+            .unwrap_or_default()
+        } else {
+            PinningStatus {
+                enabled: false,
+                inactive_reason: self.pinning_disabled_reason.clone(),
+                ..PinningStatus::default()
+            }
+        };
+
+        let stats = self
+            .run("crypto", &mut statuses, |c| Ok(c.engine.stats()))
+            .unwrap_or_else(|| self.engine.stats());
+        let crypto = CryptoStatus {
+            report: self.engine.report(),
+            selftest: self.selftest.clone(),
+            offloaded_cpu_seconds: offloaded_cpu_seconds(&stats, &self.cpu_seconds_per_item),
+            stats,
+        };
+
+        let cost = self
+            .cost
+            .update(now, &gpus, cpu_energy.as_ref(), replica.health.as_ref());
+        self.cycle += 1;
+        Snapshot {
+            taken_at_unix_seconds: now,
+            cycle: self.cycle,
+            agent_version: env!("CARGO_PKG_VERSION").to_string(),
+            node: self.node.clone(),
+            collectors: statuses,
+            disabled_collectors: self.disabled.clone(),
+            gpus,
+            crypto,
+            pinning,
+            replica,
+            cpu_energy,
+            cost,
+        }
+    }
+}

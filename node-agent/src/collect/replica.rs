@@ -1,0 +1,204 @@
+//! The replica's health, read from its own Prometheus endpoint. Metric names are the IC
+//! replica's (dfinity/ic): artifact_pool_consensus_height_stat (rs/artifact_pool/src/
+//! consensus_pool.rs), state_manager_latest_certified_height and
+//! state_manager_checkpoint_op_duration_seconds (rs/state_manager/src/lib.rs),
+//! consensus_batch_height (rs/consensus/src/consensus/metrics.rs), crypto_duration_seconds
+//! with domain="ni_dkg" (rs/crypto/internal/logmon/src/metrics.rs).
+
+use crate::snapshot::{HistogramTotals, ReplicaHealth};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use prometheus_parse::{Sample, Scrape, Value};
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaScrapeError {
+    #[error("invalid replica metrics URL {url:?}: {detail}")]
+    Url { url: String, detail: String },
+    #[error("GET {url}: {detail}")]
+    Http { url: String, detail: String },
+    #[error("GET {url}: timed out after {seconds} s")]
+    Timeout { url: String, seconds: f64 },
+    #[error("GET {url}: HTTP status {status}")]
+    Status { url: String, status: u16 },
+    #[error("replica metrics page does not parse: {0}")]
+    Parse(String),
+    #[error("replica metrics page has none of the expected metrics (is {url} a replica?)")]
+    NoReplicaMetrics { url: String },
+}
+
+fn value(s: &Sample) -> Option<f64> {
+    match s.value {
+        Value::Counter(v) | Value::Gauge(v) | Value::Untyped(v) => Some(v),
+        _ => None,
+    }
+}
+
+fn find<'a>(
+    samples: &'a [Sample],
+    metric: &str,
+    labels: &[(&str, &str)],
+) -> impl Iterator<Item = &'a Sample> {
+    let metric = metric.to_string();
+    let labels: Vec<(String, String)> = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    samples.iter().filter(move |s| {
+        s.metric == metric
+            && labels
+                .iter()
+                .all(|(k, v)| s.labels.get(k) == Some(v.as_str()))
+    })
+}
+
+/// `<name>_sum` and `<name>_count` per value of `by`, among samples with `labels`.
+fn histogram_totals(
+    samples: &[Sample],
+    name: &str,
+    labels: &[(&str, &str)],
+    by: &str,
+) -> Vec<HistogramTotals> {
+    let mut out: Vec<HistogramTotals> = Vec::new();
+    for (suffix, is_sum) in [("_sum", true), ("_count", false)] {
+        for s in find(samples, &format!("{name}{suffix}"), labels) {
+            let (Some(label), Some(v)) = (s.labels.get(by), value(s)) else {
+                continue;
+            };
+            let entry = match out.iter().position(|h| h.label == label) {
+                Some(i) => &mut out[i],
+                None => {
+                    out.push(HistogramTotals {
+                        label: label.to_string(),
+                        ..HistogramTotals::default()
+                    });
+                    let last = out.len() - 1;
+                    &mut out[last]
+                }
+            };
+            if is_sum {
+                entry.sum_seconds += v;
+            } else {
+                entry.count += v;
+            }
+        }
+    }
+    out.sort_by(|a, b| a.label.cmp(&b.label));
+    out
+}
+
+/// Health figures from a replica metrics page (Prometheus text format).
+pub fn parse_page(text: &str) -> Result<ReplicaHealth, ReplicaScrapeError> {
+    let scrape = Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
+        .map_err(|e| ReplicaScrapeError::Parse(e.to_string()))?;
+    let samples = &scrape.samples;
+    let gauge = |metric: &str, labels: &[(&str, &str)]| {
+        find(samples, metric, labels).filter_map(value).reduce(f64::max)
+    };
+    let health = ReplicaHealth {
+        finalized_height: gauge(
+            "artifact_pool_consensus_height_stat",
+            &[("pool_type", "validated"), ("stat", "max"), ("type", "finalization")],
+        ),
+        certified_height: gauge("state_manager_latest_certified_height", &[]),
+        batch_height: gauge("consensus_batch_height", &[]),
+        checkpoint_ops: histogram_totals(
+            samples,
+            "state_manager_checkpoint_op_duration_seconds",
+            &[],
+            "op",
+        ),
+        ni_dkg_ops: histogram_totals(
+            samples,
+            "crypto_duration_seconds",
+            &[("domain", "ni_dkg"), ("scope", "full"), ("result", "ok")],
+            "method_name",
+        ),
+    };
+    Ok(health)
+}
+
+/// Scrapes the replica's endpoint over plain HTTP.
+pub struct ReplicaScraper {
+    url: String,
+    uri: hyper::Uri,
+    timeout: Duration,
+    client: Client<hyper_util::client::legacy::connect::HttpConnector, Empty<bytes::Bytes>>,
+}
+
+impl ReplicaScraper {
+    pub fn new(url: &str, timeout: Duration) -> Result<ReplicaScraper, ReplicaScrapeError> {
+        let uri: hyper::Uri = url.parse().map_err(|e: hyper::http::uri::InvalidUri| {
+            ReplicaScrapeError::Url {
+                url: url.to_string(),
+                detail: e.to_string(),
+            }
+        })?;
+        if uri.scheme_str() != Some("http") {
+            return Err(ReplicaScrapeError::Url {
+                url: url.to_string(),
+                detail: "only http:// is supported".into(),
+            });
+        }
+        Ok(ReplicaScraper {
+            url: url.to_string(),
+            uri,
+            timeout,
+            client: Client::builder(TokioExecutor::new()).build_http(),
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub async fn fetch(&self) -> Result<String, ReplicaScrapeError> {
+        let http = |detail: String| ReplicaScrapeError::Http {
+            url: self.url.clone(),
+            detail,
+        };
+        let work = async {
+            let resp = self
+                .client
+                .get(self.uri.clone())
+                .await
+                .map_err(|e| http(format!("{e:#}")))?;
+            let status = resp.status();
+            if !status.is_success() {
+                return Err(ReplicaScrapeError::Status {
+                    url: self.url.clone(),
+                    status: status.as_u16(),
+                });
+            }
+            let body = resp
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| http(e.to_string()))?
+                .to_bytes();
+            String::from_utf8(body.to_vec()).map_err(|e| http(format!("body is not UTF-8: {e}")))
+        };
+        tokio::time::timeout(self.timeout, work)
+            .await
+            .map_err(|_| ReplicaScrapeError::Timeout {
+                url: self.url.clone(),
+                seconds: self.timeout.as_secs_f64(),
+            })?
+    }
+
+    /// Fetches and parses; a page without any replica metric is an error (wrong URL).
+    pub async fn scrape(&self) -> Result<ReplicaHealth, ReplicaScrapeError> {
+        let text = self.fetch().await?;
+        let health = parse_page(&text)?;
+        if health.finalized_height.is_none()
+            && health.certified_height.is_none()
+            && health.batch_height.is_none()
+        {
+            return Err(ReplicaScrapeError::NoReplicaMetrics {
+                url: self.url.clone(),
+            });
+        }
+        Ok(health)
+    }
+}

@@ -1,0 +1,240 @@
+//! The agent's configuration file (TOML). Every field has a default, so the agent runs
+//! with no file at all; unknown keys are an error so that a typo never passes silently.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("parsing {path}: {source}")]
+    Parse {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Address of the HTTP endpoint (metrics, health, status, dashboard).
+    pub listen: SocketAddr,
+    /// Profile name, or "auto" to select from the probed machine.
+    pub profile: String,
+    /// Root of the /proc, /sys and /dev trees the probe reads ("/" on a real node).
+    pub root: PathBuf,
+    /// Interval of the background collectors. /metrics only encodes their last snapshot.
+    pub collect_interval_seconds: f64,
+    /// A collector whose last success is older than this many intervals makes /healthz fail.
+    pub stale_after_intervals: u32,
+    pub replica: ReplicaConfig,
+    pub pinning: PinningConfig,
+    pub cost: CostConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 9420)),
+            profile: "auto".to_string(),
+            root: PathBuf::from("/"),
+            collect_interval_seconds: 15.0,
+            stale_after_intervals: 4,
+            replica: ReplicaConfig::default(),
+            pinning: PinningConfig::default(),
+            cost: CostConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReplicaConfig {
+    /// The replica's own Prometheus endpoint (plain HTTP). Empty: not scraped.
+    pub metrics_url: String,
+    pub scrape_timeout_seconds: f64,
+    /// systemd unit whose MainPID is the replica (used when systemd runs the node).
+    pub unit: String,
+    /// Without systemd: the replica is the process whose /proc/<pid>/comm equals this.
+    pub process_name: String,
+}
+
+impl Default for ReplicaConfig {
+    fn default() -> Self {
+        ReplicaConfig {
+            metrics_url: "http://127.0.0.1:9090/metrics".to_string(),
+            scrape_timeout_seconds: 2.0,
+            unit: "ic-replica.service".to_string(),
+            process_name: "replica".to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PinningConfig {
+    pub enabled: bool,
+    /// The slice the replica runs in; its AllowedCPUs= is set at run time to the union
+    /// of the profile's CPU sets (only when systemd is the service manager).
+    pub slice: String,
+    /// Pool name -> regular expressions matched against thread names (/proc/.../comm,
+    /// at most 15 bytes). A thread joins the first pool (in name order) that matches.
+    pub thread_patterns: BTreeMap<String, Vec<String>>,
+}
+
+impl Default for PinningConfig {
+    fn default() -> Self {
+        // Thread-name prefixes per pool of the profile (hardware_profiles::PoolKind names);
+        // the GPU-patched replica names its pool threads this way. Override per deployment.
+        let thread_patterns = [
+            ("consensus", "^consensus"),
+            ("execution", "^execution"),
+            ("query", "^query"),
+            ("idkg", "^idkg"),
+            ("checkpoint", "^checkpoint"),
+            ("p2p_http", "^(p2p|http)"),
+        ]
+        .into_iter()
+        .map(|(pool, re)| (pool.to_string(), vec![re.to_string()]))
+        .collect();
+        PinningConfig {
+            enabled: true,
+            slice: "sovereign-replica.slice".to_string(),
+            thread_patterns,
+        }
+    }
+}
+
+/// Cost inputs come from the profile (`[cost]`); these override them per node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CostConfig {
+    pub capex_eur: Option<f64>,
+    pub amortisation_months: Option<u32>,
+    pub energy_price_eur_per_kwh: Option<f64>,
+    /// Power of what the agent cannot measure (board, fans, disks, NIC), added to the
+    /// measured GPU and CPU-package power. 0 counts measured power only.
+    pub unmeasured_power_watts: f64,
+    /// CPU time one item costs on the CPU path, per operation (decompress, msm,
+    /// bls_verify, sha256): GPU items x this = CPU-seconds offloaded to the GPU.
+    pub cpu_seconds_per_item: BTreeMap<String, f64>,
+}
+
+impl Default for CostConfig {
+    fn default() -> Self {
+        // Single-thread CPU cost per item of the ic_bls12_381 paths, order of magnitude
+        // (a 1 MiB SHA-256 chunk with SHA-NI ~0.6 ms); set measured values per node.
+        let cpu_seconds_per_item = [
+            ("decompress", 60e-6),
+            ("msm", 25e-6),
+            ("bls_verify", 1.2e-3),
+            ("sha256", 0.6e-3),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        CostConfig {
+            capex_eur: None,
+            amortisation_months: None,
+            energy_price_eur_per_kwh: None,
+            unmeasured_power_watts: 0.0,
+            cpu_seconds_per_item,
+        }
+    }
+}
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let config: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let positive = |name: &str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(ConfigError::Invalid(format!("{name} must be > 0, is {v}")))
+            }
+        };
+        positive("collect_interval_seconds", self.collect_interval_seconds)?;
+        positive("replica.scrape_timeout_seconds", self.replica.scrape_timeout_seconds)?;
+        if self.cost.amortisation_months == Some(0) {
+            return Err(ConfigError::Invalid("cost.amortisation_months must be >= 1".into()));
+        }
+        if self.stale_after_intervals == 0 {
+            return Err(ConfigError::Invalid("stale_after_intervals must be >= 1".into()));
+        }
+        for (name, v) in [
+            ("cost.capex_eur", self.cost.capex_eur.unwrap_or(0.0)),
+            ("cost.energy_price_eur_per_kwh", self.cost.energy_price_eur_per_kwh.unwrap_or(0.0)),
+            ("cost.unmeasured_power_watts", self.cost.unmeasured_power_watts),
+        ]
+        .into_iter()
+        .chain(self.cost.cpu_seconds_per_item.iter().map(|(k, v)| (k.as_str(), *v)))
+        {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(ConfigError::Invalid(format!("{name} must be >= 0, is {v}")));
+            }
+        }
+        for (pool, patterns) in &self.pinning.thread_patterns {
+            for p in patterns {
+                regex::Regex::new(p).map_err(|e| {
+                    ConfigError::Invalid(format!("pinning.thread_patterns.{pool}: {e}"))
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn collect_interval(&self) -> Duration {
+        Duration::from_secs_f64(self.collect_interval_seconds)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_is_the_default() {
+        let c: Config = toml::from_str("").unwrap();
+        assert_eq!(c, Config::default());
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected() {
+        let err = toml::from_str::<Config>("listen = \"127.0.0.1:1\"\nlisen = 3\n").unwrap_err();
+        assert!(err.to_string().contains("lisen"), "{err}");
+        let err = toml::from_str::<Config>("[cost]\ncapex = 1.0\n").unwrap_err();
+        assert!(err.to_string().contains("capex"), "{err}");
+        let err = toml::from_str::<Config>("[replica]\nurl = \"x\"\n").unwrap_err();
+        assert!(err.to_string().contains("url"), "{err}");
+    }
+
+    #[test]
+    fn invalid_values_are_rejected() {
+        let c: Config = toml::from_str("collect_interval_seconds = 0.0").unwrap();
+        assert!(c.validate().is_err());
+        let c: Config = toml::from_str("[pinning.thread_patterns]\nx = [\"(\"]").unwrap();
+        assert!(c.validate().unwrap_err().to_string().contains("pinning.thread_patterns.x"));
+    }
+}

@@ -1,0 +1,161 @@
+//! The agent's HTTP endpoint. Handlers read the latest snapshot only: nothing here
+//! touches NVML, sysfs, /proc or the replica.
+
+use crate::exposition;
+use crate::snapshot::Snapshot;
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+/// The operator dashboard: one self-contained page, no external resources.
+pub const DASHBOARD_HTML: &str = include_str!("dashboard.html");
+
+/// Liveness of the collection thread: when it last completed a cycle.
+pub struct Heartbeat {
+    origin: Instant,
+    last_cycle_ms: AtomicU64,
+    /// A cycle older than this means the collectors are stuck.
+    stale_after: Duration,
+}
+
+impl Heartbeat {
+    pub fn new(stale_after: Duration) -> Heartbeat {
+        Heartbeat {
+            origin: Instant::now(),
+            last_cycle_ms: AtomicU64::new(0),
+            stale_after,
+        }
+    }
+
+    pub fn beat(&self) {
+        let ms = self.origin.elapsed().as_millis() as u64;
+        self.last_cycle_ms.store(ms, Ordering::Relaxed);
+    }
+
+    pub fn age(&self) -> Duration {
+        let now = self.origin.elapsed().as_millis() as u64;
+        Duration::from_millis(now.saturating_sub(self.last_cycle_ms.load(Ordering::Relaxed)))
+    }
+
+    /// Ok when the collectors completed a cycle recently.
+    pub fn check(&self) -> Result<(), String> {
+        let age = self.age();
+        if age <= self.stale_after {
+            Ok(())
+        } else {
+            Err(format!(
+                "collectors stale: last cycle completed {:.1} s ago (limit {:.1} s)",
+                age.as_secs_f64(),
+                self.stale_after.as_secs_f64()
+            ))
+        }
+    }
+}
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    pub snapshot: Arc<RwLock<Arc<Snapshot>>>,
+    pub heartbeat: Arc<Heartbeat>,
+}
+
+impl AppState {
+    pub fn new(first: Snapshot, heartbeat: Arc<Heartbeat>) -> AppState {
+        AppState {
+            snapshot: Arc::new(RwLock::new(Arc::new(first))),
+            heartbeat,
+        }
+    }
+
+    pub fn latest(&self) -> Arc<Snapshot> {
+        Arc::clone(&self.snapshot.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    pub fn publish(&self, snapshot: Snapshot) {
+        *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(snapshot);
+        self.heartbeat.beat();
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(dashboard))
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/v1/status", get(status))
+        .with_state(state)
+}
+
+async fn dashboard() -> Html<&'static str> {
+    Html(DASHBOARD_HTML)
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    let body = exposition::encode(&state.latest());
+    ([(header::CONTENT_TYPE, exposition::CONTENT_TYPE)], body).into_response()
+}
+
+fn text(status: StatusCode, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
+}
+
+async fn healthz(State(state): State<AppState>) -> Response {
+    match state.heartbeat.check() {
+        Ok(()) => text(StatusCode::OK, "ok\n".into()),
+        Err(reason) => text(StatusCode::SERVICE_UNAVAILABLE, format!("{reason}\n")),
+    }
+}
+
+async fn readyz(State(state): State<AppState>) -> Response {
+    let s = state.latest();
+    let mut reasons = s.node.reasons();
+    if !s.crypto.selftest.passed {
+        reasons.push("crypto selftest failed".to_string());
+    }
+    if reasons.is_empty() {
+        text(StatusCode::OK, format!("ready: profile {}\n", s.node.profile))
+    } else {
+        let mut body = format!("not ready: profile {}\n", s.node.profile);
+        for r in reasons {
+            body.push_str(&format!("- {r}\n"));
+        }
+        text(StatusCode::SERVICE_UNAVAILABLE, body)
+    }
+}
+
+#[derive(Serialize)]
+struct StatusBody<'a> {
+    healthy: bool,
+    health_detail: Option<String>,
+    ready: bool,
+    not_ready_reasons: Vec<String>,
+    #[serde(flatten)]
+    snapshot: &'a Snapshot,
+}
+
+async fn status(State(state): State<AppState>) -> Response {
+    let s = state.latest();
+    let health = state.heartbeat.check();
+    let mut reasons = s.node.reasons();
+    if !s.crypto.selftest.passed {
+        reasons.push("crypto selftest failed".to_string());
+    }
+    let body = StatusBody {
+        healthy: health.is_ok(),
+        health_detail: health.err(),
+        ready: reasons.is_empty(),
+        not_ready_reasons: reasons,
+        snapshot: &s,
+    };
+    match serde_json::to_string(&body) {
+        Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
+        Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, format!("status encoding: {e}\n")),
+    }
+}

@@ -1,0 +1,314 @@
+//! `node-agent run` and `node-agent check`: probe, select, check readiness, prove the
+//! crypto path, then serve telemetry under systemd (Type=notify with watchdog).
+
+use crate::collect::{Clock, Collectors, ReplicaProcess, ReplicaSource, SystemClock};
+use crate::config::Config;
+use crate::cost::{CostParams, CostTracker};
+use crate::http::{AppState, Heartbeat, router};
+use crate::node::NodeAssessment;
+use crate::snapshot::SelftestResult;
+use anyhow::Context;
+use gpu_crypto::Engine;
+use hardware_profiles::{MachineFacts, ProfileSet};
+use sd_notify::NotifyState;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Where the machine facts come from.
+#[derive(Debug, Clone)]
+pub enum FactsSource {
+    /// Probe the tree under this root ("/" on a node, a fixture tree in development).
+    Probe(PathBuf),
+    /// Facts recorded earlier as JSON (`node-agent probe --json`), e.g. from a real node.
+    Recorded(PathBuf),
+}
+
+/// Tells systemd, where it supervises us; a no-op elsewhere (NOTIFY_SOCKET unset).
+pub fn notify(states: &[NotifyState]) {
+    if let Err(e) = sd_notify::notify(states) {
+        tracing::warn!(error = %e, "sd_notify failed");
+    }
+}
+
+pub fn machine_facts(source: &FactsSource) -> anyhow::Result<MachineFacts> {
+    match source {
+        FactsSource::Probe(root) => probe_root(root),
+        FactsSource::Recorded(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading facts {}", path.display()))?;
+            serde_json::from_str(&text).with_context(|| format!("parsing facts {}", path.display()))
+        }
+    }
+}
+
+/// The probe of node-agent/src/probe (built by another helper; wired when it lands).
+pub fn probe_root(root: &Path) -> anyhow::Result<MachineFacts> {
+    anyhow::bail!("the machine probe is not built yet (root {}); use --facts", root.display())
+}
+
+pub fn profile_set(profiles_dir: Option<&Path>) -> anyhow::Result<ProfileSet> {
+    Ok(match profiles_dir {
+        Some(dir) => ProfileSet::embedded_with_overrides(dir)?,
+        None => ProfileSet::embedded()?,
+    })
+}
+
+/// Probe, select and evaluate readiness.
+pub fn assess_node(
+    facts: &FactsSource,
+    profiles_dir: Option<&Path>,
+    profile: &str,
+) -> anyhow::Result<NodeAssessment> {
+    let facts = machine_facts(facts)?;
+    let profiles = profile_set(profiles_dir)?;
+    Ok(crate::node::assess(facts, &profiles, profile)?)
+}
+
+/// The engine of the node's crypto policy and its selftest. An engine that cannot start
+/// (a GPU-pinned operation without a usable GPU) leaves a CPU-only engine for counting
+/// and a failed selftest saying why: the node then reports not ready.
+pub fn crypto_engine(node: &NodeAssessment) -> (Arc<Engine>, SelftestResult) {
+    match Engine::new(node.runtime.crypto) {
+        Ok(engine) => {
+            let result = crate::crypto::selftest(&engine);
+            (Arc::new(engine), result)
+        }
+        Err(e) => (
+            Arc::new(Engine::cpu_only()),
+            SelftestResult {
+                passed: false,
+                checks: vec![format!("FAILED: the crypto engine could not start: {e}")],
+            },
+        ),
+    }
+}
+
+/// Wires the collectors for a real node.
+pub fn node_collectors(
+    config: &Config,
+    node: NodeAssessment,
+    engine: Arc<Engine>,
+    selftest: SelftestResult,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Collectors> {
+    let cost = CostTracker::new(CostParams::new(&node.cost, &config.cost));
+    let expects_gpu = !node.facts.gpus.gpus.is_empty() || node.runtime.crypto.wants_gpu();
+    let pools = crate::pinning::plan_from_runtime(&node.runtime, &config.pinning.thread_patterns)?;
+    let mut c = Collectors::new(
+        clock,
+        node,
+        engine,
+        selftest,
+        cost,
+        config.cost.cpu_seconds_per_item.clone(),
+    )?;
+
+    match crate::collect::gpu::NvmlSource::open() {
+        Ok(source) => c.gpu = Some(Box::new(source)),
+        Err(e) if expects_gpu => {
+            // Keep the collector, failing, so the missing GPU shows as gpu up=0.
+            c.gpu = Some(Box::new(UnavailableGpu(format!("NVML: {e}"))));
+        }
+        Err(e) => c.disable("gpu", format!("NVML not available ({e}) and the profile uses no GPU")),
+    }
+
+    let powercap = config.root.join("sys/class/powercap");
+    if powercap.is_dir() {
+        c.rapl = Some(crate::collect::rapl::RaplReader::new(&config.root));
+    } else {
+        c.disable("cpu_energy", format!("{} does not exist (no RAPL)", powercap.display()));
+    }
+
+    if config.replica.metrics_url.is_empty() {
+        c.disable("replica", "replica.metrics_url is empty");
+    } else {
+        let scraper = crate::collect::replica::ReplicaScraper::new(
+            &config.replica.metrics_url,
+            Duration::from_secs_f64(config.replica.scrape_timeout_seconds),
+        )?;
+        c.replica_url = config.replica.metrics_url.clone();
+        c.replica = Some(ReplicaSource::Http(scraper));
+    }
+
+    if !config.pinning.enabled {
+        c.pinning_disabled_reason = Some("pinning.enabled = false".into());
+        c.disable("pinning", "pinning.enabled = false");
+    } else if pools.is_empty() {
+        let reason = "the profile gives no pool a CPU set (with a thread-name pattern)";
+        c.pinning_disabled_reason = Some(reason.into());
+        c.disable("pinning", reason);
+    } else {
+        let slice = sd_notify::booted()
+            .unwrap_or(false)
+            .then(|| config.pinning.slice.clone());
+        let pinner = crate::pinning::Pinner::new(pools, Path::new("/proc"), slice);
+        c.pinning = Some((
+            pinner,
+            ReplicaProcess::Locate {
+                unit: config.replica.unit.clone(),
+                process_name: config.replica.process_name.clone(),
+            },
+        ));
+    }
+    Ok(c)
+}
+
+/// A GPU source that always fails with the reason NVML could not be opened.
+struct UnavailableGpu(String);
+
+impl crate::collect::gpu::GpuSource for UnavailableGpu {
+    fn sample(&mut self) -> Result<Vec<crate::snapshot::GpuSample>, String> {
+        Err(self.0.clone())
+    }
+}
+
+/// `node-agent run`.
+pub async fn run(
+    config: Config,
+    facts: FactsSource,
+    profiles_dir: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    notify(&[NotifyState::Status("probing the machine and selecting the profile")]);
+    let node = assess_node(&facts, profiles_dir.as_deref(), &config.profile)?;
+    for line in &node.explanation {
+        tracing::info!("{line}");
+    }
+    if !node.ready {
+        tracing::warn!(reasons = ?node.reasons(), "node is not ready under profile {}", node.profile);
+    }
+
+    notify(&[NotifyState::Status("running the crypto selftest")]);
+    let (engine, selftest) = tokio::task::spawn_blocking({
+        let node = node.clone();
+        move || crypto_engine(&node)
+    })
+    .await?;
+    for line in &selftest.checks {
+        tracing::info!("selftest {line}");
+    }
+
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    let interval = config.collect_interval();
+    let heartbeat = Arc::new(Heartbeat::new(interval * config.stale_after_intervals));
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::default());
+    let ready = node.ready && selftest.passed;
+    let profile = node.profile.clone();
+    let mut collectors = node_collectors(&config, node, engine, selftest, clock)?;
+    let first = tokio::task::block_in_place(|| collectors.collect());
+    let state = AppState::new(first, heartbeat.clone());
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let collection = std::thread::Builder::new().name("collectors".into()).spawn({
+        let state = state.clone();
+        let stop = stop.clone();
+        move || {
+            while !stop.load(Ordering::Relaxed) {
+                let mut slept = Duration::ZERO;
+                while slept < interval && !stop.load(Ordering::Relaxed) {
+                    let step = Duration::from_millis(200).min(interval - slept);
+                    std::thread::sleep(step);
+                    slept += step;
+                }
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                state.publish(collectors.collect());
+            }
+        }
+    })?;
+
+    let status = format!(
+        "serving on {}; profile {profile}; {}",
+        config.listen,
+        if ready { "node ready" } else { "node NOT ready (see /readyz)" }
+    );
+    tracing::info!("{status}");
+    notify(&[NotifyState::Ready, NotifyState::Status(&status)]);
+
+    if let Some(period) = sd_notify::watchdog_enabled() {
+        let heartbeat = heartbeat.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period / 2);
+            loop {
+                tick.tick().await;
+                // Only a live collection thread keeps the watchdog fed: a stuck NVML call
+                // or a dead thread lets systemd restart the agent.
+                match heartbeat.check() {
+                    Ok(()) => notify(&[NotifyState::Watchdog]),
+                    Err(reason) => {
+                        tracing::error!(%reason, "withholding the watchdog ping");
+                        notify(&[NotifyState::Status(&reason)]);
+                    }
+                }
+            }
+        });
+    }
+
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    notify(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
+    stop.store(true, Ordering::Relaxed);
+    let _ = collection.join();
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot listen for SIGTERM; stopping on Ctrl-C only");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    tracing::info!("shutdown requested");
+}
+
+/// `node-agent check`: the readiness report; Ok(true) when the node is fit.
+pub fn check(
+    config: &Config,
+    facts: &FactsSource,
+    profiles_dir: Option<&Path>,
+    out: &mut dyn std::io::Write,
+) -> anyhow::Result<bool> {
+    let node = assess_node(facts, profiles_dir, &config.profile)?;
+    let (engine, selftest) = crypto_engine(&node);
+    writeln!(out, "profile: {} ({})", node.profile, node.selection)?;
+    for line in &node.explanation {
+        writeln!(out, "  {line}")?;
+    }
+    writeln!(out, "readiness:")?;
+    for c in &node.readiness {
+        let mark = if c.satisfied { "ok  " } else { "FAIL" };
+        writeln!(out, "  {mark} {}: {}", c.requirement, c.detail)?;
+    }
+    writeln!(out, "SEV-SNP: {} (guest device: {})", node.sev_snp.state, node.sev_snp.guest_device)?;
+    writeln!(out, "crypto paths:")?;
+    for op in engine.report().operations {
+        writeln!(out, "  {}: {}", op.operation, op.explanation)?;
+    }
+    for note in &node.runtime.crypto_notes {
+        writeln!(out, "  note: {note}")?;
+    }
+    writeln!(out, "crypto selftest:")?;
+    for line in &selftest.checks {
+        writeln!(out, "  {line}")?;
+    }
+    let fit = node.ready && selftest.passed;
+    writeln!(
+        out,
+        "{}",
+        if fit { "node is FIT" } else { "node is NOT FIT" }
+    )?;
+    Ok(fit)
+}
