@@ -286,7 +286,7 @@ pub fn verify_bundle(
     if let (Some(report), Some(want)) = (&outcome.report, &expected.chip_id) {
         let chip = report.chip_id();
         checks.push(if chip.get(..want.len()) == Some(want.as_slice()) {
-            Check::pass("identity.node_chip_id", format!("chip_id is the one registered for this node"))
+            Check::pass("identity.node_chip_id", "chip_id is the one registered for this node")
         } else {
             Check::fail(
                 "identity.node_chip_id",

@@ -58,6 +58,10 @@ pub struct VcekSpec {
     pub hw_id: Option<Vec<u8>>,
     pub csp_id: Option<String>,
     pub subject_cn: String,
+    /// Put the ASK's RSA key in the VCEK instead of the P-384 key (tests: wrong key type).
+    pub rsa_key_instead: bool,
+    /// Extensions appended verbatim (tests: malformed or duplicate values).
+    pub extra_extensions: Vec<(der::asn1::ObjectIdentifier, Vec<u8>)>,
     /// Unix seconds.
     pub not_before: u64,
     pub not_after: u64,
@@ -200,6 +204,8 @@ impl TestAuthority {
             hw_id: Some(hw_id),
             csp_id: None,
             subject_cn: "SEV-VCEK".into(),
+            extra_extensions: vec![],
+            rsa_key_instead: false,
             not_before: TEST_NOT_BEFORE,
             not_after: TEST_NOT_AFTER,
         }
@@ -240,6 +246,9 @@ impl TestAuthority {
             let ia5 = Ia5StringRef::new(csp).map_err(der_err)?;
             exts.push(ext(oid::CSP_ID, ia5.to_der().map_err(der_err)?)?);
         }
+        for (id, value) in &spec.extra_extensions {
+            exts.push(ext(*id, value.clone())?);
+        }
         let tbs = TbsCertificate {
             version: x509_cert::Version::V3,
             // AMD's VCEKs carry serial 0; so do these.
@@ -248,7 +257,11 @@ impl TestAuthority {
             issuer: self.ask.cert().tbs_certificate.subject.clone(),
             validity: Validity { not_before: utc(spec.not_before)?, not_after: utc(spec.not_after)? },
             subject: amd_name(&spec.subject_cn)?,
-            subject_public_key_info: p384_spki(key)?,
+            subject_public_key_info: if spec.rsa_key_instead {
+                rsa_spki(&self.ask_key.to_public_key())?
+            } else {
+                p384_spki(key)?
+            },
             issuer_unique_id: None,
             subject_unique_id: None,
             extensions: Some(exts),
@@ -263,6 +276,11 @@ impl TestAuthority {
     }
     pub fn ask_key(&self) -> &rsa::RsaPrivateKey {
         &self.ask_key
+    }
+
+    /// The same certificate content signed by `key` instead (tests: wrong signer).
+    pub fn resign(&self, cert: &AmdCert, key: &rsa::RsaPrivateKey) -> Result<AmdCert, TestSourceError> {
+        self.sign(cert.cert().tbs_certificate.clone(), key)
     }
 
     /// Sign an arbitrary TBS with the given key using this authority's rng.

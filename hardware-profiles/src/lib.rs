@@ -25,12 +25,12 @@
 //!   carrying the reason.
 
 pub mod cpulist;
-mod error;
-mod facts;
-mod profile;
-mod runtime;
-mod select;
-mod set;
+pub mod error;
+pub mod facts;
+pub mod profile;
+pub mod runtime;
+pub mod select;
+pub mod set;
 
 pub use cpulist::{CpuListError, CpuSet};
 pub use error::{InvalidKind, Location, ProfileError, SelectError};
@@ -44,7 +44,6 @@ pub use profile::{
 };
 pub use runtime::{PoolConfig, RUNTIME_CONFIG_SCHEMA_VERSION, RuntimeConfig};
 pub use select::{
-    Assessment, Candidate, Mismatch, Pin, Readiness, ReadinessCheck, SelectedBy, Selection,
-    assess,
+    Assessment, Candidate, Mismatch, Pin, Readiness, ReadinessCheck, SelectedBy, Selection, assess,
 };
 pub use set::ProfileSet;

@@ -385,6 +385,8 @@ pub struct Profile {
     pub source: String,
     /// Matches any machine, chosen only when no other profile matches.
     pub development_default: bool,
+    /// Where `development_default` is set in the file.
+    pub development_default_at: Option<Location>,
     pub criteria: MatchCriteria,
     pub requirements: Requirements,
     pub crypto: Policy,
@@ -470,15 +472,15 @@ impl Validator<'_> {
             Some(table) => self.criteria(table.get_ref())?,
             None => MatchCriteria::default(),
         };
-        if development_default && let Some(table) = &raw.criteria {
-            if criteria.specificity() > 0 {
-                return Err(self.error(
-                    table.span(),
-                    InvalidKind::Inconsistent,
-                    "a development default matches any machine: it cannot have [match] criteria"
-                        .into(),
-                ));
-            }
+        if development_default
+            && let Some(table) = &raw.criteria
+            && criteria.specificity() > 0
+        {
+            return Err(self.error(
+                table.span(),
+                InvalidKind::Inconsistent,
+                "a development default matches any machine: it cannot have [match] criteria".into(),
+            ));
         }
         if !development_default && criteria.specificity() == 0 {
             let span = raw.name.span();
@@ -497,8 +499,7 @@ impl Validator<'_> {
             return Err(self.error(
                 require.span(),
                 InvalidKind::Inconsistent,
-                "the development default must not require anything (it runs on any machine)"
-                    .into(),
+                "the development default must not require anything (it runs on any machine)".into(),
             ));
         }
 
@@ -511,6 +512,10 @@ impl Validator<'_> {
             description: raw.description,
             source: self.file.to_string(),
             development_default,
+            development_default_at: raw
+                .development_default
+                .as_ref()
+                .map(|flag| self.location(flag.span())),
             criteria,
             requirements,
             crypto,
@@ -550,24 +555,38 @@ impl Validator<'_> {
         };
         Ok(MatchCriteria {
             cpu_vendor: raw.cpu_vendor.as_ref().map(|v| v.get_ref().clone()),
-            cpu_model: raw.cpu_model.as_ref().map(|p| self.pattern(p)).transpose()?,
+            cpu_model: raw
+                .cpu_model
+                .as_ref()
+                .map(|p| self.pattern(p))
+                .transpose()?,
             physical_cores: range("physical_cores", &raw.physical_cores)?,
             logical_cpus: range("logical_cpus", &raw.logical_cpus)?,
             memory_gib: range("memory_gib", &raw.memory_gib)?,
             sev_snp: raw.sev_snp,
             gpu_count: range("gpu_count", &raw.gpu_count)?,
-            gpu_model: raw.gpu_model.as_ref().map(|p| self.pattern(p)).transpose()?,
+            gpu_model: raw
+                .gpu_model
+                .as_ref()
+                .map(|p| self.pattern(p))
+                .transpose()?,
             gpu_memory_gib: range("gpu_memory_gib", &raw.gpu_memory_gib)?,
             gpu_cc_capable: raw.gpu_cc_capable,
         })
     }
 
-    fn requirements(&self, raw: Option<&Spanned<RawRequire>>) -> Result<Requirements, ProfileError> {
+    fn requirements(
+        &self,
+        raw: Option<&Spanned<RawRequire>>,
+    ) -> Result<Requirements, ProfileError> {
         let Some(raw) = raw else {
             return Ok(Requirements::default());
         };
         let raw = raw.get_ref();
-        let gpu = raw.gpu.as_ref().map_or(GpuRequirement::Off, |g| *g.get_ref());
+        let gpu = raw
+            .gpu
+            .as_ref()
+            .map_or(GpuRequirement::Off, |g| *g.get_ref());
         let gpu_cc = raw.gpu_cc.as_ref().is_some_and(|cc| *cc.get_ref());
         if gpu_cc
             && gpu != GpuRequirement::Required
@@ -592,10 +611,7 @@ impl Validator<'_> {
                 return Err(self.error(
                     device.span(),
                     InvalidKind::OutOfRange,
-                    format!(
-                        "gpu_device {} is above {MAX_GPU_DEVICE}",
-                        device.get_ref()
-                    ),
+                    format!("gpu_device {} is above {MAX_GPU_DEVICE}", device.get_ref()),
                 ));
             }
             Some(device) => *device.get_ref() as usize,
@@ -663,7 +679,9 @@ impl Validator<'_> {
     ) -> Result<ThreadPools, ProfileError> {
         let mut taken: Vec<(PoolKind, CpuSet)> = Vec::new();
         let machine_cpus = criteria.logical_cpus.and_then(|range| range.max);
-        let mut pool = |kind: PoolKind, raw: &Spanned<RawPool>| -> Result<ThreadPool, ProfileError> {
+        let mut pool = |kind: PoolKind,
+                        raw: &Spanned<RawPool>|
+         -> Result<ThreadPool, ProfileError> {
             let threads = *raw.get_ref().threads.get_ref();
             if !(1..=MAX_POOL_THREADS).contains(&threads) {
                 return Err(self.error(
@@ -701,9 +719,7 @@ impl Validator<'_> {
                 return Err(self.error(
                     span,
                     InvalidKind::PoolSizeMismatch,
-                    format!(
-                        "pools.{kind}: {threads} threads cannot use {size} CPUs ({cpus})"
-                    ),
+                    format!("pools.{kind}: {threads} threads cannot use {size} CPUs ({cpus})"),
                 ));
             }
             let Some(machine_cpus) = machine_cpus else {

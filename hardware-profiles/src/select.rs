@@ -347,11 +347,10 @@ fn check_pattern(
 }
 
 fn gpu_model_ok(criteria: &MatchCriteria, gpu: &GpuFacts) -> bool {
-    criteria.gpu_model.as_ref().is_none_or(|pattern| {
-        gpu.name
-            .known()
-            .is_some_and(|name| pattern.matches(name))
-    })
+    criteria
+        .gpu_model
+        .as_ref()
+        .is_none_or(|pattern| gpu.name.known().is_some_and(|name| pattern.matches(name)))
 }
 
 fn gpu_memory_ok(criteria: &MatchCriteria, gpu: &GpuFacts) -> bool {
@@ -581,14 +580,12 @@ impl ProfileSet {
                 }
             })
             .collect();
-        let chosen = |index: usize, selected_by: SelectedBy, mismatches: Vec<Mismatch>| {
-            Selection {
-                profile: self.profiles()[index].clone(),
-                selected_by,
-                mismatches,
-                unverified: candidates[index].unverified.clone(),
-                candidates: candidates.clone(),
-            }
+        let chosen = |index: usize, selected_by: SelectedBy, mismatches: Vec<Mismatch>| Selection {
+            profile: self.profiles()[index].clone(),
+            selected_by,
+            mismatches,
+            unverified: candidates[index].unverified.clone(),
+            candidates: candidates.clone(),
         };
 
         if let Some(pin) = pin {

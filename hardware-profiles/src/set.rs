@@ -85,27 +85,15 @@ impl ProfileSet {
                 });
             }
             profiles.push(profile);
+            // Checked in input order, so the error names the later file.
+            check_defaults(&profiles)?;
         }
         profiles.sort_by(|a, b| a.name.cmp(&b.name));
-        let set = ProfileSet { profiles };
-        set.check_defaults()?;
-        Ok(set)
+        Ok(ProfileSet { profiles })
     }
 
     fn check_defaults(&self) -> Result<(), ProfileError> {
-        let mut defaults = self.profiles.iter().filter(|p| p.development_default);
-        if let (Some(first), Some(second)) = (defaults.next(), defaults.next()) {
-            return Err(ProfileError::SecondDefault {
-                location: Location {
-                    file: second.source.clone(),
-                    line: 1,
-                    column: 1,
-                },
-                name: second.name.clone(),
-                first: first.name.clone(),
-            });
-        }
-        Ok(())
+        check_defaults(&self.profiles)
     }
 
     /// Sorted by name.
@@ -155,4 +143,24 @@ fn name_location(file: &str, text: &str) -> Location {
         .find(|(_, line)| line.trim_start().starts_with("name"))
         .map_or(0, |(start, _)| start);
     Location::at(file, text, offset)
+}
+
+/// At most one development default.
+fn check_defaults(profiles: &[Profile]) -> Result<(), ProfileError> {
+    let mut defaults = profiles.iter().filter(|p| p.development_default);
+    if let (Some(first), Some(second)) = (defaults.next(), defaults.next()) {
+        return Err(ProfileError::SecondDefault {
+            location: second
+                .development_default_at
+                .clone()
+                .unwrap_or_else(|| Location {
+                    file: second.source.clone(),
+                    line: 1,
+                    column: 1,
+                }),
+            name: second.name.clone(),
+            first: first.name.clone(),
+        });
+    }
+    Ok(())
 }

@@ -111,9 +111,11 @@ __device__ __forceinline__ void fp_neg(fp_t& r, const fp_t& a) {
     fp_sub(r, z, a);
 }
 
-// Montgomery product r = a * b / R mod p (CIOS, 64-bit accumulators). Not inlined: one
-// shared copy keeps kernels compact enough for NVRTC to build them in seconds at start-up.
-__device__ __noinline__ void fp_mul(fp_t& r, const fp_t& a, const fp_t& b) {
+// Montgomery product a * b / R mod p (CIOS, 64-bit accumulators). Not inlined: one shared
+// copy keeps kernels compact enough for NVRTC to build them in seconds at start-up.
+// Arguments and result by value, so they travel in registers rather than local memory.
+__device__ __noinline__ fp_t fp_mul_v(const fp_t a, const fp_t b) {
+    fp_t r;
     u32 t[FP_LIMBS + 2];
 #pragma unroll
     for (int i = 0; i < FP_LIMBS + 2; i++) t[i] = 0;
@@ -147,7 +149,12 @@ __device__ __noinline__ void fp_mul(fp_t& r, const fp_t& a, const fp_t& b) {
 #pragma unroll
     for (int i = 0; i < FP_LIMBS; i++) s.l[i] = t[i];
     fp_reduce_once(r, s, t[FP_LIMBS]);
+    return r;
 }
+__device__ __forceinline__ void fp_mul(fp_t& r, const fp_t& a, const fp_t& b) {
+    r = fp_mul_v(a, b);
+}
+
 
 __device__ __forceinline__ void fp_sqr(fp_t& r, const fp_t& a) { fp_mul(r, a, a); }
 

@@ -337,7 +337,7 @@ fn encode_snapshot(s: &Snapshot, encoder: &mut DescriptorEncoder) -> fmt::Result
     f.gauge(
         "sovereign_gpu_utilization",
         "Fraction of the last sample period the GPU was busy (NVML utilisation).",
-        Some(Unit::Ratios),
+        Some(Unit::Other("ratio".to_string())),
         &s.gpus
             .iter()
             .flat_map(|g| {

@@ -106,7 +106,7 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Probe { root } => {
-            let facts = service::probe_root(&root)?;
+            let facts = service::probe_root(&root);
             println!("{}", serde_json::to_string_pretty(&facts)?);
             Ok(())
         }

@@ -34,7 +34,7 @@ pub fn notify(states: &[NotifyState]) {
 
 pub fn machine_facts(source: &FactsSource) -> anyhow::Result<MachineFacts> {
     match source {
-        FactsSource::Probe(root) => probe_root(root),
+        FactsSource::Probe(root) => Ok(probe_root(root)),
         FactsSource::Recorded(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading facts {}", path.display()))?;
@@ -43,9 +43,15 @@ pub fn machine_facts(source: &FactsSource) -> anyhow::Result<MachineFacts> {
     }
 }
 
-/// The probe of node-agent/src/probe (built by another helper; wired when it lands).
-pub fn probe_root(root: &Path) -> anyhow::Result<MachineFacts> {
-    anyhow::bail!("the machine probe is not built yet (root {}); use --facts", root.display())
+/// Probes the tree under `root`. NVML is the live driver's only for the real root: a
+/// fixture tree has no GPU behind it.
+pub fn probe_root(root: &Path) -> MachineFacts {
+    let nvml = if root == Path::new("/") {
+        crate::probe::NvmlMode::System
+    } else {
+        crate::probe::NvmlMode::absent(format!("fixture tree {}", root.display()))
+    };
+    crate::probe::probe(root, &nvml)
 }
 
 pub fn profile_set(profiles_dir: Option<&Path>) -> anyhow::Result<ProfileSet> {
@@ -192,6 +198,8 @@ pub async fn run(
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
+    // The real address (port 0 picks a free port; the READY status names it).
+    let bound = listener.local_addr()?;
     let interval = config.collect_interval();
     let heartbeat = Arc::new(Heartbeat::new(interval * config.stale_after_intervals));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::default());
@@ -222,8 +230,7 @@ pub async fn run(
     })?;
 
     let status = format!(
-        "serving on {}; profile {profile}; {}",
-        config.listen,
+        "serving on {bound}; profile {profile}; {}",
         if ready { "node ready" } else { "node NOT ready (see /readyz)" }
     );
     tracing::info!("{status}");

@@ -1,4 +1,208 @@
 //! `attest`: the governing body's verifier.
-fn main() -> anyhow::Result<()> {
-    anyhow::bail!("attest: not built yet")
+//!
+//! Exit status: 0 admitted, 1 rejected (some check failed), 2 unusable input (unreadable files,
+//! malformed policy, nonce or bundle envelope).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, anyhow};
+use attestation::bundle::{Bundle, ExpectedNode, parse_nonce, verify_bundle};
+use attestation::fleet::{self, FleetOptions, NodeList, NodeStatus};
+use attestation::policy::Policy;
+use attestation::report::Verdict;
+use attestation::snp::amd::{ChainVerifier, SuppliedChain, parse_certs, parse_time};
+use attestation::snp::{self, SnpContext};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "attest", about = "Verify sovereign-node attestation evidence (SEV-SNP + NVIDIA GPU CC)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Verify an evidence bundle (from GET /v1/attestation) against the nonce you sent.
+    Verify {
+        #[arg(long)]
+        evidence: PathBuf,
+        #[arg(long)]
+        policy: PathBuf,
+        /// The 32-byte nonce sent to the node, 64 hex digits.
+        #[arg(long)]
+        nonce: String,
+        /// Registered chip id of this node (hex), compared exactly.
+        #[arg(long)]
+        chip_id: Option<String>,
+        /// Registered Ed25519 node public key (hex), compared exactly.
+        #[arg(long)]
+        node_key: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Verify a raw SNP report with its VCEK/VLEK, as snpguest and AMD KDS produce them.
+    VerifyReport {
+        /// Raw 1184-byte report (binary), or its hex text.
+        #[arg(long)]
+        report: PathBuf,
+        /// VCEK or VLEK certificate, DER or PEM.
+        #[arg(long)]
+        vcek: PathBuf,
+        /// Directory with ark.pem/ask.pem (or asvk.pem) or cert_chain.pem; default: the
+        /// ASK/ARK embedded in this build.
+        #[arg(long)]
+        certs: Option<PathBuf>,
+        /// Without it, the default policy: format, chain, signature, report-vs-certificate,
+        /// debug and migration agent bind; allow-lists are skipped.
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Fetch fresh evidence from every node in NODES.toml and verify it.
+    Fleet {
+        #[arg(long)]
+        nodes: PathBuf,
+        #[arg(long)]
+        policy: PathBuf,
+        /// Nodes queried at once.
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+        /// Per-node timeout in milliseconds.
+        #[arg(long, default_value_t = 5000)]
+        timeout_ms: u64,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(clap::Args)]
+struct Common {
+    /// Machine-readable JSON instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Verification time, `YYYY-MM-DDTHH:MM:SSZ` or `@unix`; default now.
+    #[arg(long)]
+    time: Option<String>,
+}
+
+impl Common {
+    fn now(&self) -> anyhow::Result<u64> {
+        match &self.time {
+            Some(t) => parse_time(t).ok_or_else(|| anyhow!("--time {t:?} is not YYYY-MM-DDTHH:MM:SSZ or @unix")),
+            None => Ok(std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0)),
+        }
+    }
+}
+
+fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+}
+
+fn print_verdict(v: &Verdict, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(v)?);
+    } else {
+        print!("{}", v.to_table());
+    }
+    Ok(())
+}
+
+fn load_report(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let bytes = read(path)?;
+    // snpguest writes binary; some tools write hex text. A 1184-byte file is binary.
+    if bytes.len() != snp::raw::REPORT_SIZE
+        && let Ok(text) = std::str::from_utf8(&bytes)
+        && let Ok(r) = snp::raw::AttestationReport::parse_hex(text)
+    {
+        return Ok(r.as_bytes().to_vec());
+    }
+    Ok(bytes)
+}
+
+fn certs_dir(dir: &Path) -> anyhow::Result<Vec<attestation::snp::amd::AmdCert>> {
+    let mut out = Vec::new();
+    let mut found = false;
+    for name in ["ark.pem", "ask.pem", "asvk.pem", "cert_chain.pem", "ark.der", "ask.der", "asvk.der"] {
+        let p = dir.join(name);
+        if p.exists() {
+            found = true;
+            out.extend(parse_certs(&read(&p)?).with_context(|| format!("parsing {}", p.display()))?);
+        }
+    }
+    if !found {
+        return Err(anyhow!("{} holds none of ark.pem, ask.pem, asvk.pem, cert_chain.pem", dir.display()));
+    }
+    Ok(out)
+}
+
+fn run(cli: Cli) -> anyhow::Result<bool> {
+    match cli.command {
+        Command::Verify { evidence, policy, nonce, chip_id, node_key, common } => {
+            let now = common.now()?;
+            let nonce = parse_nonce(&nonce).ok_or_else(|| anyhow!("--nonce must be 64 hex digits"))?;
+            let policy = Policy::load(&policy)?;
+            let bundle = Bundle::from_json(&read(&evidence)?)?;
+            let entry = fleet::NodeEntry { name: "cli".into(), url: String::new(), chip_id, node_public_key: node_key };
+            let expected: ExpectedNode = entry.expected()?;
+            let chains = ChainVerifier::new(policy.trust_store());
+            let v = verify_bundle(&bundle, &nonce, &policy, &chains, now, &expected);
+            print_verdict(&v, common.json)?;
+            Ok(v.admitted)
+        }
+        Command::VerifyReport { report, vcek, certs, policy, common } => {
+            let now = common.now()?;
+            let policy = match policy {
+                Some(p) => Policy::load(&p)?,
+                None => Policy::default_policy(),
+            };
+            let report = load_report(&report)?;
+            let others = certs.as_deref().map(certs_dir).transpose()?.unwrap_or_default();
+            // An unparsable VCEK is reported as a failed check, not as unusable input.
+            let chain = parse_certs(&read(&vcek)?)
+                .map_err(|e| format!("{}: {e}", vcek.display()))
+                .and_then(|mut c| if c.is_empty() { Err("no certificate".into()) } else { Ok(c.remove(0)) })
+                .map(|v| SuppliedChain::from_certs(v, others));
+            let chains = ChainVerifier::new(policy.trust_store());
+            let mut checks = Vec::new();
+            snp::verify_report(&report, chain, &SnpContext { policy: &policy, chains: &chains, now }, &mut checks);
+            let v = Verdict::from_checks(checks);
+            print_verdict(&v, common.json)?;
+            Ok(v.admitted)
+        }
+        Command::Fleet { nodes, policy, concurrency, timeout_ms, common } => {
+            let now = common.now()?;
+            let nodes = NodeList::load(&nodes)?;
+            let policy = Arc::new(Policy::load(&policy)?);
+            let chains = Arc::new(ChainVerifier::new(policy.trust_store()));
+            let opts = FleetOptions { concurrency, timeout: Duration::from_millis(timeout_ms), now };
+            let runtime = tokio::runtime::Runtime::new()?;
+            let results = runtime.block_on(fleet::run(&nodes, policy, chains, opts));
+            if common.json {
+                println!("{}", serde_json::to_string_pretty(&results)?);
+            } else {
+                print!("{}", fleet::table(&results));
+            }
+            Ok(results.iter().all(|r| r.status == NodeStatus::Admitted))
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(true) => ExitCode::from(0),
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("attest: unusable input: {e:#}");
+            ExitCode::from(2)
+        }
+    }
 }

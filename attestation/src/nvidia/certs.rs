@@ -11,7 +11,7 @@
 use std::time::SystemTime;
 
 use der::asn1::{AnyRef, ObjectIdentifier, OctetStringRef};
-use der::{Decode, DecodePem, Encode, Reader, SliceReader, Tag, TagNumber};
+use der::{Decode, DecodePem, Encode, Reader, SliceReader, Tag, TagNumber, Tagged};
 use p384::ecdsa::signature::DigestVerifier;
 use p384::ecdsa::{Signature, VerifyingKey};
 use p384::pkcs8::DecodePublicKey;

@@ -261,7 +261,8 @@ pub fn verify(
             Ok(detail) => Check::pass(name(check_name::CERT_CHAIN), detail),
             Err(e) => Check::fail(name(check_name::CERT_CHAIN), e.to_string()),
         },
-        (Err(e), _) | (_, Err(e)) => Check::fail(name(check_name::CERT_CHAIN), e.to_string()),
+        (Err(e), _) => Check::fail(name(check_name::CERT_CHAIN), e.to_string()),
+        (_, Err(e)) => Check::fail(name(check_name::CERT_CHAIN), e.to_string()),
     });
 
     checks.push(match &chain {

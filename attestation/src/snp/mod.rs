@@ -389,6 +389,15 @@ fn allow_list(name: &str, what: &str, actual: &[u8], allowed: &[&[u8]], checks: 
     });
 }
 
+/// A registered id of 64 bytes must equal the chip id; an 8-byte (Turin) id its prefix.
+fn registered_matches(registered: &[u8], chip: &[u8; 64]) -> bool {
+    match registered.len() {
+        64 => registered == chip.as_slice(),
+        8 => chip.get(..8) == Some(registered),
+        _ => false,
+    }
+}
+
 fn identity_checks(report: &AttestationReport, policy: &Policy, checks: &mut Vec<Check>) {
     let m = report.measurement();
     let name = "snp.identity.measurement";
@@ -424,11 +433,7 @@ fn identity_checks(report: &AttestationReport, policy: &Policy, checks: &mut Vec
     let name = "snp.identity.chip_id";
     checks.push(if policy.chip_ids.is_empty() {
         Check::skip(name, "no registered-node list configured")
-    } else if policy
-        .chip_ids
-        .iter()
-        .any(|c| chip.get(..c.len()) == Some(c.as_slice()) && chip.get(c.len()..).is_none_or(|rest| c.len() == 64 || rest.iter().all(|b| *b == 0) || c.len() == 8))
-    {
+    } else if policy.chip_ids.iter().any(|c| registered_matches(c, &chip)) {
         Check::pass(name, format!("chip_id {} is registered", hexs(&chip)))
     } else {
         Check::fail(name, format!("chip_id {} is not a registered node", hexs(&chip)))

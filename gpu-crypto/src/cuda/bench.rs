@@ -238,7 +238,11 @@ pub fn sha256_device_resident(
 }
 
 /// Host-to-device copy bandwidth from pinned memory (one copy of `bytes`), GB/s median.
-pub fn h2d_bandwidth(gpu: &GpuBackend, bytes: usize, reps: usize) -> Result<(f64, Timing), GpuError> {
+pub fn h2d_bandwidth(
+    gpu: &GpuBackend,
+    bytes: usize,
+    reps: usize,
+) -> Result<(f64, Timing), GpuError> {
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
     let stream = gpu.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
     let mut host = PinnedBuffer::new(&gpu.ctx);

@@ -118,7 +118,8 @@ pub fn compile_program(program: &KernelProgram, arch: &str) -> Result<CompiledPr
     }
     let option_ptrs: Vec<*const c_char> = options.iter().map(|c| c.as_ptr()).collect();
     // SAFETY: valid program and option strings.
-    let rc = unsafe { sys::nvrtcCompileProgram(prog.0, option_ptrs.len() as i32, option_ptrs.as_ptr()) };
+    let rc =
+        unsafe { sys::nvrtcCompileProgram(prog.0, option_ptrs.len() as i32, option_ptrs.as_ptr()) };
     let log = program_log(prog.0);
     if rc != sys::nvrtcResult::NVRTC_SUCCESS {
         return Err(GpuError::Compile(format!(

@@ -247,7 +247,8 @@ pub(crate) fn run(
         let data_bytes: usize = seg.iter().map(|c| padded(c.len())).sum();
         let p = s % 2;
         if let Some(ev) = &sha.staged[p] {
-            ev.synchronize().map_err(driver("wait for staging buffer"))?;
+            ev.synchronize()
+                .map_err(driver("wait for staging buffer"))?;
         }
         sha.staging[p].ensure(LAYOUT.data + data_bytes)?;
         let upload = gather(
@@ -282,14 +283,16 @@ pub(crate) fn run(
         // pinned digest buffer, read only after every slot stream is synchronised.
         unsafe {
             launch_segment(gpu, &stream, base, seg.len(), prefix.len())?;
-            let host = &mut sha.digests.slice_mut(32 * chunks.len())
-                [32 * range.start..32 * range.end];
+            let host =
+                &mut sha.digests.slice_mut(32 * chunks.len())[32 * range.start..32 * range.end];
             result::memcpy_dtoh_async(host, base + LAYOUT.digests as u64, stream.cu_stream())
                 .map_err(driver("download digests"))?;
         }
     }
     for slot in &sha.slots[..used_slots] {
-        slot.stream.synchronize().map_err(driver("sha256_prefixed"))?;
+        slot.stream
+            .synchronize()
+            .map_err(driver("sha256_prefixed"))?;
     }
     collect_digests(sha.digests.slice(32 * chunks.len()))
 }

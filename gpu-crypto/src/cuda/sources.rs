@@ -18,7 +18,10 @@ pub const HEADERS: &[(&str, &str)] = &[
         include_str!("../../../kernels/ff/bls12_381_params.cuh"),
     ),
     ("ff/fp.cuh", include_str!("../../../kernels/ff/fp.cuh")),
-    ("ff/fp_sqrt.cuh", include_str!("../../../kernels/ff/fp_sqrt.cuh")),
+    (
+        "ff/fp_sqrt.cuh",
+        include_str!("../../../kernels/ff/fp_sqrt.cuh"),
+    ),
     (
         "ec/g1_projective.cuh",
         include_str!("../../../kernels/ec/g1_projective.cuh"),
@@ -27,7 +30,10 @@ pub const HEADERS: &[(&str, &str)] = &[
         "ec/g1_subgroup.cuh",
         include_str!("../../../kernels/ec/g1_subgroup.cuh"),
     ),
-    ("hash/sha256.cuh", include_str!("../../../kernels/hash/sha256.cuh")),
+    (
+        "hash/sha256.cuh",
+        include_str!("../../../kernels/hash/sha256.cuh"),
+    ),
 ];
 
 pub const G1_DECOMPRESS: KernelProgram = KernelProgram {

@@ -54,7 +54,7 @@ struct ManifestJson {
 struct ManifestJsonRef<'a> {
     version: u32,
     files: Vec<FileJsonRef<'a>>,
-    chunks: Vec<ChunkJsonRef<'a>>,
+    chunks: Vec<ChunkJsonRef>,
 }
 
 #[derive(Serialize)]
@@ -66,7 +66,7 @@ struct FileJsonRef<'a> {
 }
 
 #[derive(Serialize)]
-struct ChunkJsonRef<'a> {
+struct ChunkJsonRef {
     file_index: u32,
     size: u32,
     offset: u64,

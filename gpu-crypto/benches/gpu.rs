@@ -1,0 +1,287 @@
+//! GPU-vs-CPU bench runner (`harness = false`), run on the GPU machine by
+//! `gpu-crypto/device/run.sh`. Every GPU result is compared with the CPU's before a
+//! figure is printed; the CPU side uses every host core (rayon) in the same run.
+//!
+//! Prints, last, a table: decompression and SHA-256 throughput per batch size, the
+//! crossover batch size per operation, the 448-point end-to-end latency, 2^20-point
+//! decompression rate, and SHA-256 over device-resident chunks and from pinned host
+//! memory against the measured host-to-device bandwidth.
+//! `GPU_BENCH_QUICK=1` shrinks every size (a smoke run).
+
+use gpu_crypto::cuda::GpuBackend;
+use gpu_crypto::cuda::bench::{h2d_bandwidth, sha256_device_resident, sha256_from_pinned};
+use gpu_crypto::{G1Affine, G1Projective};
+use group::Group;
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use rayon::prelude::*;
+use std::time::Instant;
+
+const IC_PREFIX: &[u8] = b"\x0eic-state-chunk";
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn time<T>(reps: usize, mut f: impl FnMut() -> T) -> (f64, T) {
+    let mut out = f(); // warm-up (also the result that is checked)
+    let mut samples = Vec::new();
+    for _ in 0..reps.max(1) {
+        let t = Instant::now();
+        out = f();
+        samples.push(t.elapsed().as_secs_f64());
+    }
+    (median(samples), out)
+}
+
+fn random_points(n: usize) -> Vec<[u8; 48]> {
+    let per = n.div_ceil(64).max(1);
+    let mut all: Vec<[u8; 48]> = (0..64u64)
+        .into_par_iter()
+        .flat_map_iter(|t| {
+            let mut r = ChaCha20Rng::seed_from_u64(t);
+            let step = G1Projective::random(&mut r);
+            let mut acc = G1Projective::random(&mut r);
+            let proj: Vec<G1Projective> = (0..per)
+                .map(|_| {
+                    acc += step;
+                    acc
+                })
+                .collect();
+            let mut aff = vec![G1Affine::identity(); per];
+            G1Projective::batch_normalize(&proj, &mut aff);
+            aff.into_iter().map(|p| p.to_compressed())
+        })
+        .collect();
+    all.truncate(n);
+    all
+}
+
+// The CPU side is the crate's own CPU path (rayon over every core).
+use gpu_crypto::cpu::{g1_decompress as cpu_decompress, sha256_prefixed as cpu_sha};
+
+struct Row {
+    op: &'static str,
+    n: usize,
+    gpu_s: f64,
+    cpu_s: f64,
+    unit: &'static str,
+    per_item: f64,
+}
+
+fn crossover(rows: &[Row], op: &str) -> String {
+    let r: Vec<&Row> = rows.iter().filter(|r| r.op == op).collect();
+    match r.iter().position(|r| r.gpu_s < r.cpu_s) {
+        None => "GPU never faster in the sizes measured".into(),
+        Some(0) => format!("GPU faster from the smallest size measured ({})", r[0].n),
+        Some(i) => format!(
+            "between {} (CPU faster) and {} (GPU faster)",
+            r[i - 1].n,
+            r[i].n
+        ),
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let quick = std::env::var("GPU_BENCH_QUICK").as_deref() == Ok("1");
+    let threads = rayon::current_num_threads();
+    let t0 = Instant::now();
+    let gpu = GpuBackend::open(0).map_err(|e| anyhow::anyhow!("GPU unusable: {e}"))?;
+    println!(
+        "device: {}  (open {:.2} s)",
+        gpu.describe(),
+        t0.elapsed().as_secs_f64()
+    );
+    for l in gpu.program_loads() {
+        println!(
+            "  program {}: {} in {:.2} s",
+            l.program, l.source, l.seconds
+        );
+    }
+    println!("CPU: {threads} rayon threads");
+    let mut rows = Vec::new();
+
+    // G1 decompression, host bytes -> host results (engine-level call).
+    let max_log = if quick { 12 } else { 20 };
+    let all_points = random_points(1 << max_log);
+    let mut sizes: Vec<usize> = vec![1, 4, 16, 64, 128, 256, 448, 1024, 4096, 16384, 65536];
+    sizes.push(1 << max_log);
+    sizes.retain(|&n| n <= 1 << max_log);
+    let mut latency_448 = 0.0;
+    let mut rate_max = 0.0;
+    for &n in &sizes {
+        let pts = &all_points[..n];
+        let reps = (65536 / n).clamp(2, 50);
+        let (g, gout) = time(reps, || gpu.g1_decompress(pts));
+        let gout = gout.map_err(|e| anyhow::anyhow!("GPU decompress: {e}"))?;
+        let (c, cout) = time(if n >= 65536 { 1 } else { reps }, || cpu_decompress(pts));
+        let mismatches = gout.iter().zip(&cout).filter(|(g, c)| g != c).count();
+        anyhow::ensure!(mismatches == 0, "decompress n={n}: {mismatches} mismatches");
+        println!(
+            "decompress n={n:>8}: GPU {:>10.3} ms ({:>11.0} pts/s)  CPU {:>10.3} ms ({:>9.0} pts/s)  all {n} equal",
+            g * 1e3,
+            n as f64 / g,
+            c * 1e3,
+            n as f64 / c
+        );
+        if n == 448 {
+            latency_448 = g;
+        }
+        if n == 1 << max_log {
+            rate_max = n as f64 / g;
+        }
+        rows.push(Row {
+            op: "decompress",
+            n,
+            gpu_s: g,
+            cpu_s: c,
+            unit: "points/s",
+            per_item: n as f64 / g,
+        });
+    }
+
+    // SHA-256 of 1 MiB chunks from ordinary (pageable) host memory, engine-level call.
+    let max_chunks = if quick { 64 } else { 4096 };
+    let data: Vec<Vec<u8>> = (0..max_chunks)
+        .into_par_iter()
+        .map(|i| {
+            let mut x = (i as u64 + 7).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let mut v = vec![0u8; 1 << 20];
+            for w in v.chunks_exact_mut(8) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                w.copy_from_slice(&x.to_le_bytes());
+            }
+            v
+        })
+        .collect();
+    let refs: Vec<&[u8]> = data.iter().map(|c| c.as_slice()).collect();
+    for &n in &[1usize, 4, 16, 64, 128, 256, 512, 1024, 4096] {
+        if n > max_chunks {
+            continue;
+        }
+        let reps = if n >= 1024 { 3 } else { 5 };
+        let (g, gout) = time(reps, || gpu.sha256_prefixed(IC_PREFIX, &refs[..n]));
+        let gout = gout.map_err(|e| anyhow::anyhow!("GPU sha256: {e}"))?;
+        let (c, cout) = time(reps, || cpu_sha(IC_PREFIX, &refs[..n]));
+        anyhow::ensure!(gout == cout, "sha256 n={n}: digests differ");
+        let gb = (n << 20) as f64 / 1e9;
+        println!(
+            "sha256 x 1 MiB n={n:>5}: GPU {:>9.2} ms ({:>6.2} GB/s)  CPU {:>9.2} ms ({:>6.2} GB/s)  all {n} equal",
+            g * 1e3,
+            gb / g,
+            c * 1e3,
+            gb / c
+        );
+        rows.push(Row {
+            op: "sha256",
+            n,
+            gpu_s: g,
+            cpu_s: c,
+            unit: "GB/s",
+            per_item: gb / g,
+        });
+    }
+    drop(refs);
+    drop(data);
+
+    // SHA-256 kernel over device-resident chunks, and streamed from pinned host memory.
+    let resident_chunks = if quick { 512 } else { 16384 };
+    let dr = sha256_device_resident(&gpu, resident_chunks, 1 << 20, IC_PREFIX, 5)
+        .map_err(|e| anyhow::anyhow!("device-resident: {e}"))?;
+    anyhow::ensure!(
+        dr.mismatches == 0,
+        "device-resident: {} mismatches",
+        dr.mismatches
+    );
+    println!(
+        "sha256 device-resident {} x 1 MiB: {:.2} ms median ({:.2}-{:.2}), {:.1} GB/s; all digests equal the CPU's",
+        dr.chunks,
+        dr.seconds.median * 1e3,
+        dr.seconds.min * 1e3,
+        dr.seconds.max * 1e3,
+        dr.gbps()
+    );
+    let (h2d, h2d_t) = h2d_bandwidth(&gpu, 1 << 30, 5).map_err(|e| anyhow::anyhow!("h2d: {e}"))?;
+    println!(
+        "H2D pinned 1 GiB copies: {:.2} GB/s (median {:.2} ms, {:.2}-{:.2})",
+        h2d,
+        h2d_t.median * 1e3,
+        h2d_t.min * 1e3,
+        h2d_t.max * 1e3
+    );
+    let pinned_chunks = if quick { 256 } else { 8192 };
+    let pn = sha256_from_pinned(&gpu, pinned_chunks, 1 << 20, IC_PREFIX, 256, 16, 3)
+        .map_err(|e| anyhow::anyhow!("from pinned: {e}"))?;
+    anyhow::ensure!(
+        pn.mismatches == 0,
+        "from pinned: {} mismatches",
+        pn.mismatches
+    );
+    println!(
+        "sha256 from pinned host {} x 1 MiB: {:.2} ms median, {:.2} GB/s = {:.0}% of H2D; all digests equal the CPU's",
+        pn.chunks,
+        pn.seconds.median * 1e3,
+        pn.gbps(),
+        100.0 * pn.gbps() / h2d
+    );
+
+    println!();
+    println!("| operation | batch | GPU | CPU ({threads} threads) | GPU/CPU speed |");
+    println!("|---|---|---|---|---|");
+    for r in &rows {
+        let (g, c) = if r.unit == "GB/s" {
+            (
+                format!("{:.2} GB/s", r.per_item),
+                format!("{:.2} GB/s", (r.n << 20) as f64 / 1e9 / r.cpu_s),
+            )
+        } else {
+            (
+                format!("{:.0} pts/s", r.per_item),
+                format!("{:.0} pts/s", r.n as f64 / r.cpu_s),
+            )
+        };
+        println!(
+            "| {} | {} | {} | {} | {:.2}x |",
+            r.op,
+            r.n,
+            g,
+            c,
+            r.cpu_s / r.gpu_s
+        );
+    }
+    println!();
+    println!("| figure | value |");
+    println!("|---|---|");
+    println!(
+        "| decompress crossover | {} |",
+        crossover(&rows, "decompress")
+    );
+    println!(
+        "| sha256 (1 MiB chunks) crossover | {} |",
+        crossover(&rows, "sha256")
+    );
+    println!(
+        "| decompress 448 points, host bytes -> host results | {:.3} ms |",
+        latency_448 * 1e3
+    );
+    println!(
+        "| decompress 2^{max_log} points | {:.0} points/s |",
+        rate_max
+    );
+    println!(
+        "| sha256 device-resident {} x 1 MiB | {:.1} GB/s |",
+        dr.chunks,
+        dr.gbps()
+    );
+    println!(
+        "| sha256 from pinned host {} x 1 MiB | {:.2} GB/s |",
+        pn.chunks,
+        pn.gbps()
+    );
+    println!("| H2D bandwidth (pinned, 1 GiB) | {:.2} GB/s |", h2d);
+    println!("| from-pinned / H2D | {:.0}% |", 100.0 * pn.gbps() / h2d);
+    Ok(())
+}

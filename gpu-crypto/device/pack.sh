@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds the GPU test executables and the bench runner here (release), and copies them
+# with run.sh into .device/ at the repository root (git-ignored), for the device tool:
+#   gpu-crypto/device/pack.sh
+#   run(command="bash .device/run.sh", carry=[".device"])          # full run
+#   run(command="GPU_BENCH_QUICK=1 bash .device/run.sh", ...)       # smoke run
+# Adapted from ../shared/device/pack.sh (own target dir, only the GPU binaries).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$root"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target-cuda}"
+tests=(gpu_decompress gpu_sha256 gpu_runtime gpu_kernel_cache gpu_nvrtc_compile gpu_soak)
+args=(); for t in "${tests[@]}"; do args+=(--test "$t"); done
+rm -rf .device && mkdir -p .device
+{ cargo test --release --no-run -p gpu-crypto "${args[@]}" --message-format=json
+  cargo bench --no-run -p gpu-crypto --bench gpu --message-format=json; } 2>/dev/null \
+  | python3 -c '
+import json, sys, shutil
+for line in sys.stdin:
+    try: m = json.loads(line)
+    except ValueError: continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] in (["test"], ["bench"]):
+        name = m["target"]["name"]
+        shutil.copy2(m["executable"], ".device/" + name)
+        print(".device/" + name)
+'
+cp gpu-crypto/device/run.sh .device/run.sh
+# The device tool carries at most 64 MiB: drop debug info.
+for f in .device/gpu*; do strip --strip-debug "$f"; done
+for t in "${tests[@]}" gpu; do [ -x ".device/$t" ] || { echo "missing .device/$t (build failed?)" >&2; exit 1; }; done
+du -sh .device

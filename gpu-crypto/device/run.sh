@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (see pack.sh): every GPU test with the GPU and NVRTC required,
+# the 16-thread soak, then the GPU-vs-CPU bench. Logs go to $OUT (fetched by the tool).
+# GPU_BENCH_QUICK=1: small bench sizes and a 2,000-batch soak (smoke run).
+set -uo pipefail
+cd "$(dirname "$0")"
+OUT="${OUT:-/tmp/gpu-out}"; mkdir -p "$OUT"
+# NVRTC: the CUDA toolkit's or the nvidia-cuda-nvrtc wheel's (libnvrtc-builtins beside it).
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+  $(python3 -c 'import nvidia,os;[print(os.path.join(p,"cu13","lib")) for p in nvidia.__path__]' 2>/dev/null); do
+  if [ -e "$d/libnvrtc.so.13" ]; then export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"; break; fi
+done
+export GPU_CRYPTO_REQUIRE_GPU=1 GPU_CRYPTO_REQUIRE_NVRTC=1
+export GPU_CRYPTO_KERNEL_CACHE=/tmp/gpu-crypto-kernels
+export RUST_BACKTRACE=1
+{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv; nproc; echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"; } 2>&1 | tee "$OUT/env.log"
+rc=0
+for t in gpu_nvrtc_compile gpu_runtime gpu_kernel_cache gpu_decompress gpu_sha256; do
+  s=$EPOCHREALTIME
+  if ./"$t" --test-threads=4 --nocapture > "$OUT/test-$t.log" 2>&1; then r=ok; else r=FAILED; rc=1; fi
+  printf '%-20s %-6s %6.1f s  %s\n' "$t" "$r" "$(awk -v a="$s" -v b="$EPOCHREALTIME" "BEGIN{print b-a}")" "$(grep -E '^test result' "$OUT/test-$t.log" | tail -1)" | tee -a "$OUT/summary.log"
+done
+if [ "${GPU_BENCH_QUICK:-0}" = 1 ]; then export GPU_CRYPTO_SOAK_BATCHES="${GPU_CRYPTO_SOAK_BATCHES:-2000}"; fi
+s=$EPOCHREALTIME
+if ./gpu_soak --ignored --nocapture > "$OUT/test-gpu_soak.log" 2>&1; then r=ok; else r=FAILED; rc=1; fi
+printf '%-20s %-6s %6.1f s  %s\n' gpu_soak "$r" "$(awk -v a="$s" -v b="$EPOCHREALTIME" "BEGIN{print b-a}")" "$(grep -E '^soak:' "$OUT/test-gpu_soak.log" | tail -1)" | tee -a "$OUT/summary.log"
+for f in "$OUT"/test-*.log; do grep -q -E "FAILED|panicked" "$f" && { echo "== $f"; grep -E -B2 -A12 "panicked|FAILED" "$f" | head -60; }; done
+./gpu 2>&1 | tee "$OUT/bench.log" || rc=1
+echo "exit $rc" | tee -a "$OUT/summary.log"
+exit $rc
