@@ -91,7 +91,8 @@ pub enum BundleError {
 
 impl Bundle {
     pub fn from_json(bytes: &[u8]) -> Result<Bundle, BundleError> {
-        let b: Bundle = serde_json::from_slice(bytes).map_err(|e| BundleError::Json(e.to_string()))?;
+        let b: Bundle =
+            serde_json::from_slice(bytes).map_err(|e| BundleError::Json(e.to_string()))?;
         if b.format != BUNDLE_FORMAT {
             return Err(BundleError::Format(b.format));
         }
@@ -154,7 +155,11 @@ pub fn gpu_evidence_digest(gpus: &[GpuEvidence]) -> [u8; 64] {
 
 /// REPORT_DATA = SHA-512(REPORT_DATA_TAG || nonce || node public key || GPU evidence digest).
 /// All parts after the tag have fixed lengths (32, 32, 64), so the concatenation is unambiguous.
-pub fn report_data(nonce: &[u8; 32], node_public_key: &[u8; 32], gpu_digest: &[u8; 64]) -> [u8; 64] {
+pub fn report_data(
+    nonce: &[u8; 32],
+    node_public_key: &[u8; 32],
+    gpu_digest: &[u8; 64],
+) -> [u8; 64] {
     let mut h = Sha512::new();
     h.update(REPORT_DATA_TAG);
     h.update(nonce);
@@ -201,34 +206,72 @@ pub fn verify_bundle(
     // The nonce first: a stale bundle is rejected whatever else it holds.
     let bundle_nonce = parse_nonce(&bundle.nonce);
     checks.push(match bundle_nonce {
-        Some(n) if &n == expected_nonce => Check::pass("binding.nonce", format!("bundle nonce {} = sent", bundle.nonce)),
+        Some(n) if &n == expected_nonce => Check::pass(
+            "binding.nonce",
+            format!("bundle nonce {} = sent", bundle.nonce),
+        ),
         Some(_) => Check::fail(
             "binding.nonce",
-            format!("bundle nonce {} != sent {}", bundle.nonce, hex::encode(expected_nonce)),
+            format!(
+                "bundle nonce {} != sent {}",
+                bundle.nonce,
+                hex::encode(expected_nonce)
+            ),
         ),
-        None => Check::fail("binding.nonce", format!("bundle nonce {:?} is not 64 hex digits", bundle.nonce)),
+        None => Check::fail(
+            "binding.nonce",
+            format!("bundle nonce {:?} is not 64 hex digits", bundle.nonce),
+        ),
     });
 
     let report_bytes = match hex::decode(bundle.snp.report.trim()) {
         Ok(b) => b,
         Err(e) => {
-            checks.push(Check::fail("snp.format.size", format!("report is not hex: {e}")));
+            checks.push(Check::fail(
+                "snp.format.size",
+                format!("report is not hex: {e}"),
+            ));
             return Verdict::from_checks(checks);
         }
     };
     let chain = supplied_chain(&bundle.snp.certificates);
-    let outcome = snp::verify_report(&report_bytes, chain, &SnpContext { policy, chains, now }, &mut checks);
+    let outcome = snp::verify_report(
+        &report_bytes,
+        chain,
+        &SnpContext {
+            policy,
+            chains,
+            now,
+        },
+        &mut checks,
+    );
 
     // Test evidence is only ever admitted through a test root the policy names, and a test root
     // only ever admits evidence that says it is test evidence.
     let is_test = bundle.source == EvidenceSource::Test;
-    checks.push(match (is_test, outcome.is_test_root, outcome.product.is_some()) {
-        (_, _, false) => Check::fail("evidence.source", format!("{:?} evidence; chain not anchored", bundle.source)),
-        (true, true, _) => Check::pass("evidence.source", "TEST evidence, anchored at the test root this policy trusts"),
-        (false, false, _) => Check::pass("evidence.source", "SEV-SNP evidence anchored at AMD's root"),
-        (true, false, _) => Check::fail("evidence.source", "marked test evidence but chained to an AMD root"),
-        (false, true, _) => Check::fail("evidence.source", "chained to the test root but not marked as test evidence"),
-    });
+    checks.push(
+        match (is_test, outcome.is_test_root, outcome.product.is_some()) {
+            (_, _, false) => Check::fail(
+                "evidence.source",
+                format!("{:?} evidence; chain not anchored", bundle.source),
+            ),
+            (true, true, _) => Check::pass(
+                "evidence.source",
+                "TEST evidence, anchored at the test root this policy trusts",
+            ),
+            (false, false, _) => {
+                Check::pass("evidence.source", "SEV-SNP evidence anchored at AMD's root")
+            }
+            (true, false, _) => Check::fail(
+                "evidence.source",
+                "marked test evidence but chained to an AMD root",
+            ),
+            (false, true, _) => Check::fail(
+                "evidence.source",
+                "chained to the test root but not marked as test evidence",
+            ),
+        },
+    );
 
     // Node key: well-formed, expected if registered, proven by a signature over the report.
     let node_key = hex::decode(bundle.node_public_key.trim())
@@ -236,14 +279,25 @@ pub fn verify_bundle(
         .and_then(|b| <[u8; 32]>::try_from(b).ok());
     let verifying_key = node_key.and_then(|k| VerifyingKey::from_bytes(&k).ok());
     checks.push(match (&verifying_key, expected.node_public_key) {
-        (None, _) => Check::fail("binding.node_key", format!("{:?} is not an Ed25519 public key", bundle.node_public_key)),
-        (Some(_), None) => Check::skip("binding.node_key", format!("node key {}; none registered", bundle.node_public_key)),
-        (Some(k), Some(want)) if k.as_bytes() == &want => {
-            Check::pass("binding.node_key", format!("node key {} is the registered one", bundle.node_public_key))
-        }
+        (None, _) => Check::fail(
+            "binding.node_key",
+            format!("{:?} is not an Ed25519 public key", bundle.node_public_key),
+        ),
+        (Some(_), None) => Check::skip(
+            "binding.node_key",
+            format!("node key {}; none registered", bundle.node_public_key),
+        ),
+        (Some(k), Some(want)) if k.as_bytes() == &want => Check::pass(
+            "binding.node_key",
+            format!("node key {} is the registered one", bundle.node_public_key),
+        ),
         (Some(_), Some(want)) => Check::fail(
             "binding.node_key",
-            format!("node key {} != registered {}", bundle.node_public_key, hex::encode(want)),
+            format!(
+                "node key {} != registered {}",
+                bundle.node_public_key,
+                hex::encode(want)
+            ),
         ),
     });
     let signature = hex::decode(bundle.node_signature.trim())
@@ -252,11 +306,20 @@ pub fn verify_bundle(
         .map(|b| Signature::from_bytes(&b));
     checks.push(match (&verifying_key, signature) {
         (Some(k), Some(sig)) => match k.verify(&node_signature_message(&report_bytes), &sig) {
-            Ok(()) => Check::pass("binding.node_signature", "Ed25519 signature over the report verifies with the node key"),
-            Err(_) => Check::fail("binding.node_signature", "Ed25519 signature over the report does not verify"),
+            Ok(()) => Check::pass(
+                "binding.node_signature",
+                "Ed25519 signature over the report verifies with the node key",
+            ),
+            Err(_) => Check::fail(
+                "binding.node_signature",
+                "Ed25519 signature over the report does not verify",
+            ),
         },
         (None, _) => Check::fail("binding.node_signature", "not evaluated: no valid node key"),
-        (_, None) => Check::fail("binding.node_signature", "node_signature is not 64 bytes of hex"),
+        (_, None) => Check::fail(
+            "binding.node_signature",
+            "node_signature is not 64 bytes of hex",
+        ),
     });
 
     // REPORT_DATA recomputed from the nonce we sent, the node key and the GPU evidence.
@@ -267,7 +330,10 @@ pub fn verify_bundle(
             if report.report_data() == want {
                 Check::pass(
                     "binding.report_data",
-                    format!("REPORT_DATA = SHA-512(tag || nonce || node key || GPU digest {}...)", hex::encode(&gpu_digest[..8])),
+                    format!(
+                        "REPORT_DATA = SHA-512(tag || nonce || node key || GPU digest {}...)",
+                        hex::encode(&gpu_digest[..8])
+                    ),
                 )
             } else {
                 Check::fail(
@@ -286,11 +352,18 @@ pub fn verify_bundle(
     if let (Some(report), Some(want)) = (&outcome.report, &expected.chip_id) {
         let chip = report.chip_id();
         checks.push(if chip.get(..want.len()) == Some(want.as_slice()) {
-            Check::pass("identity.node_chip_id", "chip_id is the one registered for this node")
+            Check::pass(
+                "identity.node_chip_id",
+                "chip_id is the one registered for this node",
+            )
         } else {
             Check::fail(
                 "identity.node_chip_id",
-                format!("chip_id {} != registered {}", hex::encode(chip), hex::encode(want)),
+                format!(
+                    "chip_id {} != registered {}",
+                    hex::encode(chip),
+                    hex::encode(want)
+                ),
             )
         });
     }
@@ -299,17 +372,32 @@ pub fn verify_bundle(
     Verdict::from_checks(checks)
 }
 
-fn gpu_checks(bundle: &Bundle, nonce: &[u8; 32], policy: &Policy, now: u64, checks: &mut Vec<Check>) {
+fn gpu_checks(
+    bundle: &Bundle,
+    nonce: &[u8; 32],
+    policy: &Policy,
+    now: u64,
+    checks: &mut Vec<Check>,
+) {
     let n = bundle.gpus.len();
     checks.push(match policy.gpu_count {
-        None => Check::skip("gpu.count", format!("{n} GPU(s); no count required by policy")),
+        None => Check::skip(
+            "gpu.count",
+            format!("{n} GPU(s); no count required by policy"),
+        ),
         Some(want) if want == n => Check::pass("gpu.count", format!("{n} GPU(s) as required")),
         Some(want) => Check::fail("gpu.count", format!("{n} GPU(s), policy requires {want}")),
     });
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(now);
     for (i, gpu) in bundle.gpus.iter().enumerate() {
         let Ok(index) = u32::try_from(i) else { break };
-        checks.extend(nvidia::verify(gpu, &gpu_nonce(nonce, index), &policy.gpu, time, i));
+        checks.extend(nvidia::verify(
+            gpu,
+            &gpu_nonce(nonce, index),
+            &policy.gpu,
+            time,
+            i,
+        ));
     }
 }
 

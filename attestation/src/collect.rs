@@ -29,13 +29,17 @@ pub enum CollectError {
     },
     #[error("SNP_GET_EXT_REPORT failed: {0}")]
     Firmware(String),
-    #[error("no VCEK/VLEK: the host provided no certificate table and {0} holds none (put vcek.pem or vcek.der there, e.g. from `snpguest fetch vcek`)")]
+    #[error(
+        "no VCEK/VLEK: the host provided no certificate table and {0} holds none (put vcek.pem or vcek.der there, e.g. from `snpguest fetch vcek`)"
+    )]
     NoVcek(String),
     #[error("certificate {path}: {message}")]
     Certificate { path: String, message: String },
     #[error("GPU evidence: {0}")]
     Gpu(#[from] nvidia::CollectError),
-    #[error("GPU evidence: {0} GPUs found, but per-GPU nonces need the nvidia module's per-device collection (one GPU is supported)")]
+    #[error(
+        "GPU evidence: {0} GPUs found, but per-GPU nonces need the nvidia module's per-device collection (one GPU is supported)"
+    )]
     MultiGpu(usize),
     #[error("node key {path}: {message}")]
     NodeKey { path: PathBuf, message: String },
@@ -58,7 +62,10 @@ pub fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 
 /// The node's Ed25519 identity key (PKCS#8 PEM), created with mode 0600 on first start.
 pub fn load_or_create_node_key(path: &Path) -> Result<SigningKey, CollectError> {
-    let err = |message: String| CollectError::NodeKey { path: path.to_owned(), message };
+    let err = |message: String| CollectError::NodeKey {
+        path: path.to_owned(),
+        message,
+    };
     match std::fs::read_to_string(path) {
         Ok(pem) => SigningKey::from_pkcs8_pem(&pem).map_err(|e| err(e.to_string())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -76,7 +83,10 @@ pub fn load_or_create_node_key(path: &Path) -> Result<SigningKey, CollectError> 
 /// Where the SNP report comes from.
 pub enum SnpSource {
     /// `/dev/sev-guest`; certificates from the extended report, else from `cert_cache`.
-    Hardware { vmpl: u32, cert_cache: Option<PathBuf> },
+    Hardware {
+        vmpl: u32,
+        cert_cache: Option<PathBuf>,
+    },
     /// Generated reports signed by a test chain; marked `source: "test"`.
     Test(Box<TestSigner>),
 }
@@ -129,7 +139,10 @@ impl Attester {
             source,
             nonce: hex::encode(nonce),
             node_public_key: hex::encode(public),
-            snp: SnpEvidence { report: hex::encode(&report), certificates },
+            snp: SnpEvidence {
+                report: hex::encode(&report),
+                certificates,
+            },
             gpus,
             node_signature: hex::encode(signature.to_bytes()),
         })
@@ -155,8 +168,11 @@ fn hardware_report(
     if !Path::new(SEV_GUEST).exists() {
         return Err(CollectError::NoSevGuestDevice { path: SEV_GUEST });
     }
-    let mut fw = sev::firmware::guest::Firmware::open()
-        .map_err(|source| CollectError::SevGuestOpen { path: SEV_GUEST, source })?;
+    let mut fw =
+        sev::firmware::guest::Firmware::open().map_err(|source| CollectError::SevGuestOpen {
+            path: SEV_GUEST,
+            source,
+        })?;
     let (report, table) = fw
         .get_ext_report(None, Some(rd), Some(vmpl))
         .map_err(|e| CollectError::Firmware(e.to_string()))?;
@@ -183,10 +199,19 @@ fn hardware_report(
             }
         }
         if let Some(vcek) = vcek {
-            return Ok((report, SnpCertificates { vcek, ask, ark, source: CertificateSource::ExtendedReport }));
+            return Ok((
+                report,
+                SnpCertificates {
+                    vcek,
+                    ask,
+                    ark,
+                    source: CertificateSource::ExtendedReport,
+                },
+            ));
         }
     }
-    let dir = cert_cache.ok_or_else(|| CollectError::NoVcek("no certificate cache is configured".into()))?;
+    let dir = cert_cache
+        .ok_or_else(|| CollectError::NoVcek("no certificate cache is configured".into()))?;
     Ok((report, certs_from_dir(dir)?))
 }
 
@@ -198,9 +223,15 @@ pub fn certs_from_dir(dir: &Path) -> Result<SnpCertificates, CollectError> {
         match std::fs::read(&path) {
             Ok(bytes) => parse_certs(&bytes)
                 .map(Some)
-                .map_err(|e| CollectError::Certificate { path: path.display().to_string(), message: e.to_string() }),
+                .map_err(|e| CollectError::Certificate {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(CollectError::Certificate { path: path.display().to_string(), message: e.to_string() }),
+            Err(e) => Err(CollectError::Certificate {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            }),
         }
     };
     let mut vcek = None;
@@ -212,7 +243,14 @@ pub fn certs_from_dir(dir: &Path) -> Result<SnpCertificates, CollectError> {
     }
     let vcek = vcek.ok_or_else(|| CollectError::NoVcek(dir.display().to_string()))?;
     let mut others = Vec::new();
-    for name in ["ask.pem", "asvk.pem", "ark.pem", "cert_chain.pem", "ask.der", "ark.der"] {
+    for name in [
+        "ask.pem",
+        "asvk.pem",
+        "ark.pem",
+        "cert_chain.pem",
+        "ask.der",
+        "ark.der",
+    ] {
         if let Some(c) = load(name)? {
             others.extend(c);
         }

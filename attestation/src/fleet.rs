@@ -78,14 +78,20 @@ impl NodeList {
 impl NodeEntry {
     /// The registered identity to compare against, decoded.
     pub fn expected(&self) -> Result<ExpectedNode, NodeListError> {
-        let err = |message: String| NodeListError::Entry { name: self.name.clone(), message };
+        let err = |message: String| NodeListError::Entry {
+            name: self.name.clone(),
+            message,
+        };
         let chip_id = self
             .chip_id
             .as_deref()
             .map(|c| {
                 let b = hex::decode(c.trim()).map_err(|e| err(format!("chip_id: {e}")))?;
                 if b.len() != 64 && b.len() != 8 {
-                    return Err(err(format!("chip_id is {} bytes, expected 64 (Turin: 8)", b.len())));
+                    return Err(err(format!(
+                        "chip_id is {} bytes, expected 64 (Turin: 8)",
+                        b.len()
+                    )));
                 }
                 Ok(b)
             })
@@ -98,7 +104,10 @@ impl NodeEntry {
                 <[u8; 32]>::try_from(b).map_err(|_| err("node_public_key is not 32 bytes".into()))
             })
             .transpose()?;
-        Ok(ExpectedNode { chip_id, node_public_key })
+        Ok(ExpectedNode {
+            chip_id,
+            node_public_key,
+        })
     }
 }
 
@@ -134,7 +143,12 @@ pub struct FleetOptions {
 }
 
 /// Query every node (at most `concurrency` at a time) and verify what comes back.
-pub async fn run(nodes: &NodeList, policy: Arc<Policy>, chains: Arc<ChainVerifier>, opts: FleetOptions) -> Vec<NodeResult> {
+pub async fn run(
+    nodes: &NodeList,
+    policy: Arc<Policy>,
+    chains: Arc<ChainVerifier>,
+    opts: FleetOptions,
+) -> Vec<NodeResult> {
     let mut connector = HttpConnector::new();
     connector.set_connect_timeout(Some(opts.timeout));
     connector.set_nodelay(true);
@@ -177,14 +191,25 @@ pub async fn run(nodes: &NodeList, policy: Arc<Policy>, chains: Arc<ChainVerifie
         .collect()
 }
 
-async fn fetch(client: &Client<HttpConnector, Empty<Bytes>>, url: &str, nonce: &[u8; 32]) -> Result<Bytes, String> {
-    let uri: hyper::Uri = format!("{}/v1/attestation?nonce={}", url.trim_end_matches('/'), hex::encode(nonce))
-        .parse()
-        .map_err(|e| format!("bad URL {url:?}: {e}"))?;
+async fn fetch(
+    client: &Client<HttpConnector, Empty<Bytes>>,
+    url: &str,
+    nonce: &[u8; 32],
+) -> Result<Bytes, String> {
+    let uri: hyper::Uri = format!(
+        "{}/v1/attestation?nonce={}",
+        url.trim_end_matches('/'),
+        hex::encode(nonce)
+    )
+    .parse()
+    .map_err(|e| format!("bad URL {url:?}: {e}"))?;
     if uri.scheme_str() != Some("http") {
         return Err(format!("unsupported URL scheme in {url:?} (http only)"));
     }
-    let response = client.get(uri).await.map_err(|e| format!("request failed: {e}"))?;
+    let response = client
+        .get(uri)
+        .await
+        .map_err(|e| format!("request failed: {e}"))?;
     let status = response.status();
     let body = Limited::new(response.into_body(), MAX_BUNDLE_BYTES)
         .collect()
@@ -221,7 +246,13 @@ async fn query_node(
         Err(e) => return result(NodeStatus::BadEvidence, e.to_string(), None),
     };
     let body = match tokio::time::timeout(opts.timeout, fetch(client, &node.url, &nonce)).await {
-        Err(_) => return result(NodeStatus::Unreachable, format!("no answer within {:?}", opts.timeout), None),
+        Err(_) => {
+            return result(
+                NodeStatus::Unreachable,
+                format!("no answer within {:?}", opts.timeout),
+                None,
+            );
+        }
         Ok(Err(e)) => return result(NodeStatus::Unreachable, e, None),
         Ok(Ok(body)) => body,
     };
@@ -229,20 +260,36 @@ async fn query_node(
         Ok(b) => b,
         Err(e) => return result(NodeStatus::BadEvidence, e.to_string(), None),
     };
-    let verdict = tokio::task::spawn_blocking(move || verify_bundle(&bundle, &nonce, &policy, &chains, opts.now, &expected)).await;
+    let verdict = tokio::task::spawn_blocking(move || {
+        verify_bundle(&bundle, &nonce, &policy, &chains, opts.now, &expected)
+    })
+    .await;
     match verdict {
-        Err(e) => result(NodeStatus::BadEvidence, format!("verification task failed: {e}"), None),
+        Err(e) => result(
+            NodeStatus::BadEvidence,
+            format!("verification task failed: {e}"),
+            None,
+        ),
         Ok(v) if v.admitted => result(NodeStatus::Admitted, String::new(), Some(v)),
         Ok(v) => {
             let failed: Vec<String> = v.failed().map(|c| c.name.clone()).collect();
-            result(NodeStatus::Rejected, format!("failed: {}", failed.join(", ")), Some(v))
+            result(
+                NodeStatus::Rejected,
+                format!("failed: {}", failed.join(", ")),
+                Some(v),
+            )
         }
     }
 }
 
 /// One line per node for people.
 pub fn table(results: &[NodeResult]) -> String {
-    let name_w = results.iter().map(|r| r.name.len()).max().unwrap_or(4).max(4);
+    let name_w = results
+        .iter()
+        .map(|r| r.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
     let mut out = format!("{:name_w$}  {:11}  {:>7}  reason\n", "node", "status", "ms");
     for r in results {
         let status = match r.status {
@@ -251,9 +298,15 @@ pub fn table(results: &[NodeResult]) -> String {
             NodeStatus::Unreachable => "UNREACHABLE",
             NodeStatus::BadEvidence => "BAD",
         };
-        out.push_str(&format!("{:name_w$}  {status:11}  {:>7}  {}\n", r.name, r.elapsed_ms, r.reason));
+        out.push_str(&format!(
+            "{:name_w$}  {status:11}  {:>7}  {}\n",
+            r.name, r.elapsed_ms, r.reason
+        ));
     }
-    let admitted = results.iter().filter(|r| r.status == NodeStatus::Admitted).count();
+    let admitted = results
+        .iter()
+        .filter(|r| r.status == NodeStatus::Admitted)
+        .count();
     out.push_str(&format!("{admitted}/{} nodes admitted\n", results.len()));
     out
 }

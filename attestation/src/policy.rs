@@ -209,10 +209,19 @@ impl Policy {
     }
 
     pub fn resolve(file: PolicyFile, base: &Path) -> Result<Policy, PolicyError> {
-        let at = |p: &Path| if p.is_absolute() { p.to_owned() } else { base.join(p) };
+        let at = |p: &Path| {
+            if p.is_absolute() {
+                p.to_owned()
+            } else {
+                base.join(p)
+            }
+        };
         for k in &file.report.signing_keys {
             if k != "vcek" && k != "vlek" {
-                return Err(value_err("report.signing_keys", format!("unknown key type {k:?}")));
+                return Err(value_err(
+                    "report.signing_keys",
+                    format!("unknown key type {k:?}"),
+                ));
             }
         }
         let g = &file.guest_policy;
@@ -283,7 +292,10 @@ impl Policy {
             })?;
             for node in list.node {
                 if let Some(c) = node.chip_id {
-                    chip_ids.push(chip_id_field(&c, &format!("{}: node {}", path.display(), node.name))?);
+                    chip_ids.push(chip_id_field(
+                        &c,
+                        &format!("{}: node {}", path.display(), node.name),
+                    )?);
                 }
             }
         }
@@ -338,7 +350,11 @@ impl Policy {
             tcb_minimum,
             min_firmware,
             measurements,
-            host_data: id.host_data.as_deref().map(|h| hex_field(h, 32, "identity.host_data")).transpose()?,
+            host_data: id
+                .host_data
+                .as_deref()
+                .map(|h| hex_field(h, 32, "identity.host_data"))
+                .transpose()?,
             id_key_digests: id
                 .id_key_digests
                 .iter()
@@ -349,8 +365,16 @@ impl Policy {
                 .iter()
                 .map(|h| hex_field(h, 48, "identity.author_key_digests"))
                 .collect::<Result<_, _>>()?,
-            family_id: id.family_id.as_deref().map(|h| hex_field(h, 16, "identity.family_id")).transpose()?,
-            image_id: id.image_id.as_deref().map(|h| hex_field(h, 16, "identity.image_id")).transpose()?,
+            family_id: id
+                .family_id
+                .as_deref()
+                .map(|h| hex_field(h, 16, "identity.family_id"))
+                .transpose()?,
+            image_id: id
+                .image_id
+                .as_deref()
+                .map(|h| hex_field(h, 16, "identity.image_id"))
+                .transpose()?,
             chip_ids,
             test_root,
             crl,
@@ -387,7 +411,10 @@ fn value_err(field: &str, message: impl Into<String>) -> PolicyError {
 fn hex_field(text: &str, len: usize, field: &str) -> Result<Vec<u8>, PolicyError> {
     let bytes = hex::decode(text.trim()).map_err(|e| value_err(field, format!("not hex: {e}")))?;
     if bytes.len() != len {
-        return Err(value_err(field, format!("{} bytes, expected {len}", bytes.len())));
+        return Err(value_err(
+            field,
+            format!("{} bytes, expected {len}", bytes.len()),
+        ));
     }
     Ok(bytes)
 }
@@ -396,7 +423,10 @@ fn hex_field(text: &str, len: usize, field: &str) -> Result<Vec<u8>, PolicyError
 fn chip_id_field(text: &str, field: &str) -> Result<Vec<u8>, PolicyError> {
     let bytes = hex::decode(text.trim()).map_err(|e| value_err(field, format!("not hex: {e}")))?;
     if bytes.len() != 64 && bytes.len() != 8 {
-        return Err(value_err(field, format!("{} bytes, expected 64 (or 8 for Turin)", bytes.len())));
+        return Err(value_err(
+            field,
+            format!("{} bytes, expected 64 (or 8 for Turin)", bytes.len()),
+        ));
     }
     Ok(bytes)
 }
@@ -404,11 +434,17 @@ fn chip_id_field(text: &str, field: &str) -> Result<Vec<u8>, PolicyError> {
 /// "1.55" or "1.55.29" -> (major, minor, build).
 fn parse_version(text: &str, field: &str) -> Result<(u8, u8, Option<u8>), PolicyError> {
     let parts: Vec<&str> = text.trim().split('.').collect();
-    let num = |s: &str| s.parse::<u8>().map_err(|e| value_err(field, format!("{text:?}: {e}")));
+    let num = |s: &str| {
+        s.parse::<u8>()
+            .map_err(|e| value_err(field, format!("{text:?}: {e}")))
+    };
     match parts.as_slice() {
         [a, b] => Ok((num(a)?, num(b)?, None)),
         [a, b, c] => Ok((num(a)?, num(b)?, Some(num(c)?))),
-        _ => Err(value_err(field, format!("{text:?} is not major.minor[.build]"))),
+        _ => Err(value_err(
+            field,
+            format!("{text:?} is not major.minor[.build]"),
+        )),
     }
 }
 
@@ -424,7 +460,10 @@ pub fn load_release_manifest(path: &Path) -> Result<Vec<Vec<u8>>, PolicyError> {
         serde_json::from_slice(&bytes).map_err(|e| err(format!("not JSON: {e}")))?;
     let field = json
         .get("expected_measurement")
-        .or_else(|| json.get("sev_snp").and_then(|s| s.get("expected_measurement")))
+        .or_else(|| {
+            json.get("sev_snp")
+                .and_then(|s| s.get("expected_measurement"))
+        })
         .ok_or_else(|| err("no expected_measurement field".into()))?;
     let values: Vec<&serde_json::Value> = match field {
         serde_json::Value::Array(items) => items.iter().collect(),
@@ -437,7 +476,10 @@ pub fn load_release_manifest(path: &Path) -> Result<Vec<Vec<u8>>, PolicyError> {
             .ok_or_else(|| err("expected_measurement is not a hex string".into()))?;
         let m = hex::decode(s.trim()).map_err(|e| err(format!("not hex: {e}")))?;
         if m.len() != 48 {
-            return Err(err(format!("measurement is {} bytes, expected 48", m.len())));
+            return Err(err(format!(
+                "measurement is {} bytes, expected 48",
+                m.len()
+            )));
         }
         out.push(m);
     }

@@ -18,15 +18,17 @@ use rand_chacha::ChaCha20Rng;
 use rsa::pkcs8::EncodePublicKey as _;
 use rsa::signature::{RandomizedSigner as _, SignatureEncoding as _};
 use sha2::{Digest, Sha384};
-use x509_cert::spki::{AlgorithmIdentifierOwned, SubjectPublicKeyInfoOwned};
 use thiserror::Error;
 use x509_cert::ext::Extension;
 use x509_cert::name::Name;
 use x509_cert::serial_number::SerialNumber;
+use x509_cert::spki::{AlgorithmIdentifierOwned, SubjectPublicKeyInfoOwned};
 use x509_cert::time::{Time, Validity};
 use x509_cert::{Certificate, TbsCertificate};
 
-use crate::snp::amd::{self, AmdCert, OID_EC_PUBLIC_KEY, OID_RSASSA_PSS, OID_SECP384R1, TrustAnchor, oid};
+use crate::snp::amd::{
+    self, AmdCert, OID_EC_PUBLIC_KEY, OID_RSASSA_PSS, OID_SECP384R1, TrustAnchor, oid,
+};
 use crate::snp::raw::{AttestationReport, FirmwareVersion, ReportBuilder};
 use crate::snp::tcb::{Product, TcbParts};
 
@@ -89,7 +91,9 @@ fn amd_name(cn: &str) -> Result<Name, TestSourceError> {
 }
 
 fn utc(secs: u64) -> Result<Time, TestSourceError> {
-    Ok(Time::UtcTime(UtcTime::from_unix_duration(Duration::from_secs(secs)).map_err(der_err)?))
+    Ok(Time::UtcTime(
+        UtcTime::from_unix_duration(Duration::from_secs(secs)).map_err(der_err)?,
+    ))
 }
 
 fn pss_algorithm() -> Result<AlgorithmIdentifierOwned, TestSourceError> {
@@ -100,7 +104,9 @@ fn pss_algorithm() -> Result<AlgorithmIdentifierOwned, TestSourceError> {
     })
 }
 
-fn p384_spki(key: &p384::ecdsa::VerifyingKey) -> Result<SubjectPublicKeyInfoOwned, TestSourceError> {
+fn p384_spki(
+    key: &p384::ecdsa::VerifyingKey,
+) -> Result<SubjectPublicKeyInfoOwned, TestSourceError> {
     let point = key.to_encoded_point(false);
     Ok(SubjectPublicKeyInfoOwned {
         algorithm: AlgorithmIdentifierOwned {
@@ -143,12 +149,21 @@ pub fn sign_rsa_pss(
 
 impl TestAuthority {
     /// ARK and ASK from `rng`; `bits` 2048 keeps generation fast (AMD uses 4096).
-    pub fn generate(product: Product, bits: usize, mut rng: ChaCha20Rng) -> Result<TestAuthority, TestSourceError> {
-        let ark_key = rsa::RsaPrivateKey::new(&mut rng, bits).map_err(|e| TestSourceError::Rsa(e.to_string()))?;
-        let ask_key = rsa::RsaPrivateKey::new(&mut rng, bits).map_err(|e| TestSourceError::Rsa(e.to_string()))?;
+    pub fn generate(
+        product: Product,
+        bits: usize,
+        mut rng: ChaCha20Rng,
+    ) -> Result<TestAuthority, TestSourceError> {
+        let ark_key = rsa::RsaPrivateKey::new(&mut rng, bits)
+            .map_err(|e| TestSourceError::Rsa(e.to_string()))?;
+        let ask_key = rsa::RsaPrivateKey::new(&mut rng, bits)
+            .map_err(|e| TestSourceError::Rsa(e.to_string()))?;
         let ark_name = amd_name(&format!("ARK-Test-{product}"))?;
         let ask_name = amd_name(&format!("SEV-Test-{product}"))?;
-        let validity = Validity { not_before: utc(TEST_NOT_BEFORE)?, not_after: utc(TEST_NOT_AFTER)? };
+        let validity = Validity {
+            not_before: utc(TEST_NOT_BEFORE)?,
+            not_after: utc(TEST_NOT_AFTER)?,
+        };
         let ark_tbs = TbsCertificate {
             version: x509_cert::Version::V3,
             serial_number: SerialNumber::new(&[1]).map_err(der_err)?,
@@ -175,12 +190,24 @@ impl TestAuthority {
             extensions: None,
         };
         let ask = sign_rsa_pss(ask_tbs, &ark_key, &mut rng)?;
-        Ok(TestAuthority { product, ark_key, ask_key, ark, ask, rng: std::sync::Mutex::new(rng) })
+        Ok(TestAuthority {
+            product,
+            ark_key,
+            ask_key,
+            ark,
+            ask,
+            rng: std::sync::Mutex::new(rng),
+        })
     }
 
     /// The anchor a policy adds when it trusts this test root.
     pub fn anchor(&self) -> TrustAnchor {
-        TrustAnchor { product: self.product, ark: self.ark.clone(), intermediates: vec![], is_test: true }
+        TrustAnchor {
+            product: self.product,
+            ark: self.ark.clone(),
+            intermediates: vec![],
+            is_test: true,
+        }
     }
 
     /// The default VCEK content for `tcb` and `chip_id` under this authority's product.
@@ -255,7 +282,10 @@ impl TestAuthority {
             serial_number: SerialNumber::new(&[0]).map_err(der_err)?,
             signature: pss_algorithm()?,
             issuer: self.ask.cert().tbs_certificate.subject.clone(),
-            validity: Validity { not_before: utc(spec.not_before)?, not_after: utc(spec.not_after)? },
+            validity: Validity {
+                not_before: utc(spec.not_before)?,
+                not_after: utc(spec.not_after)?,
+            },
             subject: amd_name(&spec.subject_cn)?,
             subject_public_key_info: if spec.rsa_key_instead {
                 rsa_spki(&self.ask_key.to_public_key())?
@@ -279,12 +309,20 @@ impl TestAuthority {
     }
 
     /// The same certificate content signed by `key` instead (tests: wrong signer).
-    pub fn resign(&self, cert: &AmdCert, key: &rsa::RsaPrivateKey) -> Result<AmdCert, TestSourceError> {
+    pub fn resign(
+        &self,
+        cert: &AmdCert,
+        key: &rsa::RsaPrivateKey,
+    ) -> Result<AmdCert, TestSourceError> {
         self.sign(cert.cert().tbs_certificate.clone(), key)
     }
 
     /// Sign an arbitrary TBS with the given key using this authority's rng.
-    pub fn sign(&self, tbs: TbsCertificate, key: &rsa::RsaPrivateKey) -> Result<AmdCert, TestSourceError> {
+    pub fn sign(
+        &self,
+        tbs: TbsCertificate,
+        key: &rsa::RsaPrivateKey,
+    ) -> Result<AmdCert, TestSourceError> {
         let mut rng = self.rng.lock().map_err(|_| der_err("test rng poisoned"))?;
         sign_rsa_pss(tbs, key, &mut rng)
     }
@@ -361,7 +399,11 @@ impl TestSigner {
                 break k;
             }
         };
-        let authority = TestAuthority::generate(product, 2048, ChaCha20Rng::from_rng(&mut rng).map_err(der_err)?)?;
+        let authority = TestAuthority::generate(
+            product,
+            2048,
+            ChaCha20Rng::from_rng(&mut rng).map_err(der_err)?,
+        )?;
         let tcb = TcbParts {
             fmc: (product == Product::Turin).then_some(1),
             bootloader: 4,
@@ -369,9 +411,17 @@ impl TestSigner {
             snp: 24,
             microcode: 219,
         };
-        let vcek = authority.issue_vcek(vcek_key.verifying_key(), &authority.vcek_spec(tcb, &chip_id), None)?;
+        let vcek = authority.issue_vcek(
+            vcek_key.verifying_key(),
+            &authority.vcek_spec(tcb, &chip_id),
+            None,
+        )?;
         let raw_tcb = tcb.encode(product);
-        let firmware = FirmwareVersion { major: 1, minor: 55, build: 29 };
+        let firmware = FirmwareVersion {
+            major: 1,
+            minor: 55,
+            build: 29,
+        };
         let (fam, model) = match product {
             Product::Milan => (0x19, 0x01),
             Product::Genoa => (0x19, 0x11),
@@ -396,17 +446,28 @@ impl TestSigner {
             .current_firmware(firmware)
             .committed_firmware(firmware)
             .launch_tcb(raw_tcb);
-        Ok(TestSigner { authority, vcek_key, vcek, chip_id, tcb, template })
+        Ok(TestSigner {
+            authority,
+            vcek_key,
+            vcek,
+            chip_id,
+            tcb,
+            template,
+        })
     }
 
     /// Load the 32-byte seed from `path`, creating it (mode 0600) on first use.
     pub fn load_or_create_seed(path: &Path) -> Result<[u8; 32], TestSourceError> {
-        let seed_err = |message: String| TestSourceError::Seed { path: path.display().to_string(), message };
+        let seed_err = |message: String| TestSourceError::Seed {
+            path: path.display().to_string(),
+            message,
+        };
         match std::fs::read(path) {
             Ok(bytes) => {
                 let text = String::from_utf8(bytes).map_err(|e| seed_err(e.to_string()))?;
                 let raw = hex::decode(text.trim()).map_err(|e| seed_err(e.to_string()))?;
-                raw.try_into().map_err(|_| seed_err("seed is not 32 bytes of hex".into()))
+                raw.try_into()
+                    .map_err(|_| seed_err("seed is not 32 bytes of hex".into()))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let mut seed = [0u8; 32];
@@ -428,7 +489,11 @@ impl TestSigner {
         self.sign_with(builder, &self.vcek_key)
     }
 
-    pub fn sign_with(&self, builder: &mut ReportBuilder, key: &p384::ecdsa::SigningKey) -> AttestationReport {
+    pub fn sign_with(
+        &self,
+        builder: &mut ReportBuilder,
+        key: &p384::ecdsa::SigningKey,
+    ) -> AttestationReport {
         let sig: p384::ecdsa::Signature = key.sign(builder.signed_bytes());
         let (r, s) = sig.split_bytes();
         let mut r_be = [0u8; 48];

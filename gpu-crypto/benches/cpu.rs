@@ -5,9 +5,14 @@
 //!
 //! `cargo bench -p gpu-crypto --bench cpu` (small sample sizes: minutes on 2 cores).
 
-use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use criterion::{
+    BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
+};
 use ff::Field;
-use gpu_crypto::{BlsItem, BlsScheme, DomainSeparator, Engine, G1Affine, G1Projective, MsmInput, Policy, Scalar, cpu};
+use gpu_crypto::{
+    BlsItem, BlsScheme, DomainSeparator, Engine, G1Affine, G1Projective, MsmInput, Policy, Scalar,
+    cpu,
+};
 use group::Group;
 use ic_bls12_381::G2Affine;
 use rand::{Rng, SeedableRng};
@@ -45,14 +50,21 @@ fn decompress(c: &mut Criterion) {
     let engine = engine();
     let mut rng = ChaCha20Rng::seed_from_u64(1);
     let mut group = c.benchmark_group("decompress");
-    group.sample_size(10).measurement_time(Duration::from_secs(3));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(3));
     for n in IC_NODE_COUNTS {
         let count = n * 16;
-        let encoded: Vec<[u8; 48]> = points(count, &mut rng).iter().map(G1Affine::to_compressed).collect();
+        let encoded: Vec<[u8; 48]> = points(count, &mut rng)
+            .iter()
+            .map(G1Affine::to_compressed)
+            .collect();
         group.throughput(Throughput::Elements(count as u64));
-        group.bench_with_input(BenchmarkId::new("g1_points", count), &encoded, |b, encoded| {
-            b.iter(|| engine.g1_decompress(black_box(encoded)).expect("cpu"))
-        });
+        group.bench_with_input(
+            BenchmarkId::new("g1_points", count),
+            &encoded,
+            |b, encoded| b.iter(|| engine.g1_decompress(black_box(encoded)).expect("cpu")),
+        );
     }
     group.finish();
 }
@@ -61,8 +73,15 @@ fn msm(c: &mut Criterion) {
     let engine = engine();
     let mut rng = ChaCha20Rng::seed_from_u64(2);
     let mut group = c.benchmark_group("msm");
-    group.sample_size(10).sampling_mode(SamplingMode::Flat).measurement_time(Duration::from_secs(4));
-    let sizes: Vec<usize> = IC_NODE_COUNTS.iter().map(|n| n * 16).chain([1 << 16, 1 << 20]).collect();
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .measurement_time(Duration::from_secs(4));
+    let sizes: Vec<usize> = IC_NODE_COUNTS
+        .iter()
+        .map(|n| n * 16)
+        .chain([1 << 16, 1 << 20])
+        .collect();
     for count in sizes {
         if count == 1 << 20 {
             group.measurement_time(Duration::from_secs(20));
@@ -81,13 +100,23 @@ fn msm_batch(c: &mut Criterion) {
     let engine = engine();
     let mut rng = ChaCha20Rng::seed_from_u64(3);
     let mut group = c.benchmark_group("msm_batch");
-    group.sample_size(10).sampling_mode(SamplingMode::Flat).measurement_time(Duration::from_secs(4));
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .measurement_time(Duration::from_secs(4));
     for n in IC_NODE_COUNTS {
         let count = n * 16;
         // NI-DKG: 32 MSMs of n*16 points each.
-        let data: Vec<(Vec<G1Affine>, Vec<Scalar>)> =
-            (0..32).map(|_| (points(count, &mut rng), scalars(count, &mut rng))).collect();
-        let inputs: Vec<MsmInput<'_>> = data.iter().map(|(p, s)| MsmInput { points: p, scalars: s }).collect();
+        let data: Vec<(Vec<G1Affine>, Vec<Scalar>)> = (0..32)
+            .map(|_| (points(count, &mut rng), scalars(count, &mut rng)))
+            .collect();
+        let inputs: Vec<MsmInput<'_>> = data
+            .iter()
+            .map(|(p, s)| MsmInput {
+                points: p,
+                scalars: s,
+            })
+            .collect();
         group.throughput(Throughput::Elements(32 * count as u64));
         group.bench_function(BenchmarkId::new("32_msms_of", count), |b| {
             b.iter(|| engine.g1_msm_batch(black_box(&inputs)).expect("cpu"))
@@ -106,9 +135,14 @@ fn signed_batch(n: usize, same_message: bool, rng: &mut ChaCha20Rng) -> Vec<Sign
     let shared: Vec<u8> = (0..32).map(|_| rng.r#gen()).collect();
     (0..n)
         .map(|_| {
-            let message = if same_message { shared.clone() } else { (0..32).map(|_| rng.r#gen()).collect() };
+            let message = if same_message {
+                shared.clone()
+            } else {
+                (0..32).map(|_| rng.r#gen()).collect()
+            };
             let sk = Scalar::random(&mut *rng);
-            let signature = G1Affine::from(cpu::hash_message_to_g1(BlsScheme::Threshold, &message) * sk);
+            let signature =
+                G1Affine::from(cpu::hash_message_to_g1(BlsScheme::Threshold, &message) * sk);
             SignedItem {
                 signature: signature.to_compressed(),
                 public_key: G2Affine::from(G2Affine::generator() * sk).to_compressed(),
@@ -122,14 +156,33 @@ fn bls_verify(c: &mut Criterion) {
     let engine = engine();
     let mut rng = ChaCha20Rng::seed_from_u64(4);
     let mut group = c.benchmark_group("bls_verify_batch");
-    group.sample_size(10).sampling_mode(SamplingMode::Flat).measurement_time(Duration::from_secs(4));
-    for (name, n, same) in [("distinct_messages", 64, false), ("distinct_messages", 256, false), ("same_message", 28, true), ("same_message", 100, true)] {
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .measurement_time(Duration::from_secs(4));
+    for (name, n, same) in [
+        ("distinct_messages", 64, false),
+        ("distinct_messages", 256, false),
+        ("same_message", 28, true),
+        ("same_message", 100, true),
+    ] {
         let batch = signed_batch(n, same, &mut rng);
         let items: Vec<BlsItem<'_>> = batch
             .iter()
-            .map(|s| BlsItem { signature: &s.signature, public_key: &s.public_key, message: &s.message, scheme: BlsScheme::Threshold })
+            .map(|s| BlsItem {
+                signature: &s.signature,
+                public_key: &s.public_key,
+                message: &s.message,
+                scheme: BlsScheme::Threshold,
+            })
             .collect();
-        assert!(engine.bls_verify_batch(&items).expect("cpu").iter().all(|v| v.is_ok()));
+        assert!(
+            engine
+                .bls_verify_batch(&items)
+                .expect("cpu")
+                .iter()
+                .all(|v| v.is_ok())
+        );
         group.throughput(Throughput::Elements(n as u64));
         group.bench_function(BenchmarkId::new(name, n), |b| {
             b.iter(|| engine.bls_verify_batch(black_box(&items)).expect("cpu"))
@@ -143,7 +196,10 @@ fn sha256_chunks(c: &mut Criterion) {
     let mut rng = ChaCha20Rng::seed_from_u64(5);
     let separator = DomainSeparator::new("ic-state-chunk").expect("short separator");
     let mut group = c.benchmark_group("sha256_chunks");
-    group.sample_size(10).sampling_mode(SamplingMode::Flat).measurement_time(Duration::from_secs(4));
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .measurement_time(Duration::from_secs(4));
     const MIB: usize = 1 << 20;
     let mut data = vec![0u8; 256 * MIB];
     rng.fill(&mut data[..]);
@@ -151,11 +207,26 @@ fn sha256_chunks(c: &mut Criterion) {
         let chunks: Vec<&[u8]> = data.chunks(MIB).take(count).collect();
         group.throughput(Throughput::Bytes((count * MIB) as u64));
         group.bench_function(BenchmarkId::new("1MiB_chunks", count), |b| {
-            b.iter_batched(|| (), |_| engine.sha256_chunks(&separator, black_box(&chunks)).expect("cpu"), BatchSize::SmallInput)
+            b.iter_batched(
+                || (),
+                |_| {
+                    engine
+                        .sha256_chunks(&separator, black_box(&chunks))
+                        .expect("cpu")
+                },
+                BatchSize::SmallInput,
+            )
         });
     }
     group.finish();
 }
 
-criterion_group!(benches, decompress, msm, msm_batch, bls_verify, sha256_chunks);
+criterion_group!(
+    benches,
+    decompress,
+    msm,
+    msm_batch,
+    bls_verify,
+    sha256_chunks
+);
 criterion_main!(benches);

@@ -121,17 +121,23 @@ pub fn g1_decompress_corpus() -> Vec<CorpusEntry> {
 
     // Valid points with both sort-flag values: flipping the sort flag of a valid
     // encoding gives the negated point, also valid.
-    let mut valid_points = vec![G1Affine::generator(), -G1Affine::generator()];
+    let mut valid_points = vec![G1Affine::generator()];
     for _ in 0..14 {
         valid_points.push(G1Affine::from(G1Projective::random(&mut rng)));
     }
-    valid_points.push(G1Affine::from(G1Projective::generator() * -Scalar::ONE.double()));
+    valid_points.push(G1Affine::from(
+        G1Projective::generator() * -Scalar::ONE.double(),
+    ));
     for (i, p) in valid_points.iter().enumerate() {
         let enc = p.to_compressed();
         corpus.push(format!("valid#{i}"), enc, Some(Ok(())));
         let mut flipped = enc;
         flipped[0] ^= SORT;
-        corpus.push(format!("valid#{i} sort-flag flipped"), flipped, Some(Ok(())));
+        corpus.push(
+            format!("valid#{i} sort-flag flipped"),
+            flipped,
+            Some(Ok(())),
+        );
     }
 
     // The identity, and infinity with each stray bit (flags other than compression and
@@ -232,14 +238,18 @@ pub fn g1_decompress_corpus() -> Vec<CorpusEntry> {
     }
 
     // All 8 flag combinations on each kind of x.
-    let mut valid_x = valid_points[2].to_compressed();
+    let mut valid_x = valid_points[1].to_compressed();
     valid_x[0] &= 0x1f;
     let kinds: [(&str, [u8; 48], Result<(), DecodeError>); 5] = [
         ("valid x", valid_x, Ok(())),
         ("x=0", [0u8; 48], Err(DecodeError::NotInSubgroup)),
         ("x=p", p, Err(DecodeError::NonCanonical)),
         ("x without root", no_root[0], Err(DecodeError::NotOnCurve)),
-        ("x off subgroup", off_subgroup[1], Err(DecodeError::NotInSubgroup)),
+        (
+            "x off subgroup",
+            off_subgroup[1],
+            Err(DecodeError::NotInSubgroup),
+        ),
     ];
     for (name, x, when_plain) in kinds {
         for flags in 0u8..8 {

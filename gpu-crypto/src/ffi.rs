@@ -7,7 +7,9 @@
 //! the calling thread is kept for `gpu_crypto_last_error`.
 
 use crate::error::{DecodeError, EngineError, VerifyError};
-use crate::{BackendChoice, BlsItem, BlsScheme, DomainSeparator, Engine, G1Affine, MsmInput, Policy, Scalar};
+use crate::{
+    BackendChoice, BlsItem, BlsScheme, DomainSeparator, Engine, G1Affine, MsmInput, Policy, Scalar,
+};
 use rayon::prelude::*;
 use std::cell::RefCell;
 use std::ffi::{CStr, c_char};
@@ -242,7 +244,10 @@ unsafe fn engine_ref<'a>(engine: *const GpuCryptoEngine) -> Result<&'a Engine, F
     // SAFETY: a live handle per the caller's contract.
     match unsafe { engine.as_ref() } {
         Some(handle) => Ok(&handle.engine),
-        None => Err(Failure::new(Status::NullPointer, "the engine handle is NULL")),
+        None => Err(Failure::new(
+            Status::NullPointer,
+            "the engine handle is NULL",
+        )),
     }
 }
 
@@ -639,7 +644,8 @@ pub unsafe extern "C" fn gpu_crypto_sha256_chunks(
     entry(|| {
         // SAFETY (all blocks): forwarded caller contract; sizes checked by the helpers.
         let engine = unsafe { engine_ref(engine) }?;
-        let separator = unsafe { input(domain_separator, domain_separator_len, "domain_separator") }?;
+        let separator =
+            unsafe { input(domain_separator, domain_separator_len, "domain_separator") }?;
         let separator = std::str::from_utf8(separator).map_err(|e| {
             Failure::new(
                 Status::InvalidArgument,

@@ -120,9 +120,25 @@ fn decompress_answers_every_line_including_bad_ones() {
 
     // No final newline: the same answers; an empty file: no answers.
     let path = write(dir.path(), "one.txt", &g);
-    assert_eq!(run_ok(&["decompress", &path, "--backend", "cpu"]), format!("{ok}\n"));
+    assert_eq!(
+        run_ok(&["decompress", &path, "--backend", "cpu"]),
+        format!("{ok}\n")
+    );
     let path = write(dir.path(), "empty.txt", "");
     assert_eq!(run_ok(&["decompress", &path, "--backend", "cpu"]), "");
+
+    // `-` reads standard input.
+    let mut child = Command::new(BIN)
+        .args(["decompress", "-", "--backend", "cpu"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn gpu-crypto");
+    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), input.as_bytes())
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success());
+    assert_eq!(stdout(&out).lines().collect::<Vec<_>>(), expected);
 }
 
 #[test]
@@ -183,12 +199,21 @@ fn msm_bad_lines_fail_with_their_line_numbers_and_print_nothing() {
     assert!(out.stdout.is_empty(), "no result printed: {}", stdout(&out));
     let err = stderr(&out);
     assert!(err.contains("4 bad input lines"), "{err}");
-    assert!(err.contains("line 2: the point is not 96 hex digits"), "{err}");
-    assert!(err.contains("line 3: the scalar is not below the group order r"), "{err}");
+    assert!(
+        err.contains("line 2: the point is not 96 hex digits"),
+        "{err}"
+    );
+    assert!(
+        err.contains("line 3: the scalar is not below the group order r"),
+        "{err}"
+    );
     assert!(err.contains("line 4: invalid point"), "{err}");
     assert!(err.contains("not-on-curve"), "{err}");
     assert!(err.contains("line 5: expected 2 fields"), "{err}");
-    assert!(!err.contains("line 1:") && !err.contains("line 6:"), "{err}");
+    assert!(
+        !err.contains("line 1:") && !err.contains("line 6:"),
+        "{err}"
+    );
 }
 
 fn sign(rng: &mut ChaCha20Rng, scheme: BlsScheme, message: &[u8]) -> (String, String) {
@@ -273,7 +298,11 @@ fn manifest_commands_agree_with_the_library() {
         manifest::Manifest::from_json(&json).expect("CLI prints manifest JSON"),
         computed
     );
-    assert!(stderr(&out).contains(&format!("root hash: {root}")), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("root hash: {root}")),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(
         run_ok(&["manifest", checkpoint, "--root-hash", "--backend", "cpu"]),
         format!("{root}\n")
@@ -295,7 +324,11 @@ fn manifest_commands_agree_with_the_library() {
             &version.to_string(),
             "--root-hash",
         ]);
-        assert_eq!(got, format!("{}\n", hex::encode(expected)), "version {version}");
+        assert_eq!(
+            got,
+            format!("{}\n", hex::encode(expected)),
+            "version {version}"
+        );
     }
 
     // A manifest whose file hash does not match its chunks is refused unless asked.
@@ -317,17 +350,39 @@ fn manifest_commands_agree_with_the_library() {
 
 #[test]
 fn backend_gpu_without_a_gpu_fails_with_the_reason() {
-    let out = run(&["--backend", "gpu", "status"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let g = hex::encode(G1Affine::generator().to_compressed());
+    let path = write(dir.path(), "points.txt", &format!("{g}\n"));
+    let commands = [
+        &["--backend", "gpu", "status"][..],
+        &["decompress", path.as_str(), "--backend", "gpu"][..],
+        &["--backend", "gpu", "selftest", "--size", "2"][..],
+    ];
     if gpu_ready() {
-        assert!(out.status.success(), "GPU usable, yet: {}", stderr(&out));
+        // A usable GPU: `status` pins every operation, so it may only fail for an
+        // operation the GPU backend lacks; never for an unusable GPU.
+        for args in commands {
+            let out = run(args);
+            let said = format!("{}{}", stdout(&out), stderr(&out));
+            assert!(!said.contains("unusable"), "{args:?}: {said}");
+            assert!(
+                out.status.success() || said.contains("no GPU implementation"),
+                "{args:?}: {said}"
+            );
+        }
         eprintln!("a GPU is usable: checked that --backend gpu starts instead");
         return;
     }
-    assert!(!out.status.success(), "--backend gpu without a GPU must fail");
-    assert!(out.stdout.is_empty());
-    let err = stderr(&out);
-    assert!(err.contains("GPU"), "reason names the GPU: {err}");
-    assert!(err.contains("required but unusable"), "{err}");
+    for args in commands {
+        let out = run(args);
+        assert!(!out.status.success(), "{args:?} must fail without a GPU");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("the GPU backend is required but unusable"),
+            "{args:?}: the reason names the GPU: {err}"
+        );
+    }
 }
 
 #[test]
@@ -362,7 +417,11 @@ fn policy_file_gives_full_control() {
     let bad = write(dir.path(), "bad.toml", "fallback = \"sometimes\"\n");
     let out = run(&["status", "--policy", &bad]);
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("parsing the policy"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("parsing the policy"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -375,4 +434,16 @@ fn selftest_passes_on_cpu() {
     }
     assert!(text.contains("\"state\": \"not_requested\""), "{text}");
     assert!(text.ends_with("selftest PASS\n"), "{text}");
+
+    // Where a GPU is usable, the auto policy runs the batches above the crossovers there,
+    // compared item by item with the CPU reference.
+    if gpu_ready() {
+        let out = run(&["selftest", "--size", "300"]);
+        let text = stdout(&out);
+        assert!(out.status.success(), "{text}\n{}", stderr(&out));
+        assert!(text.contains("\"state\": \"ready\""), "{text}");
+        eprintln!("{text}");
+    } else {
+        eprintln!("no usable GPU: auto selftest on the GPU skipped");
+    }
 }

@@ -18,6 +18,8 @@ fn blst_g1(bytes: &[u8; 48]) -> Result<[u8; 96], BlstReject> {
         BLST_ERROR::BLST_SUCCESS => {}
         BLST_ERROR::BLST_BAD_ENCODING => return Err(BlstReject::BadEncoding),
         BLST_ERROR::BLST_POINT_NOT_ON_CURVE => return Err(BlstReject::NotOnCurve),
+        // blst's decoder itself refuses x = 0 (the order-3 points (0, +-2)).
+        BLST_ERROR::BLST_POINT_NOT_IN_GROUP => return Err(BlstReject::NotInGroup),
         other => panic!("unexpected blst error {other:?}"),
     }
     // SAFETY: `affine` is a valid blst affine point.
@@ -38,6 +40,8 @@ fn blst_g2(bytes: &[u8; 96]) -> Result<[u8; 192], BlstReject> {
         BLST_ERROR::BLST_SUCCESS => {}
         BLST_ERROR::BLST_BAD_ENCODING => return Err(BlstReject::BadEncoding),
         BLST_ERROR::BLST_POINT_NOT_ON_CURVE => return Err(BlstReject::NotOnCurve),
+        // blst's decoder itself refuses x = 0 (the order-3 points (0, +-2)).
+        BLST_ERROR::BLST_POINT_NOT_IN_GROUP => return Err(BlstReject::NotInGroup),
         other => panic!("unexpected blst error {other:?}"),
     }
     // SAFETY: `affine` is a valid blst affine point.
@@ -72,12 +76,25 @@ fn blst_class(e: DecodeError) -> BlstReject {
 fn check_g1(bytes: &[u8; 48]) -> Result<G1Affine, DecodeError> {
     let ours = cpu::g1_decompress_one(bytes);
     let ic: Option<G1Affine> = G1Affine::from_compressed(bytes).into();
-    assert_eq!(ours.ok(), ic, "accept set or point differs from ic_bls12_381 on {}", hex::encode(bytes));
+    assert_eq!(
+        ours.ok(),
+        ic,
+        "accept set or point differs from ic_bls12_381 on {}",
+        hex::encode(bytes)
+    );
     let theirs = blst_g1(bytes);
     match (&ours, &theirs) {
         (Ok(p), Ok(b)) => assert_eq!(&p.to_uncompressed(), b, "point differs from blst"),
-        (Err(e), Err(b)) => assert_eq!(blst_class(*e), *b, "reason class differs from blst on {}", hex::encode(bytes)),
-        _ => panic!("accept differs from blst on {}: ours {ours:?}, blst {theirs:?}", hex::encode(bytes)),
+        (Err(e), Err(b)) => assert_eq!(
+            blst_class(*e),
+            *b,
+            "reason class differs from blst on {}",
+            hex::encode(bytes)
+        ),
+        _ => panic!(
+            "accept differs from blst on {}: ours {ours:?}, blst {theirs:?}",
+            hex::encode(bytes)
+        ),
     }
     ours
 }
@@ -85,12 +102,25 @@ fn check_g1(bytes: &[u8; 48]) -> Result<G1Affine, DecodeError> {
 fn check_g2(bytes: &[u8; 96]) -> Result<G2Affine, DecodeError> {
     let ours = cpu::g2_decompress_one(bytes);
     let ic: Option<G2Affine> = G2Affine::from_compressed(bytes).into();
-    assert_eq!(ours.ok(), ic, "G2 accept set or point differs from ic_bls12_381 on {}", hex::encode(bytes));
+    assert_eq!(
+        ours.ok(),
+        ic,
+        "G2 accept set or point differs from ic_bls12_381 on {}",
+        hex::encode(bytes)
+    );
     let theirs = blst_g2(bytes);
     match (&ours, &theirs) {
         (Ok(p), Ok(b)) => assert_eq!(&p.to_uncompressed(), b, "G2 point differs from blst"),
-        (Err(e), Err(b)) => assert_eq!(blst_class(*e), *b, "G2 reason class differs from blst on {}", hex::encode(bytes)),
-        _ => panic!("G2 accept differs from blst on {}: ours {ours:?}, blst {theirs:?}", hex::encode(bytes)),
+        (Err(e), Err(b)) => assert_eq!(
+            blst_class(*e),
+            *b,
+            "G2 reason class differs from blst on {}",
+            hex::encode(bytes)
+        ),
+        _ => panic!(
+            "G2 accept differs from blst on {}: ours {ours:?}, blst {theirs:?}",
+            hex::encode(bytes)
+        ),
     }
     ours
 }
@@ -98,14 +128,27 @@ fn check_g2(bytes: &[u8; 96]) -> Result<G2Affine, DecodeError> {
 #[test]
 fn corpus_verdicts_match_ic_bls12_381_blst_and_intent() {
     let corpus = corpus::g1_decompress_corpus();
-    assert!(corpus.len() > 700, "corpus unexpectedly small: {}", corpus.len());
+    assert!(
+        corpus.len() > 700,
+        "corpus unexpectedly small: {}",
+        corpus.len()
+    );
     let mut reasons_seen = BTreeSet::new();
     let mut accepted = 0;
     for entry in &corpus {
         let ours = check_g1(&entry.bytes);
-        assert_eq!(ours, entry.expected, "{}: ours vs generated expectation", entry.label);
+        assert_eq!(
+            ours, entry.expected,
+            "{}: ours vs generated expectation",
+            entry.label
+        );
         if let Some(intended) = entry.intended {
-            assert_eq!(ours.map(|_| ()), intended, "{}: not the case it was built for", entry.label);
+            assert_eq!(
+                ours.map(|_| ()),
+                intended,
+                "{}: not the case it was built for",
+                entry.label
+            );
         }
         match ours {
             Ok(_) => accepted += 1,
@@ -116,7 +159,10 @@ fn corpus_verdicts_match_ic_bls12_381_blst_and_intent() {
     }
     assert!(accepted >= 34, "too few valid entries: {accepted}");
     let all: BTreeSet<u8> = DecodeError::ALL.iter().map(|e| e.code()).collect();
-    assert_eq!(reasons_seen, all, "corpus must exercise every rejection reason");
+    assert_eq!(
+        reasons_seen, all,
+        "corpus must exercise every rejection reason"
+    );
 }
 
 #[test]
@@ -135,7 +181,9 @@ fn batch_paths_equal_single_decodes() {
 }
 
 fn testdata(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/decompress").join(name)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/decompress")
+        .join(name)
 }
 
 /// The files are the generator's output; `GPU_CRYPTO_REGENERATE_CORPUS=1` rewrites them.
@@ -151,9 +199,17 @@ fn corpus_files_match_generator() {
         if std::env::var_os("GPU_CRYPTO_REGENERATE_CORPUS").is_some() {
             std::fs::write(&path, &generated).expect("write corpus file");
         }
-        let on_disk = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{}: {e} (regenerate with GPU_CRYPTO_REGENERATE_CORPUS=1)", path.display()));
-        assert!(on_disk == generated, "{} drifted from the generator; regenerate with GPU_CRYPTO_REGENERATE_CORPUS=1", path.display());
+        let on_disk = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (regenerate with GPU_CRYPTO_REGENERATE_CORPUS=1)",
+                path.display()
+            )
+        });
+        assert!(
+            on_disk == generated,
+            "{} drifted from the generator; regenerate with GPU_CRYPTO_REGENERATE_CORPUS=1",
+            path.display()
+        );
     }
 }
 
@@ -166,7 +222,9 @@ fn corpus_is_deterministic_and_lines_are_well_formed() {
     let line = corpus::expected_line(&entry.expected);
     assert!(line.starts_with("ok ") && line.len() == 3 + 192, "{line}");
     for line in corpus::expected_file(&a).lines() {
-        let ok = line.strip_prefix("ok ").is_some_and(|h| h.len() == 192 && hex::decode(h).is_ok());
+        let ok = line
+            .strip_prefix("ok ")
+            .is_some_and(|h| h.len() == 192 && hex::decode(h).is_ok());
         let err = line
             .strip_prefix("err ")
             .is_some_and(|w| DecodeError::ALL.iter().any(|e| e.reason_word() == w));
@@ -177,17 +235,19 @@ fn corpus_is_deterministic_and_lines_are_well_formed() {
     }
 }
 
+/// The verdict a crafted case was built for (`Ok(())`: a valid point).
+type Intended = Result<(), DecodeError>;
+
 /// The G2 decoder on crafted cases: both coordinates non-canonical, each flag
 /// combination, infinity with stray bits in either half, and valid keys.
 #[test]
 fn g2_crafted_cases_match_ic_bls12_381_and_blst() {
     use gpu_crypto::cpu::P_BYTES;
-    let valid = G2Affine::from(G2Affine::generator() * gpu_crypto::Scalar::from(7u64)).to_compressed();
+    let valid =
+        G2Affine::from(G2Affine::generator() * gpu_crypto::Scalar::from(7u64)).to_compressed();
     let identity = G2Affine::identity().to_compressed();
-    let mut cases: Vec<([u8; 96], Option<Result<(), DecodeError>>)> = vec![
-        (valid, Some(Ok(()))),
-        (identity, Some(Ok(()))),
-    ];
+    let mut cases: Vec<([u8; 96], Option<Intended>)> =
+        vec![(valid, Some(Ok(()))), (identity, Some(Ok(())))];
     for flags in 0u8..8 {
         let mut enc = valid;
         enc[0] = (enc[0] & 0x1f) | (flags << 5);
@@ -234,7 +294,10 @@ fn g2_crafted_cases_match_ic_bls12_381_and_blst() {
         enc[48] &= 0x0f;
         seen.insert(check_g2(&enc).err().map(|e| e.code()).unwrap_or(0));
     }
-    assert!(seen.is_superset(&[0, 1, 2, 3, 4, 5].into_iter().collect()), "{seen:?}");
+    assert!(
+        seen.is_superset(&[0, 1, 2, 3, 4, 5].into_iter().collect()),
+        "{seen:?}"
+    );
 }
 
 proptest! {

@@ -4,8 +4,8 @@
 
 use gpu_crypto::ffi::{self, GpuCryptoEngine, Status};
 use gpu_crypto::{
-    BlsItem, BlsScheme, DomainSeparator, Engine, G1Affine, G1Projective, G2Affine, MsmInput,
-    Scalar,
+    BlsItem, BlsScheme, DecodeError, DomainSeparator, Engine, G1Affine, G1Projective, G2Affine,
+    MsmInput, Scalar,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -22,7 +22,8 @@ impl Handle {
         let policy = CString::new(policy).expect("policy");
         let mut err = [0 as c_char; 256];
         // SAFETY: a NUL-terminated policy and a writable error buffer.
-        let engine = unsafe { ffi::gpu_crypto_engine_new(policy.as_ptr(), err.as_mut_ptr(), err.len()) };
+        let engine =
+            unsafe { ffi::gpu_crypto_engine_new(policy.as_ptr(), err.as_mut_ptr(), err.len()) };
         assert!(!engine.is_null(), "engine_new failed: {:?}", unsafe {
             CStr::from_ptr(err.as_ptr())
         });
@@ -77,14 +78,22 @@ fn version_and_engine_creation() {
     // SAFETY: NUL-terminated within the buffer.
     let message = unsafe { CStr::from_ptr(err.as_ptr()) }.to_str().unwrap();
     assert_eq!(message, "invalid policy ");
-    assert!(last_error().starts_with("invalid policy JSON"), "{}", last_error());
+    assert!(
+        last_error().starts_with("invalid policy JSON"),
+        "{}",
+        last_error()
+    );
 
     // Pinned to a GPU that cannot be used: refused with the reason.
     let gpu = CString::new("\"gpu\"").unwrap();
     let mut err = [0 as c_char; 512];
     // SAFETY: valid string and buffer.
     let engine = unsafe { ffi::gpu_crypto_engine_new(gpu.as_ptr(), err.as_mut_ptr(), err.len()) };
-    if Engine::new(gpu_crypto::Policy::with_backend(gpu_crypto::BackendChoice::Gpu)).is_ok() {
+    if Engine::new(gpu_crypto::Policy::with_backend(
+        gpu_crypto::BackendChoice::Gpu,
+    ))
+    .is_ok()
+    {
         assert!(!engine.is_null());
         // SAFETY: a live handle, freed once.
         unsafe { ffi::gpu_crypto_engine_free(engine) };
@@ -119,7 +128,9 @@ fn decompress_matches_the_engine_and_checks_pointers() {
         )
     };
     assert_eq!(code, Status::Ok as i32);
-    let reference = Engine::cpu_only().g1_decompress(&inputs).expect("reference");
+    let reference = Engine::cpu_only()
+        .g1_decompress(&inputs)
+        .expect("reference");
     let mut rejected = 0;
     for (i, r) in reference.iter().enumerate() {
         match r {
@@ -145,7 +156,13 @@ fn decompress_matches_the_engine_and_checks_pointers() {
     ] {
         // SAFETY: NULLs are what is checked; other pointers valid.
         let code = unsafe {
-            ffi::gpu_crypto_g1_decompress(engine, input, 2, out.as_mut_ptr().cast(), codes.as_mut_ptr())
+            ffi::gpu_crypto_g1_decompress(
+                engine,
+                input,
+                2,
+                out.as_mut_ptr().cast(),
+                codes.as_mut_ptr(),
+            )
         };
         assert_eq!(code, Status::NullPointer as i32);
         assert_eq!(codes, [0xaa, 0xaa]);
@@ -323,7 +340,9 @@ fn bls_verify_and_sha256_match_the_engine() {
             scheme: BlsScheme::MultiSig,
         })
         .collect();
-    let reference = Engine::cpu_only().bls_verify_batch(&items).expect("reference");
+    let reference = Engine::cpu_only()
+        .bls_verify_batch(&items)
+        .expect("reference");
     let expected: Vec<u8> = reference.iter().map(ffi::verify_code).collect();
     assert_eq!(codes, expected);
     assert_eq!(&codes[..4], &[0, 1, 0x11, 0x22]);
@@ -383,9 +402,8 @@ fn report_json_size_protocol() {
     let handle = Handle::new("\"cpu\"");
     let mut required = 0usize;
     // SAFETY: size query.
-    let code = unsafe {
-        ffi::gpu_crypto_engine_report_json(handle.0, ptr::null_mut(), 0, &mut required)
-    };
+    let code =
+        unsafe { ffi::gpu_crypto_engine_report_json(handle.0, ptr::null_mut(), 0, &mut required) };
     assert_eq!(code, Status::BufferTooSmall as i32);
     let mut small = vec![0x55 as c_char; required - 1];
     // SAFETY: a buffer of required - 1 bytes.
@@ -411,15 +429,21 @@ fn report_json_size_protocol() {
 fn built_cdylib() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let deps = exe.parent()?;
-    [deps.join("libgpu_crypto.so"), deps.parent()?.join("libgpu_crypto.so")]
-        .into_iter()
-        .find(|p| p.is_file())
+    [
+        deps.join("libgpu_crypto.so"),
+        deps.parent()?.join("libgpu_crypto.so"),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
 }
 
 #[test]
 fn c_program_against_the_header_and_the_built_library() {
     let Some(library) = built_cdylib() else {
-        panic!("libgpu_crypto.so not found next to {:?}", std::env::current_exe());
+        panic!(
+            "libgpu_crypto.so not found next to {:?}",
+            std::env::current_exe()
+        );
     };
     if Command::new("cc").arg("--version").output().is_err() {
         eprintln!("no C compiler (cc): C ABI program skipped");
@@ -456,4 +480,103 @@ fn c_program_against_the_header_and_the_built_library() {
         String::from_utf8_lossy(&run.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&run.stdout), "C ABI OK\n");
+}
+
+/// The value of `#define NAME <n>u` or of the enum entry `NAME = <n>` in the header.
+fn header_value(header: &str, name: &str) -> u64 {
+    header
+        .lines()
+        .find_map(|line| {
+            let line = line.trim();
+            let rest = line
+                .strip_prefix("#define ")
+                .unwrap_or(line)
+                .strip_prefix(name)?;
+            let value = rest.trim_start_matches([' ', '=']);
+            let digits: String = value
+                .chars()
+                .take_while(char::is_ascii_alphanumeric)
+                .collect();
+            let digits = digits.trim_end_matches('u');
+            match digits.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                None => digits.parse().ok(),
+            }
+        })
+        .unwrap_or_else(|| panic!("{name} not found in gpu_crypto.h"))
+}
+
+#[test]
+fn header_constants_match_the_rust() {
+    let header =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/gpu_crypto.h"))
+            .expect("include/gpu_crypto.h");
+    assert_eq!(
+        header_value(&header, "GPU_CRYPTO_ABI_VERSION"),
+        u64::from(ffi::ABI_VERSION)
+    );
+    let statuses = [
+        ("GPU_CRYPTO_OK", Status::Ok),
+        ("GPU_CRYPTO_ERR_NULL_POINTER", Status::NullPointer),
+        ("GPU_CRYPTO_ERR_LENGTH", Status::Length),
+        ("GPU_CRYPTO_ERR_INVALID_ARGUMENT", Status::InvalidArgument),
+        ("GPU_CRYPTO_ERR_INVALID_POINT", Status::InvalidPoint),
+        ("GPU_CRYPTO_ERR_INVALID_SCALAR", Status::InvalidScalar),
+        ("GPU_CRYPTO_ERR_BUFFER_TOO_SMALL", Status::BufferTooSmall),
+        ("GPU_CRYPTO_ERR_GPU_UNAVAILABLE", Status::GpuUnavailable),
+        ("GPU_CRYPTO_ERR_GPU_FAILED", Status::GpuFailed),
+        (
+            "GPU_CRYPTO_ERR_NO_GPU_IMPLEMENTATION",
+            Status::NoGpuImplementation,
+        ),
+        ("GPU_CRYPTO_ERR_INTERNAL", Status::Internal),
+    ];
+    assert_eq!(
+        statuses.len(),
+        Status::ALL.len(),
+        "every status is in the header"
+    );
+    for (name, status) in statuses {
+        assert_eq!(header_value(&header, name), status as u64, "{name}");
+    }
+    let decode = [
+        (
+            "GPU_CRYPTO_DECODE_NOT_COMPRESSED",
+            DecodeError::NotCompressed,
+        ),
+        ("GPU_CRYPTO_DECODE_BAD_INFINITY", DecodeError::BadInfinity),
+        ("GPU_CRYPTO_DECODE_NON_CANONICAL", DecodeError::NonCanonical),
+        ("GPU_CRYPTO_DECODE_NOT_ON_CURVE", DecodeError::NotOnCurve),
+        (
+            "GPU_CRYPTO_DECODE_NOT_IN_SUBGROUP",
+            DecodeError::NotInSubgroup,
+        ),
+    ];
+    assert_eq!(decode.len(), DecodeError::ALL.len());
+    for (name, e) in decode {
+        assert_eq!(header_value(&header, name), u64::from(e.code()), "{name}");
+    }
+    assert_eq!(header_value(&header, "GPU_CRYPTO_DECODE_OK"), 0);
+    assert_eq!(header_value(&header, "GPU_CRYPTO_VERIFY_OK"), 0);
+    for (name, value) in [
+        ("GPU_CRYPTO_VERIFY_INVALID", ffi::VERIFY_INVALID),
+        (
+            "GPU_CRYPTO_VERIFY_SIGNATURE_DECODE",
+            ffi::VERIFY_SIGNATURE_DECODE,
+        ),
+        (
+            "GPU_CRYPTO_VERIFY_PUBLIC_KEY_DECODE",
+            ffi::VERIFY_PUBLIC_KEY_DECODE,
+        ),
+    ] {
+        assert_eq!(header_value(&header, name), u64::from(value), "{name}");
+    }
+    assert_eq!(
+        header_value(&header, "GPU_CRYPTO_SCHEME_THRESHOLD"),
+        u64::from(ffi::SCHEME_THRESHOLD)
+    );
+    assert_eq!(
+        header_value(&header, "GPU_CRYPTO_SCHEME_MULTI_SIG"),
+        u64::from(ffi::SCHEME_MULTI_SIG)
+    );
 }

@@ -3,12 +3,10 @@
 //! and the CPU SHA-256 reference (`cpu::sha256_prefixed`).
 
 use gpu_crypto::manifest::{
-    self, CHUNK_SIZE, ChunkInfo, ComputeOptions, FileInfo, Manifest, ManifestError,
-    ManifestVersion,
+    self, CHUNK_SIZE, ChunkInfo, ComputeOptions, FileInfo, Manifest, ManifestError, ManifestVersion,
 };
 use gpu_crypto::{
-    BackendChoice, DomainSeparator, Engine, Fallback, OperationPolicy, Policy, cpu,
-    stats::Executed,
+    BackendChoice, DomainSeparator, Engine, Fallback, OperationPolicy, Policy, cpu, stats::Executed,
 };
 use sha2::{Digest, Sha256};
 use std::fs;
@@ -318,24 +316,31 @@ fn ic_compatibility_encoding_of_single_entries() {
 
 #[test]
 fn ic_compatibility_root_hashes_v1_v2() {
+    // The real-subnet tables are consistent (file hashes match chunk entries under V1 and
+    // V2), so the validating `root_hash` reproduces the vectors.
     let v1 = ic_testcase(ManifestVersion::V1);
     let v2 = ic_testcase(ManifestVersion::V2);
     assert_eq!(
-        hex::encode(v1.root_hash_unvalidated().unwrap()),
+        hex::encode(v1.root_hash().unwrap()),
         "7569c279f5054addc6949493293c8ad24f87b166fbff18a5bfe3908c23f8d3b5"
     );
     assert_eq!(
-        hex::encode(v2.root_hash_unvalidated().unwrap()),
+        hex::encode(v2.root_hash().unwrap()),
         "24dad2a74373217053106e533da8fa2dc67560e0780df06bdd5ca9eb749d1242"
     );
-    assert_eq!(reference::root_hash(&v1), v1.root_hash_unvalidated().unwrap());
-    assert_eq!(reference::root_hash(&v2), v2.root_hash_unvalidated().unwrap());
-    // The vector's file hashes are not those of its chunk entries, so the validating
-    // `root_hash` refuses it, as the replica's `validate_manifest` would.
+    assert_eq!(reference::root_hash(&v1), v1.root_hash().unwrap());
+    assert_eq!(reference::root_hash(&v2), v2.root_hash().unwrap());
+    // V3 leaves the file index out of chunk entries, so the same file hashes no longer
+    // match: the first file with chunks is reported.
+    let v3 = ic_testcase(ManifestVersion::V3);
     assert!(matches!(
-        v2.root_hash(),
+        v3.root_hash(),
         Err(ManifestError::FileHashMismatch { file_index: 1, .. })
     ));
+    assert_eq!(
+        v3.root_hash_unvalidated().unwrap(),
+        reference::root_hash(&v3)
+    );
 }
 
 /// `deterministic_manifest_hash`, second half: 1,000,000 files and 3,000,000 chunks whose
@@ -418,7 +423,10 @@ fn boundary_files() -> Vec<(&'static str, Vec<u8>)> {
     vec![
         ("a/b", pattern(10, 1)),
         ("a-b", pattern(20, 2)),
-        ("canister_states/00000000001000000101/vmemory_0.bin", pattern(3 * MIB + 5, 3)),
+        (
+            "canister_states/00000000001000000101/vmemory_0.bin",
+            pattern(3 * MIB + 5, 3),
+        ),
         ("empty", vec![]),
         ("exact_mib", pattern(MIB, 4)),
         ("mib_plus_one", pattern(MIB + 1, 5)),
@@ -453,7 +461,11 @@ fn compute_matches_the_independent_computation_on_chunk_boundaries() {
     let m = manifest::compute(&engine, dir.path(), ManifestVersion::V3).unwrap();
     let paths: Vec<&str> = m.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(paths, files.iter().map(|(p, _)| *p).collect::<Vec<_>>());
-    let sizes: Vec<(u32, u64, u32)> = m.chunks.iter().map(|c| (c.file_index, c.offset, c.size)).collect();
+    let sizes: Vec<(u32, u64, u32)> = m
+        .chunks
+        .iter()
+        .map(|c| (c.file_index, c.offset, c.size))
+        .collect();
     let m1 = MIB as u64;
     assert_eq!(
         sizes,
@@ -489,8 +501,13 @@ fn ic_simple_manifest_computation() {
         chunk_size: 1024,
         batch_bytes: 2048,
     };
-    for version in [ManifestVersion::V1, ManifestVersion::V2, ManifestVersion::V3] {
-        let got = manifest::compute_with(&Engine::cpu_only(), dir.path(), version, options).unwrap();
+    for version in [
+        ManifestVersion::V1,
+        ManifestVersion::V2,
+        ManifestVersion::V3,
+    ] {
+        let got =
+            manifest::compute_with(&Engine::cpu_only(), dir.path(), version, options).unwrap();
         let expected = reference::manifest(version, &files, 1024);
         assert_eq!(got, expected);
         let sizes: Vec<u32> = got.chunks.iter().map(|c| c.size).collect();
@@ -533,7 +550,10 @@ fn compute_rejects_what_a_checkpoint_cannot_hold() {
 
     let missing = dir.path().join("does-not-exist");
     let err = manifest::compute(&engine, &missing, ManifestVersion::V3).unwrap_err();
-    assert!(matches!(&err, ManifestError::Io { path, .. } if path == &missing), "{err}");
+    assert!(
+        matches!(&err, ManifestError::Io { path, .. } if path == &missing),
+        "{err}"
+    );
 
     for options in [
         ComputeOptions {
@@ -620,7 +640,10 @@ fn json_form_and_round_trip() {
     let ic = ic_testcase(ManifestVersion::V2);
     assert_eq!(Manifest::from_json(&ic.to_json()).unwrap(), ic);
     // Upper-case hex is read; written back in lower case.
-    let upper = json.replace(&hex::encode(m.files[0].hash), &hex::encode_upper(m.files[0].hash));
+    let upper = json.replace(
+        &hex::encode(m.files[0].hash),
+        &hex::encode_upper(m.files[0].hash),
+    );
     assert_eq!(Manifest::from_json(&upper).unwrap(), m);
 }
 
@@ -630,14 +653,35 @@ fn malformed_json_is_a_clear_error() {
     let hash = hex::encode(small_manifest().files[0].hash);
     let cases: Vec<(String, &str)> = vec![
         ("not json".into(), "expected"),
-        (good.replacen("{", r#"{"extra":1,"#, 1), "unknown field `extra`"),
-        (good.replacen(r#""size":5,"#, r#""size":5,"mode":1,"#, 1), "unknown field `mode`"),
-        (good.replacen(r#","chunks":"#, r#","chunkz":"#, 1), "unknown field `chunkz`"),
+        (
+            good.replacen("{", r#"{"extra":1,"#, 1),
+            "unknown field `extra`",
+        ),
+        (
+            good.replacen(r#""size":5,"#, r#""size":5,"mode":1,"#, 1),
+            "unknown field `mode`",
+        ),
+        (
+            good.replacen(r#","chunks":"#, r#","chunkz":"#, 1),
+            "unknown field `chunkz`",
+        ),
         (good.replacen(&hash, &hash[1..], 1), "64 hex digits"),
-        (good.replacen(&hash, &format!("g{}", &hash[1..]), 1), "not hex"),
-        (good.replacen(r#""size":5,"#, r#""size":-5,"#, 1), "invalid value"),
-        (good.replacen(r#""file_index":2"#, r#""file_index":4294967296"#, 1), "u32"),
-        (good.replacen(r#""path":"a","#, "", 1), "missing field `path`"),
+        (
+            good.replacen(&hash, &format!("g{}", &hash[1..]), 1),
+            "not hex",
+        ),
+        (
+            good.replacen(r#""size":5,"#, r#""size":-5,"#, 1),
+            "invalid value",
+        ),
+        (
+            good.replacen(r#""file_index":2"#, r#""file_index":4294967296"#, 1),
+            "u32",
+        ),
+        (
+            good.replacen(r#""path":"a","#, "", 1),
+            "missing field `path`",
+        ),
         (good[..good.len() - 1].to_string(), "EOF"),
     ];
     for (text, needle) in cases {
@@ -665,7 +709,11 @@ fn malformed_json_is_a_clear_error() {
 fn multi_chunk_manifest() -> Manifest {
     reference::manifest(
         ManifestVersion::V3,
-        &[("f0", pattern(2500, 1)), ("f1", pattern(10, 2)), ("f2", pattern(2100, 3))],
+        &[
+            ("f0", pattern(2500, 1)),
+            ("f1", pattern(10, 2)),
+            ("f2", pattern(2100, 3)),
+        ],
         1024,
     )
 }
@@ -692,16 +740,47 @@ fn inconsistent_manifests_are_typed_errors() {
         assert_eq!(again.to_string(), err.to_string());
     };
     check(&|m| m.chunks[3].file_index = 3, &|e| {
-        matches!(e, ManifestError::ChunkFileIndexOutOfRange { chunk_index: 3, file_index: 3, file_count: 3 })
+        matches!(
+            e,
+            ManifestError::ChunkFileIndexOutOfRange {
+                chunk_index: 3,
+                file_index: 3,
+                file_count: 3
+            }
+        )
     });
     check(&|m| m.chunks.swap(2, 3), &|e| {
-        matches!(e, ManifestError::ChunksNotGroupedByFile { chunk_index: 3, file_index: 0, previous: 1 })
+        matches!(
+            e,
+            ManifestError::ChunksNotGroupedByFile {
+                chunk_index: 3,
+                file_index: 0,
+                previous: 1
+            }
+        )
     });
     check(&|m| m.chunks[1].offset = 1000, &|e| {
-        matches!(e, ManifestError::ChunkOffsetMismatch { chunk_index: 1, file_index: 0, offset: 1000, expected: 1024, .. })
+        matches!(
+            e,
+            ManifestError::ChunkOffsetMismatch {
+                chunk_index: 1,
+                file_index: 0,
+                offset: 1000,
+                expected: 1024,
+                ..
+            }
+        )
     });
     check(&|m| m.files[2].size += 1, &|e| {
-        matches!(e, ManifestError::FileSizeMismatch { file_index: 2, size: 2101, chunk_total: 2100, .. })
+        matches!(
+            e,
+            ManifestError::FileSizeMismatch {
+                file_index: 2,
+                size: 2101,
+                chunk_total: 2100,
+                ..
+            }
+        )
     });
     check(&|m| m.files[1].hash[0] ^= 1, &|e| {
         matches!(e, ManifestError::FileHashMismatch { file_index: 1, .. })
@@ -717,7 +796,14 @@ fn inconsistent_manifests_are_typed_errors() {
         matches!(e, ManifestError::AbsolutePath { file_index: 0, .. })
     });
     check(&|m| m.files[1].path = "f0".into(), &|e| {
-        matches!(e, ManifestError::PathsNotSorted { file_index: 1, previous_index: 0, .. })
+        matches!(
+            e,
+            ManifestError::PathsNotSorted {
+                file_index: 1,
+                previous_index: 0,
+                ..
+            }
+        )
     });
     // Component order: "f0/x" sorts before "f0-x", so this table is out of order.
     check(
@@ -805,7 +891,12 @@ fn sha256_prefixed_matches_one_shot_sha2() {
         .iter()
         .map(|&n| &data[..n])
         .collect();
-    chunks.extend([&data[..MIB], &data[MIB..2 * MIB], &data[5..MIB + 6], &data[..]]);
+    chunks.extend([
+        &data[..MIB],
+        &data[MIB..2 * MIB],
+        &data[5..MIB + 6],
+        &data[..],
+    ]);
     let want: Vec<[u8; 32]> = chunks
         .iter()
         .map(|c| Sha256::digest([prefix.prefix(), c].concat()).into())

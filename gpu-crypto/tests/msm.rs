@@ -52,8 +52,18 @@ fn blst_msm(points: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
 fn check(points: &[G1Affine], scalars: &[Scalar]) {
     let naive = cpu::g1_msm_naive(points, scalars);
     let ours = cpu::g1_msm_batch(&[MsmInput { points, scalars }]);
-    assert_eq!(ours, vec![naive], "n={} vs naive ic_bls12_381 sum", points.len());
-    assert_eq!(blst_msm(points, scalars), naive, "n={} blst direct vs naive", points.len());
+    assert_eq!(
+        ours,
+        vec![naive],
+        "n={} vs naive ic_bls12_381 sum",
+        points.len()
+    );
+    assert_eq!(
+        blst_msm(points, scalars),
+        naive,
+        "n={} blst direct vs naive",
+        points.len()
+    );
 }
 
 #[test]
@@ -97,7 +107,10 @@ fn edge_scalars_and_points() {
             let cancelling = [p, p];
             let sc = [s, -s];
             check(&cancelling, &sc);
-            assert_eq!(cpu::g1_msm_naive(&cancelling, &sc), G1Projective::identity());
+            assert_eq!(
+                cpu::g1_msm_naive(&cancelling, &sc),
+                G1Projective::identity()
+            );
         }
     }
     // Every point the same (doubling inside buckets).
@@ -118,7 +131,10 @@ fn batches_on_both_paths() {
         .collect();
     let inputs: Vec<MsmInput<'_>> = data
         .iter()
-        .map(|(p, s)| MsmInput { points: p, scalars: s })
+        .map(|(p, s)| MsmInput {
+            points: p,
+            scalars: s,
+        })
         .collect();
     let naive: Vec<G1Projective> = data.iter().map(|(p, s)| cpu::g1_msm_naive(p, s)).collect();
     assert_eq!(cpu::g1_msm_batch(&inputs), naive);
@@ -133,7 +149,10 @@ fn batches_on_both_paths() {
     let big_points = random_points(n, &mut rng);
     let big_scalars = random_scalars(n, &mut rng);
     let mut inputs = inputs.clone();
-    inputs.push(MsmInput { points: &big_points, scalars: &big_scalars });
+    inputs.push(MsmInput {
+        points: &big_points,
+        scalars: &big_scalars,
+    });
     let out = cpu::g1_msm_batch(&inputs);
     assert_eq!(out[..naive.len()], naive[..]);
     assert_eq!(out[naive.len()], blst_msm(&big_points, &big_scalars));
@@ -141,10 +160,19 @@ fn batches_on_both_paths() {
     let (a, b) = big_points.split_at(n / 2);
     let (sa, sb) = big_scalars.split_at(n / 2);
     let halves = cpu::g1_msm_batch(&[
-        MsmInput { points: a, scalars: sa },
-        MsmInput { points: b, scalars: sb },
+        MsmInput {
+            points: a,
+            scalars: sa,
+        },
+        MsmInput {
+            points: b,
+            scalars: sb,
+        },
     ]);
-    assert_eq!((halves[0] + halves[1]).to_affine(), out[naive.len()].to_affine());
+    assert_eq!(
+        (halves[0] + halves[1]).to_affine(),
+        out[naive.len()].to_affine()
+    );
 }
 
 #[test]
@@ -155,7 +183,17 @@ fn engine_rejects_length_mismatch() {
     let err = Engine::cpu_only()
         .g1_msm(&points, &scalars)
         .expect_err("length mismatch must fail");
-    assert!(matches!(err, EngineError::LengthMismatch { points: 3, scalars: 2, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            EngineError::LengthMismatch {
+                points: 3,
+                scalars: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 proptest! {

@@ -17,10 +17,13 @@ __device__ __forceinline__ void g1_identity(g1_proj_t& r) {
     fp_zero(r.z);
 }
 
+// r = 3b * a = 12a, by additions (as ic_bls12_381's mul_by_3b): cheaper than a product.
 __device__ __forceinline__ void fp_mul_b3(fp_t& r, const fp_t& a) {
-    fp_t b3;
-    fp_load_const(b3, FP_B3);
-    fp_mul(r, a, b3);
+    fp_t a2, a4, a8;
+    fp_add(a2, a, a);
+    fp_add(a4, a2, a2);
+    fp_add(a8, a4, a4);
+    fp_add(r, a8, a4);
 }
 
 // r = 2p (algorithm 9). r may alias p.

@@ -34,11 +34,6 @@ __device__ __constant__ u32 FP_B[FP_LIMBS] = {
     0x000cfff3u, 0xaa270000u, 0xfc34000au, 0x53cc0032u, 0x6b0a807fu, 0x478fe97au,
     0xe6ba24d7u, 0xb1d37ebeu, 0xbf78ab2fu, 0x8ec9733bu, 0x3d83de7eu, 0x09d64551u};
 
-// 3b = 12, Montgomery form (the complete addition formulas multiply by 3b).
-__device__ __constant__ u32 FP_B3[FP_LIMBS] = {
-    0x0027552eu, 0x44760000u, 0x43480020u, 0xdcb8009au, 0x4a6e8b59u, 0x6f7ee9ceu,
-    0xc0a95bc6u, 0xb10330b7u, 0xfb1e54b7u, 0x6140b1fcu, 0x7f0bb4e1u, 0x0381be09u};
-
 // A non-trivial cube root of unity (ic_bls12_381's BETA), Montgomery form.
 __device__ __constant__ u32 FP_BETA[FP_LIMBS] = {
     0x798a64e8u, 0x30f1361bu, 0x7ece5a2au, 0xf3b8ddabu, 0xc61577f7u, 0x16a8ca3au,

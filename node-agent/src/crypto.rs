@@ -5,7 +5,7 @@
 
 use crate::snapshot::SelftestResult;
 use gpu_crypto::{
-    BackendChoice, BlsItem, BlsScheme, DomainSeparator, Engine, G1Affine, G2Affine, GpuStatus,
+    BackendChoice, BlsItem, BlsScheme, DomainSeparator, Engine, G1Affine, G1Projective, G2Affine, GpuStatus,
     MsmInput, Operation, Scalar, VerifyError,
 };
 
@@ -77,10 +77,10 @@ pub fn selftest(engine: &Engine) -> SelftestResult {
         bad
     }];
     let n = batch_for(engine, Operation::Decompress).max(2);
-    let mut p = g;
+    let mut p = G1Projective::from(g);
     for _ in 2..n {
-        p = G1Affine::from(p + g);
-        encodings.push(p.to_compressed());
+        p += g;
+        encodings.push(G1Affine::from(p).to_compressed());
     }
     c.check(
         hex::encode(g.to_compressed()) == G1_GENERATOR,
@@ -100,10 +100,10 @@ pub fn selftest(engine: &Engine) -> SelftestResult {
     // MSM: sum(i * (i*G)) for i = 1..=n equals (sum i^2) * G.
     let n = batch_for(engine, Operation::Msm).max(3);
     let mut points = Vec::with_capacity(n);
-    let mut p = g;
+    let mut p = G1Projective::from(g);
     for _ in 0..n {
-        points.push(p);
-        p = G1Affine::from(p + g);
+        points.push(G1Affine::from(p));
+        p += g;
     }
     let scalars: Vec<Scalar> = (1..=n as u64).map(Scalar::from).collect();
     // n <= a few thousand: the sum of squares fits in u64 by far.

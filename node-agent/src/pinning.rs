@@ -89,7 +89,8 @@ fn read(path: &Path) -> Result<String, PinningError> {
 /// one process even when the kernel reuses its pid.
 pub fn process_start_time(proc_root: &Path, pid: u32) -> Result<u64, PinningError> {
     let path = proc_root.join(pid.to_string()).join("stat");
-    let fields = stat_fields(&path, &read(&path)?)?;
+    let text = read(&path)?;
+    let fields = stat_fields(&path, &text)?;
     // fields[0] is field 3 (state); field 22 is fields[19].
     parse_field(&path, &fields, 22)
 }

@@ -18,7 +18,10 @@ use attestation::snp::{self, SnpContext};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "attest", about = "Verify sovereign-node attestation evidence (SEV-SNP + NVIDIA GPU CC)")]
+#[command(
+    name = "attest",
+    about = "Verify sovereign-node attestation evidence (SEV-SNP + NVIDIA GPU CC)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -93,7 +96,8 @@ struct Common {
 impl Common {
     fn now(&self) -> anyhow::Result<u64> {
         match &self.time {
-            Some(t) => parse_time(t).ok_or_else(|| anyhow!("--time {t:?} is not YYYY-MM-DDTHH:MM:SSZ or @unix")),
+            Some(t) => parse_time(t)
+                .ok_or_else(|| anyhow!("--time {t:?} is not YYYY-MM-DDTHH:MM:SSZ or @unix")),
             None => Ok(std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
@@ -130,59 +134,120 @@ fn load_report(path: &Path) -> anyhow::Result<Vec<u8>> {
 fn certs_dir(dir: &Path) -> anyhow::Result<Vec<attestation::snp::amd::AmdCert>> {
     let mut out = Vec::new();
     let mut found = false;
-    for name in ["ark.pem", "ask.pem", "asvk.pem", "cert_chain.pem", "ark.der", "ask.der", "asvk.der"] {
+    for name in [
+        "ark.pem",
+        "ask.pem",
+        "asvk.pem",
+        "cert_chain.pem",
+        "ark.der",
+        "ask.der",
+        "asvk.der",
+    ] {
         let p = dir.join(name);
         if p.exists() {
             found = true;
-            out.extend(parse_certs(&read(&p)?).with_context(|| format!("parsing {}", p.display()))?);
+            out.extend(
+                parse_certs(&read(&p)?).with_context(|| format!("parsing {}", p.display()))?,
+            );
         }
     }
     if !found {
-        return Err(anyhow!("{} holds none of ark.pem, ask.pem, asvk.pem, cert_chain.pem", dir.display()));
+        return Err(anyhow!(
+            "{} holds none of ark.pem, ask.pem, asvk.pem, cert_chain.pem",
+            dir.display()
+        ));
     }
     Ok(out)
 }
 
 fn run(cli: Cli) -> anyhow::Result<bool> {
     match cli.command {
-        Command::Verify { evidence, policy, nonce, chip_id, node_key, common } => {
+        Command::Verify {
+            evidence,
+            policy,
+            nonce,
+            chip_id,
+            node_key,
+            common,
+        } => {
             let now = common.now()?;
-            let nonce = parse_nonce(&nonce).ok_or_else(|| anyhow!("--nonce must be 64 hex digits"))?;
+            let nonce =
+                parse_nonce(&nonce).ok_or_else(|| anyhow!("--nonce must be 64 hex digits"))?;
             let policy = Policy::load(&policy)?;
             let bundle = Bundle::from_json(&read(&evidence)?)?;
-            let entry = fleet::NodeEntry { name: "cli".into(), url: String::new(), chip_id, node_public_key: node_key };
+            let entry = fleet::NodeEntry {
+                name: "cli".into(),
+                url: String::new(),
+                chip_id,
+                node_public_key: node_key,
+            };
             let expected: ExpectedNode = entry.expected()?;
             let chains = ChainVerifier::new(policy.trust_store());
             let v = verify_bundle(&bundle, &nonce, &policy, &chains, now, &expected);
             print_verdict(&v, common.json)?;
             Ok(v.admitted)
         }
-        Command::VerifyReport { report, vcek, certs, policy, common } => {
+        Command::VerifyReport {
+            report,
+            vcek,
+            certs,
+            policy,
+            common,
+        } => {
             let now = common.now()?;
             let policy = match policy {
                 Some(p) => Policy::load(&p)?,
                 None => Policy::default_policy(),
             };
             let report = load_report(&report)?;
-            let others = certs.as_deref().map(certs_dir).transpose()?.unwrap_or_default();
+            let others = certs
+                .as_deref()
+                .map(certs_dir)
+                .transpose()?
+                .unwrap_or_default();
             // An unparsable VCEK is reported as a failed check, not as unusable input.
             let chain = parse_certs(&read(&vcek)?)
                 .map_err(|e| format!("{}: {e}", vcek.display()))
-                .and_then(|mut c| if c.is_empty() { Err("no certificate".into()) } else { Ok(c.remove(0)) })
+                .and_then(|mut c| {
+                    if c.is_empty() {
+                        Err("no certificate".into())
+                    } else {
+                        Ok(c.remove(0))
+                    }
+                })
                 .map(|v| SuppliedChain::from_certs(v, others));
             let chains = ChainVerifier::new(policy.trust_store());
             let mut checks = Vec::new();
-            snp::verify_report(&report, chain, &SnpContext { policy: &policy, chains: &chains, now }, &mut checks);
+            snp::verify_report(
+                &report,
+                chain,
+                &SnpContext {
+                    policy: &policy,
+                    chains: &chains,
+                    now,
+                },
+                &mut checks,
+            );
             let v = Verdict::from_checks(checks);
             print_verdict(&v, common.json)?;
             Ok(v.admitted)
         }
-        Command::Fleet { nodes, policy, concurrency, timeout_ms, common } => {
+        Command::Fleet {
+            nodes,
+            policy,
+            concurrency,
+            timeout_ms,
+            common,
+        } => {
             let now = common.now()?;
             let nodes = NodeList::load(&nodes)?;
             let policy = Arc::new(Policy::load(&policy)?);
             let chains = Arc::new(ChainVerifier::new(policy.trust_store()));
-            let opts = FleetOptions { concurrency, timeout: Duration::from_millis(timeout_ms), now };
+            let opts = FleetOptions {
+                concurrency,
+                timeout: Duration::from_millis(timeout_ms),
+                now,
+            };
             let runtime = tokio::runtime::Runtime::new()?;
             let results = runtime.block_on(fleet::run(&nodes, policy, chains, opts));
             if common.json {

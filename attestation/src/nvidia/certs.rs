@@ -54,16 +54,22 @@ pub enum ChainError {
         "certificate chain must have at least the signing (leaf) certificate and the root, has {count}"
     )]
     TooShort { count: usize },
-    #[error("chain ends in {found} (SHA-256 {fingerprint}), not the pinned NVIDIA Device Identity CA")]
+    #[error(
+        "chain ends in {found} (SHA-256 {fingerprint}), not the pinned NVIDIA Device Identity CA"
+    )]
     RootNotPinned { found: String, fingerprint: String },
-    #[error("certificate {position} ({subject}) names issuer {issuer}, but the next certificate is {next}")]
+    #[error(
+        "certificate {position} ({subject}) names issuer {issuer}, but the next certificate is {next}"
+    )]
     IssuerMismatch {
         position: usize,
         subject: String,
         issuer: String,
         next: String,
     },
-    #[error("certificate {position} ({subject}) is not signed with ecdsa-with-SHA384 (found {found})")]
+    #[error(
+        "certificate {position} ({subject}) is not signed with ecdsa-with-SHA384 (found {found})"
+    )]
     Algorithm {
         position: usize,
         subject: String,
@@ -87,7 +93,9 @@ pub enum ChainError {
         subject: String,
         reason: String,
     },
-    #[error("certificate {position} ({subject}): path length constraint {limit} exceeded by {below} CA certificates below it")]
+    #[error(
+        "certificate {position} ({subject}): path length constraint {limit} exceeded by {below} CA certificates below it"
+    )]
     PathLength {
         position: usize,
         subject: String,
@@ -122,7 +130,9 @@ pub enum ValidityError {
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum FwidError {
-    #[error("FWID extension (2.23.133.5.4.1 or 2.23.133.5.4.1.1) not found in the signing certificate")]
+    #[error(
+        "FWID extension (2.23.133.5.4.1 or 2.23.133.5.4.1.1) not found in the signing certificate"
+    )]
     Missing,
     #[error("FWID extension {oid} malformed: {reason}")]
     Malformed { oid: String, reason: String },
@@ -287,13 +297,17 @@ pub fn verify_chain(certs: &[Certificate], root: &Certificate) -> Result<String,
             Err(e) => return Err(not_ca(&format!("basicConstraints malformed: {e}"))),
         }
         match key_usage(issuer) {
-            Ok(Some(ku)) if !ku.key_cert_sign() => return Err(not_ca("keyUsage lacks keyCertSign")),
+            Ok(Some(ku)) if !ku.key_cert_sign() => {
+                return Err(not_ca("keyUsage lacks keyCertSign"));
+            }
             Ok(_) => {}
             Err(e) => return Err(not_ca(&format!("keyUsage malformed: {e}"))),
         }
 
         let algorithm = &child.signature_algorithm;
-        if algorithm.oid != ECDSA_WITH_SHA384 || child.tbs_certificate.signature.oid != ECDSA_WITH_SHA384 {
+        if algorithm.oid != ECDSA_WITH_SHA384
+            || child.tbs_certificate.signature.oid != ECDSA_WITH_SHA384
+        {
             return Err(ChainError::Algorithm {
                 position,
                 subject: subject_name(child),
@@ -306,7 +320,10 @@ pub fn verify_chain(certs: &[Certificate], root: &Certificate) -> Result<String,
             subject: subject_name(child),
             issuer: subject_name(issuer),
         };
-        let tbs = child.tbs_certificate.to_der().map_err(|_| bad_signature())?;
+        let tbs = child
+            .tbs_certificate
+            .to_der()
+            .map_err(|_| bad_signature())?;
         let signature_bytes = child.signature.as_bytes().ok_or_else(bad_signature)?;
         let signature = Signature::from_der(signature_bytes).map_err(|_| bad_signature())?;
         key.verify_digest(Sha384::new_with_prefix(&tbs), &signature)

@@ -27,9 +27,13 @@ pub enum CollectError {
     NvmlUnavailable(#[source] NvmlError),
     #[error("NVML reports no GPU")]
     NoGpu,
-    #[error("the GPUs of this system are not confidential-computing capable (NVML CC capabilities)")]
+    #[error(
+        "the GPUs of this system are not confidential-computing capable (NVML CC capabilities)"
+    )]
     NotCcCapable,
-    #[error("confidential computing is off on this system (NVML ccFeature disabled); no CC attestation report can be taken")]
+    #[error(
+        "confidential computing is off on this system (NVML ccFeature disabled); no CC attestation report can be taken"
+    )]
     CcDisabled,
     #[error("NVML {call} failed{}: {source}", gpu.map(|i| format!(" for GPU {i}")).unwrap_or_default())]
     Nvml {
@@ -38,7 +42,9 @@ pub enum CollectError {
         #[source]
         source: NvmlError,
     },
-    #[error("NVML {call} for GPU {gpu} returned length {length}, larger than its {capacity}-byte buffer")]
+    #[error(
+        "NVML {call} for GPU {gpu} returned length {length}, larger than its {capacity}-byte buffer"
+    )]
     BadLength {
         call: &'static str,
         gpu: u32,
@@ -168,8 +174,7 @@ pub fn collect(nonce: &[u8; 32]) -> Result<Vec<GpuEvidence>, CollectError> {
         // SAFETY: C struct of unsigned ints and byte arrays (all-zero valid), boxed (12 KiB);
         // the handle is valid while `device` (and `nvml`) live, which spans the call.
         let report = unsafe {
-            let mut report: Box<nvmlConfComputeGpuAttestationReport_t> =
-                Box::new(mem::zeroed());
+            let mut report: Box<nvmlConfComputeGpuAttestationReport_t> = Box::new(mem::zeroed());
             report.nonce = *nonce;
             nvml_try(report_sym(device.handle(), &mut *report))
                 .map_err(nvml_err(REPORT_CALL, Some(index)))?;

@@ -244,14 +244,12 @@ pub fn verify(
             name(check_name::SIGNATURE),
             format!("no signing key: certificate chain: {e}"),
         ),
-        (Some(report), Ok(chain)) => match verify_report_signature(
-            &evidence.attestation_report,
-            report,
-            chain,
-        ) {
-            Ok(detail) => Check::pass(name(check_name::SIGNATURE), detail),
-            Err(detail) => Check::fail(name(check_name::SIGNATURE), detail),
-        },
+        (Some(report), Ok(chain)) => {
+            match verify_report_signature(&evidence.attestation_report, report, chain) {
+                Ok(detail) => Check::pass(name(check_name::SIGNATURE), detail),
+                Err(detail) => Check::fail(name(check_name::SIGNATURE), detail),
+            }
+        }
     };
     let signature_ok = signature_check.outcome == crate::report::Outcome::Pass;
     checks.push(signature_check);
@@ -302,7 +300,10 @@ pub fn verify(
             "NVML: CC dev-tools mode is on (GPU debugging and profiling allowed)",
         )
     } else {
-        Check::pass(name(check_name::DEV_TOOLS_MODE), "NVML: CC dev-tools mode off")
+        Check::pass(
+            name(check_name::DEV_TOOLS_MODE),
+            "NVML: CC dev-tools mode off",
+        )
     });
 
     let unsigned_note = if signature_ok {
@@ -359,7 +360,10 @@ fn describe_report(report: &AttestationReport) -> String {
         text(opaque_type::PROJECT_SKU),
         report.signed_len,
         if report.trailing_zero_bytes > 0 {
-            format!(", {} zero bytes of padding after the signature", report.trailing_zero_bytes)
+            format!(
+                ", {} zero bytes of padding after the signature",
+                report.trailing_zero_bytes
+            )
         } else {
             String::new()
         }
@@ -416,7 +420,10 @@ fn fwid_check(
     match certs::leaf_fwid(leaf) {
         Ok(cert_fwid) if cert_fwid == report_fwid => Check::pass(
             name,
-            format!("report FWID = leaf certificate FWID = {}", hex::encode(report_fwid)),
+            format!(
+                "report FWID = leaf certificate FWID = {}",
+                hex::encode(report_fwid)
+            ),
         ),
         Ok(cert_fwid) => Check::fail(
             name,
@@ -443,7 +450,9 @@ fn version_check(
     match value {
         None => Check::fail(name, "not evaluated: the report did not parse"),
         Some(None) => Check::fail(name, format!("the report has no {what} version field")),
-        Some(Some(Err(raw))) => Check::fail(name, format!("{what} version field unreadable: {raw}")),
+        Some(Some(Err(raw))) => {
+            Check::fail(name, format!("{what} version field unreadable: {raw}"))
+        }
         Some(Some(Ok(version))) if allowed.contains(&version) => Check::pass(
             name,
             format!("{what} {version} is allowed by policy{unsigned_note}"),
@@ -489,7 +498,11 @@ fn measurements_check(
             format!(
                 "{} referenced measurement(s) match; {} of the report's {} not referenced{unsigned_note}",
                 references.len(),
-                report.response.blocks.len().saturating_sub(references.len()),
+                report
+                    .response
+                    .blocks
+                    .len()
+                    .saturating_sub(references.len()),
                 report.response.blocks.len()
             ),
         )

@@ -99,7 +99,9 @@ pub mod opaque_type {
 /// Why a report did not parse. Offsets are into the whole report (request included).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ReportError {
-    #[error("report truncated in {field}: needs {needed} bytes at offset {offset}, {available} left")]
+    #[error(
+        "report truncated in {field}: needs {needed} bytes at offset {offset}, {available} left"
+    )]
     Truncated {
         field: &'static str,
         offset: usize,
@@ -114,9 +116,17 @@ pub enum ReportError {
         found: u8,
         expected: u8,
     },
-    #[error("measurement block {position} (index {index}) uses specification {spec:#04x}, only DMTF (0x01) is supported")]
-    NonDmtfBlock { position: usize, index: u8, spec: u8 },
-    #[error("measurement block {position}: DMTF value size {value_size} + 3 != block size {block_size}")]
+    #[error(
+        "measurement block {position} (index {index}) uses specification {spec:#04x}, only DMTF (0x01) is supported"
+    )]
+    NonDmtfBlock {
+        position: usize,
+        index: u8,
+        spec: u8,
+    },
+    #[error(
+        "measurement block {position}: DMTF value size {value_size} + 3 != block size {block_size}"
+    )]
     BlockSizeMismatch {
         position: usize,
         block_size: usize,
@@ -279,7 +289,8 @@ impl AttestationReport {
             base: 0,
         };
 
-        let (param1, param2) = expect_header(&mut reader, "GET_MEASUREMENTS request", GET_MEASUREMENTS)?;
+        let (param1, param2) =
+            expect_header(&mut reader, "GET_MEASUREMENTS request", GET_MEASUREMENTS)?;
         let request = MeasurementsRequest {
             param1,
             param2,
@@ -290,8 +301,10 @@ impl AttestationReport {
         let (param1, param2) = expect_header(&mut reader, "MEASUREMENTS response", MEASUREMENTS)?;
         let number_of_blocks = usize::from(reader.u8("NumberOfBlocks")?);
         let record_len = reader.u24_le("MeasurementRecordLength")?;
-        let blocks =
-            parse_measurement_record(reader.sub(record_len, "measurement record")?, number_of_blocks)?;
+        let blocks = parse_measurement_record(
+            reader.sub(record_len, "measurement record")?,
+            number_of_blocks,
+        )?;
         let responder_nonce = reader.array::<NONCE_LEN>("responder nonce")?;
         let opaque_len = usize::from(reader.u16_le("OpaqueDataLength")?);
         let opaque = parse_opaque(reader.sub(opaque_len, "opaque data")?)?;
@@ -366,7 +379,10 @@ impl AttestationReport {
 
     /// A measurement block by its index.
     pub fn measurement(&self, index: u8) -> Option<&MeasurementBlock> {
-        self.response.blocks.iter().find(|block| block.index == index)
+        self.response
+            .blocks
+            .iter()
+            .find(|block| block.index == index)
     }
 }
 

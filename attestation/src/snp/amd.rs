@@ -29,7 +29,8 @@ pub const OID_SECP384R1: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.13
 /// AMD VCEK/VLEK extensions (AMD KDS specification 57230).
 pub mod oid {
     use der::asn1::ObjectIdentifier;
-    pub const STRUCT_VERSION: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.3704.1.1");
+    pub const STRUCT_VERSION: ObjectIdentifier =
+        ObjectIdentifier::new_unwrap("1.3.6.1.4.1.3704.1.1");
     pub const PRODUCT_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.3704.1.2");
     pub const BL_SPL: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.3704.1.3.1");
     pub const TEE_SPL: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.3704.1.3.2");
@@ -292,10 +293,22 @@ pub struct TrustAnchor {
 }
 
 const EMBEDDED: [(Product, &str); 4] = [
-    (Product::Milan, include_str!("../../trust/amd/ask_ark_milan.pem")),
-    (Product::Milan, include_str!("../../trust/amd/ask_ark_milan_vlek.pem")),
-    (Product::Genoa, include_str!("../../trust/amd/ask_ark_genoa.pem")),
-    (Product::Turin, include_str!("../../trust/amd/ask_ark_turin.pem")),
+    (
+        Product::Milan,
+        include_str!("../../trust/amd/ask_ark_milan.pem"),
+    ),
+    (
+        Product::Milan,
+        include_str!("../../trust/amd/ask_ark_milan_vlek.pem"),
+    ),
+    (
+        Product::Genoa,
+        include_str!("../../trust/amd/ask_ark_genoa.pem"),
+    ),
+    (
+        Product::Turin,
+        include_str!("../../trust/amd/ask_ark_turin.pem"),
+    ),
 ];
 
 /// The set of roots a verification accepts.
@@ -376,10 +389,7 @@ impl SuppliedChain {
 }
 
 /// RSASSA-PSS with SHA-384, MGF1-SHA-384 and a 48-byte salt: the only scheme AMD uses.
-fn verify_rsa_pss(
-    issuer: &AmdCert,
-    subject: &AmdCert,
-) -> Result<(), String> {
+fn verify_rsa_pss(issuer: &AmdCert, subject: &AmdCert) -> Result<(), String> {
     let alg = &subject.cert.signature_algorithm;
     if alg.oid != OID_RSASSA_PSS {
         return Err(format!("signature algorithm {} is not RSASSA-PSS", alg.oid));
@@ -395,7 +405,10 @@ fn verify_rsa_pss(
     }
     let mgf_hash = params.mask_gen.parameters.map(|p| p.oid);
     if params.mask_gen.oid != OID_MGF1 || mgf_hash != Some(OID_SHA384) {
-        return Err(format!("PSS mask {} / {mgf_hash:?} is not MGF1-SHA-384", params.mask_gen.oid));
+        return Err(format!(
+            "PSS mask {} / {mgf_hash:?} is not MGF1-SHA-384",
+            params.mask_gen.oid
+        ));
     }
     if params.salt_len != 48 {
         return Err(format!("PSS salt length {} is not 48", params.salt_len));
@@ -434,7 +447,9 @@ pub struct ChainResult {
 
 impl ChainResult {
     pub fn ok(&self) -> bool {
-        self.checks.iter().all(|c| c.outcome != crate::report::Outcome::Fail)
+        self.checks
+            .iter()
+            .all(|c| c.outcome != crate::report::Outcome::Fail)
     }
 }
 
@@ -528,7 +543,11 @@ impl ChainVerifier {
                 validity: vec![],
             };
         };
-        let origin = if chain.ark.is_some() { "supplied ARK matches" } else { "using" };
+        let origin = if chain.ark.is_some() {
+            "supplied ARK matches"
+        } else {
+            "using"
+        };
         checks.push(Check::pass(
             "snp.chain.ark_pinned",
             format!(
@@ -566,7 +585,11 @@ impl ChainVerifier {
                 match verify_rsa_pss(ark, ask) {
                     Ok(()) => checks.push(Check::pass(
                         "snp.chain.ask_signature",
-                        format!("{} signed by {} (RSA-PSS SHA-384)", ask.subject(), ark.subject()),
+                        format!(
+                            "{} signed by {} (RSA-PSS SHA-384)",
+                            ask.subject(),
+                            ark.subject()
+                        ),
                     )),
                     Err(e) => checks.push(Check::fail(
                         "snp.chain.ask_signature",
@@ -580,7 +603,11 @@ impl ChainVerifier {
                     )),
                     Err(e) => checks.push(Check::fail(
                         "snp.chain.vcek_signature",
-                        format!("{name_ek} issuer {} by {}: {e}", vcek.issuer(), ask.subject()),
+                        format!(
+                            "{name_ek} issuer {} by {}: {e}",
+                            vcek.issuer(),
+                            ask.subject()
+                        ),
                     )),
                 }
             }
@@ -649,7 +676,10 @@ pub fn report_signature_check(
     let sig = match p384::ecdsa::Signature::from_slice(&rs) {
         Ok(sig) => sig,
         Err(_) => {
-            return Check::fail("snp.report.signature", "R or S is zero or not below the group order");
+            return Check::fail(
+                "snp.report.signature",
+                "R or S is zero or not below the group order",
+            );
         }
     };
     match key.verify(report.signed_bytes(), &sig) {

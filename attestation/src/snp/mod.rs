@@ -42,7 +42,10 @@ pub fn verify_report(
     let mut outcome = SnpOutcome::default();
     let report = match AttestationReport::parse(report_bytes) {
         Ok(r) => {
-            checks.push(Check::pass("snp.format.size", format!("{} bytes", report_bytes.len())));
+            checks.push(Check::pass(
+                "snp.format.size",
+                format!("{} bytes", report_bytes.len()),
+            ));
             r
         }
         Err(e) => {
@@ -66,23 +69,32 @@ pub fn verify_report(
     checks.push(amd::validity_check(&result, ctx.now));
     match (&ctx.policy.crl, &result.product) {
         (Some(crl), Some(_)) => {
-            let anchor = ctx
-                .chains
-                .trust()
-                .anchors()
-                .iter()
-                .find(|a| chain.ark.as_ref().is_none_or(|ark| ark.der() == a.ark.der()) && Some(a.product) == result.product);
+            let anchor = ctx.chains.trust().anchors().iter().find(|a| {
+                chain
+                    .ark
+                    .as_ref()
+                    .is_none_or(|ark| ark.der() == a.ark.der())
+                    && Some(a.product) == result.product
+            });
             match anchor {
                 Some(a) => {
                     let ask = chain.ask.as_ref().or_else(|| {
-                        a.intermediates.iter().find(|i| i.subject() == chain.vcek.issuer())
+                        a.intermediates
+                            .iter()
+                            .find(|i| i.subject() == chain.vcek.issuer())
                     });
                     checks.push(amd::crl_check(crl, &a.ark, ask, ctx.now));
                 }
-                None => checks.push(Check::fail("snp.chain.crl", "no anchor to check the CRL against")),
+                None => checks.push(Check::fail(
+                    "snp.chain.crl",
+                    "no anchor to check the CRL against",
+                )),
             }
         }
-        (Some(_), None) => checks.push(Check::skip("snp.chain.crl", "not evaluated: chain not anchored")),
+        (Some(_), None) => checks.push(Check::skip(
+            "snp.chain.crl",
+            "not evaluated: chain not anchored",
+        )),
         (None, _) => checks.push(Check::skip("snp.chain.crl", "no CRL configured")),
     }
     match &result.vcek_key {
@@ -108,12 +120,18 @@ pub fn verify_report(
     checks.push(if key_matches {
         Check::pass(
             "snp.cert.key_kind",
-            format!("report signed by {}, certificate is a {kind_name}", report.signing_key()),
+            format!(
+                "report signed by {}, certificate is a {kind_name}",
+                report.signing_key()
+            ),
         )
     } else {
         Check::fail(
             "snp.cert.key_kind",
-            format!("report says {}, certificate is a {kind_name}", report.signing_key()),
+            format!(
+                "report says {}, certificate is a {kind_name}",
+                report.signing_key()
+            ),
         )
     });
     match (&result.extensions, product) {
@@ -121,11 +139,17 @@ pub fn verify_report(
             checks.push(Check::fail("snp.cert.extensions", e.clone()));
         }
         (Ok(_), None) => {
-            checks.push(Check::skip("snp.cert.tcb", "not evaluated: chain not anchored"));
+            checks.push(Check::skip(
+                "snp.cert.tcb",
+                "not evaluated: chain not anchored",
+            ));
         }
         (Ok(ext), Some(product)) => {
             // Product: the anchor decides; the certificate's name and the CPUID must agree.
-            let cert_product = ext.product_name.as_deref().and_then(Product::from_product_name);
+            let cert_product = ext
+                .product_name
+                .as_deref()
+                .and_then(Product::from_product_name);
             checks.push(match (&ext.product_name, cert_product) {
                 (Some(name), Some(p)) if p == product => Check::pass(
                     "snp.cert.product",
@@ -203,16 +227,26 @@ fn chip_id_vs_cert(
     if hwid.len() != expected_len {
         return Check::fail(
             name,
-            format!("hwID is {} bytes, {product} certifies {expected_len}", hwid.len()),
+            format!(
+                "hwID is {} bytes, {product} certifies {expected_len}",
+                hwid.len()
+            ),
         );
     }
     let reported = chip.get(..expected_len).unwrap_or(&[]);
     if reported == hwid.as_slice() {
-        Check::pass(name, format!("chip_id {} = certificate hwID", hexs(reported)))
+        Check::pass(
+            name,
+            format!("chip_id {} = certificate hwID", hexs(reported)),
+        )
     } else {
         Check::fail(
             name,
-            format!("chip_id {} != certificate hwID {}", hexs(reported), hexs(hwid)),
+            format!(
+                "chip_id {} != certificate hwID {}",
+                hexs(reported),
+                hexs(hwid)
+            ),
         )
     }
 }
@@ -220,18 +254,28 @@ fn chip_id_vs_cert(
 fn format_checks(report: &AttestationReport, policy: &Policy, checks: &mut Vec<Check>) {
     let v = report.version();
     checks.push(if raw::SUPPORTED_VERSIONS.contains(&v) {
-        Check::pass("snp.format.version", format!("version {v} (supported 2..=5)"))
+        Check::pass(
+            "snp.format.version",
+            format!("version {v} (supported 2..=5)"),
+        )
     } else {
-        Check::fail("snp.format.version", format!("version {v}, supported 2..=5"))
+        Check::fail(
+            "snp.format.version",
+            format!("version {v}, supported 2..=5"),
+        )
     });
     let algo = report.signature_algo();
     checks.push(if algo == raw::SIG_ALGO_ECDSA_P384_SHA384 {
         Check::pass("snp.format.signature_algo", "1 = ECDSA P-384 with SHA-384")
     } else {
-        Check::fail("snp.format.signature_algo", format!("{algo}, expected 1 (ECDSA P-384 SHA-384)"))
+        Check::fail(
+            "snp.format.signature_algo",
+            format!("{algo}, expected 1 (ECDSA P-384 SHA-384)"),
+        )
     });
     let key = report.signing_key();
-    let allowed = |k: &str| policy.signing_keys.is_empty() || policy.signing_keys.iter().any(|x| x == k);
+    let allowed =
+        |k: &str| policy.signing_keys.is_empty() || policy.signing_keys.iter().any(|x| x == k);
     checks.push(match key {
         SigningKey::Vcek if allowed("vcek") => Check::pass("snp.format.signing_key", "VCEK"),
         SigningKey::Vlek if allowed("vlek") => Check::pass("snp.format.signing_key", "VLEK"),
@@ -239,10 +283,16 @@ fn format_checks(report: &AttestationReport, policy: &Policy, checks: &mut Vec<C
             "snp.format.signing_key",
             format!("{key} not in policy {:?}", policy.signing_keys),
         ),
-        other => Check::fail("snp.format.signing_key", format!("{other}: not signed by VCEK or VLEK")),
+        other => Check::fail(
+            "snp.format.signing_key",
+            format!("{other}: not signed by VCEK or VLEK"),
+        ),
     });
     checks.push(match report.first_nonzero_reserved() {
-        None => Check::pass("snp.format.reserved_zero", format!("all reserved fields of version {v} are zero")),
+        None => Check::pass(
+            "snp.format.reserved_zero",
+            format!("all reserved fields of version {v} are zero"),
+        ),
         Some((offset, value)) => Check::fail(
             "snp.format.reserved_zero",
             format!("reserved byte at {offset:#05x} is {value:#04x}"),
@@ -250,29 +300,39 @@ fn format_checks(report: &AttestationReport, policy: &Policy, checks: &mut Vec<C
     });
     let p = report.policy();
     checks.push(if !p.has(GuestPolicy::RESERVED_MBO) {
-        Check::fail("snp.format.policy_bits", format!("policy {:#x}: bit 17 (must be one) is clear", p.0))
+        Check::fail(
+            "snp.format.policy_bits",
+            format!("policy {:#x}: bit 17 (must be one) is clear", p.0),
+        )
     } else if p.0 & GuestPolicy::RESERVED_MBZ != 0 {
         Check::fail(
             "snp.format.policy_bits",
-            format!("policy {:#x}: reserved bits {:#x} set", p.0, p.0 & GuestPolicy::RESERVED_MBZ),
+            format!(
+                "policy {:#x}: reserved bits {:#x} set",
+                p.0,
+                p.0 & GuestPolicy::RESERVED_MBZ
+            ),
         )
     } else {
-        Check::pass("snp.format.policy_bits", format!("policy {:#x}: bit 17 set, bits 63:26 clear", p.0))
+        Check::pass(
+            "snp.format.policy_bits",
+            format!("policy {:#x}: bit 17 set, bits 63:26 clear", p.0),
+        )
     });
 }
 
-fn bit_rule(
-    checks: &mut Vec<Check>,
-    name: &str,
-    what: &str,
-    set: bool,
-    want: Option<bool>,
-) {
+fn bit_rule(checks: &mut Vec<Check>, name: &str, what: &str, set: bool, want: Option<bool>) {
     let state = if set { "set" } else { "clear" };
     checks.push(match want {
         None => Check::skip(name, format!("{what} {state}; not constrained by policy")),
         Some(w) if w == set => Check::pass(name, format!("{what} {state} as required")),
-        Some(_) => Check::fail(name, format!("{what} {state}, policy requires {}", if set { "clear" } else { "set" })),
+        Some(_) => Check::fail(
+            name,
+            format!(
+                "{what} {state}, policy requires {}",
+                if set { "clear" } else { "set" }
+            ),
+        ),
     });
 }
 
@@ -281,50 +341,120 @@ fn guest_policy_checks(report: &AttestationReport, policy: &Policy, checks: &mut
     // Never configurable: a debug guest's memory is readable by the host, and a migration
     // agent can export it.
     checks.push(if p.has(GuestPolicy::DEBUG) {
-        Check::fail("snp.policy.debug", format!("policy {:#x}: DEBUG (bit 19) allowed", p.0))
+        Check::fail(
+            "snp.policy.debug",
+            format!("policy {:#x}: DEBUG (bit 19) allowed", p.0),
+        )
     } else {
         Check::pass("snp.policy.debug", "DEBUG (bit 19) clear")
     });
     checks.push(if p.has(GuestPolicy::MIGRATE_MA) {
-        Check::fail("snp.policy.migration_agent", format!("policy {:#x}: MIGRATE_MA (bit 18) allowed", p.0))
+        Check::fail(
+            "snp.policy.migration_agent",
+            format!("policy {:#x}: MIGRATE_MA (bit 18) allowed", p.0),
+        )
     } else {
         Check::pass("snp.policy.migration_agent", "MIGRATE_MA (bit 18) clear")
     });
     let smt = p.has(GuestPolicy::SMT);
     checks.push(if smt && !policy.allow_smt {
-        Check::fail("snp.policy.smt", "SMT (bit 16) allowed by the guest, policy forbids SMT")
+        Check::fail(
+            "snp.policy.smt",
+            "SMT (bit 16) allowed by the guest, policy forbids SMT",
+        )
     } else {
         Check::pass(
             "snp.policy.smt",
-            format!("SMT bit {}; policy allow_smt={}", if smt { "set" } else { "clear" }, policy.allow_smt),
+            format!(
+                "SMT bit {}; policy allow_smt={}",
+                if smt { "set" } else { "clear" },
+                policy.allow_smt
+            ),
         )
     });
-    bit_rule(checks, "snp.policy.single_socket", "SINGLE_SOCKET (bit 20)", p.has(GuestPolicy::SINGLE_SOCKET), policy.require_single_socket.then_some(true));
-    bit_rule(checks, "snp.policy.cxl", "CXL_ALLOW (bit 21)", p.has(GuestPolicy::CXL_ALLOW), (!policy.allow_cxl).then_some(false));
-    bit_rule(checks, "snp.policy.aes_256_xts", "MEM_AES_256_XTS (bit 22)", p.has(GuestPolicy::MEM_AES_256_XTS), policy.require_aes_256_xts.then_some(true));
-    bit_rule(checks, "snp.policy.rapl_disabled", "RAPL_DIS (bit 23)", p.has(GuestPolicy::RAPL_DIS), policy.require_rapl_disabled.then_some(true));
-    bit_rule(checks, "snp.policy.ciphertext_hiding", "CIPHERTEXT_HIDING (bit 24)", p.has(GuestPolicy::CIPHERTEXT_HIDING), policy.require_ciphertext_hiding.then_some(true));
+    bit_rule(
+        checks,
+        "snp.policy.single_socket",
+        "SINGLE_SOCKET (bit 20)",
+        p.has(GuestPolicy::SINGLE_SOCKET),
+        policy.require_single_socket.then_some(true),
+    );
+    bit_rule(
+        checks,
+        "snp.policy.cxl",
+        "CXL_ALLOW (bit 21)",
+        p.has(GuestPolicy::CXL_ALLOW),
+        (!policy.allow_cxl).then_some(false),
+    );
+    bit_rule(
+        checks,
+        "snp.policy.aes_256_xts",
+        "MEM_AES_256_XTS (bit 22)",
+        p.has(GuestPolicy::MEM_AES_256_XTS),
+        policy.require_aes_256_xts.then_some(true),
+    );
+    bit_rule(
+        checks,
+        "snp.policy.rapl_disabled",
+        "RAPL_DIS (bit 23)",
+        p.has(GuestPolicy::RAPL_DIS),
+        policy.require_rapl_disabled.then_some(true),
+    );
+    bit_rule(
+        checks,
+        "snp.policy.ciphertext_hiding",
+        "CIPHERTEXT_HIDING (bit 24)",
+        p.has(GuestPolicy::CIPHERTEXT_HIDING),
+        policy.require_ciphertext_hiding.then_some(true),
+    );
     let abi = (p.abi_major(), p.abi_minor());
     checks.push(match policy.min_abi {
-        None => Check::skip("snp.policy.abi", format!("guest requires ABI {}.{}; no minimum configured", abi.0, abi.1)),
-        Some(min) if abi >= min => Check::pass("snp.policy.abi", format!("ABI {}.{} >= {}.{}", abi.0, abi.1, min.0, min.1)),
-        Some(min) => Check::fail("snp.policy.abi", format!("ABI {}.{} < {}.{}", abi.0, abi.1, min.0, min.1)),
+        None => Check::skip(
+            "snp.policy.abi",
+            format!(
+                "guest requires ABI {}.{}; no minimum configured",
+                abi.0, abi.1
+            ),
+        ),
+        Some(min) if abi >= min => Check::pass(
+            "snp.policy.abi",
+            format!("ABI {}.{} >= {}.{}", abi.0, abi.1, min.0, min.1),
+        ),
+        Some(min) => Check::fail(
+            "snp.policy.abi",
+            format!("ABI {}.{} < {}.{}", abi.0, abi.1, min.0, min.1),
+        ),
     });
     let vmpl = report.vmpl();
     checks.push(match &policy.vmpl {
-        None => Check::skip("snp.policy.vmpl", format!("VMPL {vmpl}; not constrained by policy")),
-        Some(allowed) if allowed.contains(&vmpl) => Check::pass("snp.policy.vmpl", format!("VMPL {vmpl} in {allowed:?}")),
+        None => Check::skip(
+            "snp.policy.vmpl",
+            format!("VMPL {vmpl}; not constrained by policy"),
+        ),
+        Some(allowed) if allowed.contains(&vmpl) => {
+            Check::pass("snp.policy.vmpl", format!("VMPL {vmpl} in {allowed:?}"))
+        }
         Some(allowed) => Check::fail("snp.policy.vmpl", format!("VMPL {vmpl} not in {allowed:?}")),
     });
     let svn = report.guest_svn();
     checks.push(match policy.min_guest_svn {
-        None => Check::skip("snp.policy.guest_svn", format!("guest SVN {svn}; no minimum configured")),
-        Some(min) if svn >= min => Check::pass("snp.policy.guest_svn", format!("guest SVN {svn} >= {min}")),
+        None => Check::skip(
+            "snp.policy.guest_svn",
+            format!("guest SVN {svn}; no minimum configured"),
+        ),
+        Some(min) if svn >= min => {
+            Check::pass("snp.policy.guest_svn", format!("guest SVN {svn} >= {min}"))
+        }
         Some(min) => Check::fail("snp.policy.guest_svn", format!("guest SVN {svn} < {min}")),
     });
 }
 
-fn tcb_checks(report: &AttestationReport, policy: &Policy, product: Option<Product>, checks: &mut Vec<Check>) {
+fn tcb_checks(
+    report: &AttestationReport,
+    policy: &Policy,
+    product: Option<Product>,
+    checks: &mut Vec<Check>,
+) {
     let tcbs = [
         ("snp.tcb.current", report.current_tcb()),
         ("snp.tcb.committed", report.committed_tcb()),
@@ -333,25 +463,42 @@ fn tcb_checks(report: &AttestationReport, policy: &Policy, product: Option<Produ
     ];
     let Some(product) = product else {
         for (name, _) in tcbs {
-            checks.push(Check::skip(name, "not evaluated: product unknown (chain not anchored)"));
+            checks.push(Check::skip(
+                name,
+                "not evaluated: product unknown (chain not anchored)",
+            ));
         }
-        checks.push(Check::skip("snp.tcb.firmware", "not evaluated: chain not anchored"));
+        checks.push(Check::skip(
+            "snp.tcb.firmware",
+            "not evaluated: chain not anchored",
+        ));
         return;
     };
-    let minimum = policy.tcb_minimum.iter().find(|(p, _)| *p == product).map(|(_, m)| m);
+    let minimum = policy
+        .tcb_minimum
+        .iter()
+        .find(|(p, _)| *p == product)
+        .map(|(_, m)| m);
     for (name, raw) in tcbs {
         let parts = TcbParts::decode(raw, product);
         checks.push(match minimum {
-            None => Check::skip(name, format!("{parts} ({raw:#018x}); no {product} minimum configured")),
-            Some(_) if !TcbParts::reserved_zero(raw, product) => {
-                Check::fail(name, format!("{raw:#018x}: reserved bytes of the {product} layout are not zero"))
-            }
+            None => Check::skip(
+                name,
+                format!("{parts} ({raw:#018x}); no {product} minimum configured"),
+            ),
+            Some(_) if !TcbParts::reserved_zero(raw, product) => Check::fail(
+                name,
+                format!("{raw:#018x}: reserved bytes of the {product} layout are not zero"),
+            ),
             Some(min) => {
                 let below = parts.below(min);
                 if below.is_empty() {
                     Check::pass(name, format!("{parts} >= minimum {min} field by field"))
                 } else {
-                    let list: Vec<String> = below.iter().map(|(f, a, m)| format!("{f} {a} < {m}")).collect();
+                    let list: Vec<String> = below
+                        .iter()
+                        .map(|(f, a, m)| format!("{f} {a} < {m}"))
+                        .collect();
                     Check::fail(name, format!("{parts}: {}", list.join(", ")))
                 }
             }
@@ -360,7 +507,10 @@ fn tcb_checks(report: &AttestationReport, policy: &Policy, product: Option<Produ
     let cur = report.current_firmware();
     let com = report.committed_firmware();
     checks.push(match policy.min_firmware {
-        None => Check::skip("snp.tcb.firmware", format!("current {cur}, committed {com}; no minimum configured")),
+        None => Check::skip(
+            "snp.tcb.firmware",
+            format!("current {cur}, committed {com}; no minimum configured"),
+        ),
         Some((maj, min, build)) => {
             let ok = |v: raw::FirmwareVersion| {
                 (v.major, v.minor) > (maj, min)
@@ -371,9 +521,15 @@ fn tcb_checks(report: &AttestationReport, policy: &Policy, product: Option<Produ
                 None => format!("{maj}.{min}"),
             };
             if ok(cur) && ok(com) {
-                Check::pass("snp.tcb.firmware", format!("current {cur}, committed {com} >= {want}"))
+                Check::pass(
+                    "snp.tcb.firmware",
+                    format!("current {cur}, committed {com} >= {want}"),
+                )
             } else {
-                Check::fail("snp.tcb.firmware", format!("current {cur}, committed {com}, minimum {want}"))
+                Check::fail(
+                    "snp.tcb.firmware",
+                    format!("current {cur}, committed {com}, minimum {want}"),
+                )
             }
         }
     });
@@ -381,11 +537,21 @@ fn tcb_checks(report: &AttestationReport, policy: &Policy, product: Option<Produ
 
 fn allow_list(name: &str, what: &str, actual: &[u8], allowed: &[&[u8]], checks: &mut Vec<Check>) {
     checks.push(if allowed.is_empty() {
-        Check::skip(name, format!("{what} {}; no allow-list configured", hexs(actual)))
+        Check::skip(
+            name,
+            format!("{what} {}; no allow-list configured", hexs(actual)),
+        )
     } else if allowed.contains(&actual) {
         Check::pass(name, format!("{what} {} is allowed", hexs(actual)))
     } else {
-        Check::fail(name, format!("{what} {} not among {} allowed", hexs(actual), allowed.len()))
+        Check::fail(
+            name,
+            format!(
+                "{what} {} not among {} allowed",
+                hexs(actual),
+                allowed.len()
+            ),
+        )
     });
 }
 
@@ -402,33 +568,80 @@ fn identity_checks(report: &AttestationReport, policy: &Policy, checks: &mut Vec
     let m = report.measurement();
     let name = "snp.identity.measurement";
     checks.push(if policy.measurements.is_empty() {
-        Check::skip(name, format!("measurement {}; no allow-list configured", hexs(&m)))
+        Check::skip(
+            name,
+            format!("measurement {}; no allow-list configured", hexs(&m)),
+        )
     } else {
-        match policy.measurements.iter().find(|(x, _)| x.as_slice() == m.as_slice()) {
-            Some((_, from)) => Check::pass(name, format!("measurement {} allowed by {from}", hexs(&m))),
+        match policy
+            .measurements
+            .iter()
+            .find(|(x, _)| x.as_slice() == m.as_slice())
+        {
+            Some((_, from)) => {
+                Check::pass(name, format!("measurement {} allowed by {from}", hexs(&m)))
+            }
             None => Check::fail(
                 name,
-                format!("measurement {} not among {} allowed", hexs(&m), policy.measurements.len()),
+                format!(
+                    "measurement {} not among {} allowed",
+                    hexs(&m),
+                    policy.measurements.len()
+                ),
             ),
         }
     });
     let host: Vec<&[u8]> = policy.host_data.iter().map(|v| v.as_slice()).collect();
-    allow_list("snp.identity.host_data", "host_data", &report.host_data(), &host, checks);
+    allow_list(
+        "snp.identity.host_data",
+        "host_data",
+        &report.host_data(),
+        &host,
+        checks,
+    );
     let ids: Vec<&[u8]> = policy.id_key_digests.iter().map(|v| v.as_slice()).collect();
-    allow_list("snp.identity.id_key_digest", "ID key digest", &report.id_key_digest(), &ids, checks);
+    allow_list(
+        "snp.identity.id_key_digest",
+        "ID key digest",
+        &report.id_key_digest(),
+        &ids,
+        checks,
+    );
     if !policy.author_key_digests.is_empty() && !report.author_key_en() {
         checks.push(Check::fail(
             "snp.identity.author_key_digest",
             "policy pins an author key, but the report has AUTHOR_KEY_EN clear",
         ));
     } else {
-        let authors: Vec<&[u8]> = policy.author_key_digests.iter().map(|v| v.as_slice()).collect();
-        allow_list("snp.identity.author_key_digest", "author key digest", &report.author_key_digest(), &authors, checks);
+        let authors: Vec<&[u8]> = policy
+            .author_key_digests
+            .iter()
+            .map(|v| v.as_slice())
+            .collect();
+        allow_list(
+            "snp.identity.author_key_digest",
+            "author key digest",
+            &report.author_key_digest(),
+            &authors,
+            checks,
+        );
     }
     let fam: Vec<&[u8]> = policy.family_id.iter().map(|v| v.as_slice()).collect();
-    allow_list("snp.identity.family_id", "family_id", &report.family_id(), &fam, checks);
+    allow_list(
+        "snp.identity.family_id",
+        "family_id",
+        &report.family_id(),
+        &fam,
+        checks,
+    );
     let img: Vec<&[u8]> = policy.image_id.iter().map(|v| v.as_slice()).collect();
-    allow_list("snp.identity.image_id", "image_id", &report.image_id(), &img, checks);
+    allow_list(
+        "snp.identity.image_id",
+        "image_id",
+        &report.image_id(),
+        &img,
+        checks,
+    );
     let chip = report.chip_id();
     let name = "snp.identity.chip_id";
     checks.push(if policy.chip_ids.is_empty() {
@@ -436,6 +649,9 @@ fn identity_checks(report: &AttestationReport, policy: &Policy, checks: &mut Vec
     } else if policy.chip_ids.iter().any(|c| registered_matches(c, &chip)) {
         Check::pass(name, format!("chip_id {} is registered", hexs(&chip)))
     } else {
-        Check::fail(name, format!("chip_id {} is not a registered node", hexs(&chip)))
+        Check::fail(
+            name,
+            format!("chip_id {} is not a registered node", hexs(&chip)),
+        )
     });
 }

@@ -145,11 +145,9 @@ impl std::fmt::Debug for AttestationReport {
 impl AttestationReport {
     /// Accepts exactly [`REPORT_SIZE`] bytes; anything else is a typed error.
     pub fn parse(bytes: &[u8]) -> Result<AttestationReport, ReportError> {
-        let raw: [u8; REPORT_SIZE] = bytes
-            .try_into()
-            .map_err(|_| ReportError::Size {
-                actual: bytes.len(),
-            })?;
+        let raw: [u8; REPORT_SIZE] = bytes.try_into().map_err(|_| ReportError::Size {
+            actual: bytes.len(),
+        })?;
         Ok(AttestationReport { raw: Box::new(raw) })
     }
 

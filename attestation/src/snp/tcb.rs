@@ -155,21 +155,39 @@ mod tests {
     fn milan_layout_matches_the_go_sev_guest_vector() {
         // go-sev-guest attestation.bin: reported_tcb 0x4405000000000002 = bl 2, tee 0, snp 5, ucode 68.
         let t = TcbParts::decode(0x4405000000000002, Product::Milan);
-        assert_eq!((t.bootloader, t.tee, t.snp, t.microcode, t.fmc), (2, 0, 5, 68, None));
+        assert_eq!(
+            (t.bootloader, t.tee, t.snp, t.microcode, t.fmc),
+            (2, 0, 5, 68, None)
+        );
         assert_eq!(t.encode(Product::Milan), 0x4405000000000002);
     }
 
     #[test]
     fn turin_layout_puts_fmc_first() {
         let t = TcbParts::decode(0x4800_0000_0302_0100, Product::Turin);
-        assert_eq!((t.fmc, t.bootloader, t.tee, t.snp, t.microcode), (Some(0), 1, 2, 3, 0x48));
+        assert_eq!(
+            (t.fmc, t.bootloader, t.tee, t.snp, t.microcode),
+            (Some(0), 1, 2, 3, 0x48)
+        );
     }
 
     #[test]
     fn comparison_is_per_field_not_lexicographic() {
         // Higher microcode must not compensate for a lower bootloader.
-        let actual = TcbParts { fmc: None, bootloader: 1, tee: 0, snp: 8, microcode: 250 };
-        let min = TcbParts { fmc: None, bootloader: 2, tee: 0, snp: 8, microcode: 100 };
+        let actual = TcbParts {
+            fmc: None,
+            bootloader: 1,
+            tee: 0,
+            snp: 8,
+            microcode: 250,
+        };
+        let min = TcbParts {
+            fmc: None,
+            bootloader: 2,
+            tee: 0,
+            snp: 8,
+            microcode: 100,
+        };
         assert!(actual.encode(Product::Milan) > min.encode(Product::Milan));
         assert_eq!(actual.below(&min), vec![("bootloader", 1, 2)]);
     }

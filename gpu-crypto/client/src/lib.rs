@@ -10,10 +10,11 @@
 
 use gpu_crypto::ffi::{self, ABI_VERSION, Status};
 use gpu_crypto::{
-    BackendChoice, BlsItem, BlsScheme, DecodeError, DomainSeparator, Engine, EngineError,
-    G1Affine, G1Projective, MsmInput, Operation, Policy, VerifyError,
+    BackendChoice, BlsItem, BlsScheme, DecodeError, DomainSeparator, Engine, EngineError, G1Affine,
+    G1Projective, MsmInput, Operation, Policy, VerifyError,
 };
 use std::ffi::{CString, c_char, c_void};
+use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 
@@ -43,7 +44,10 @@ pub enum ClientError {
         "the policy pins {operation} to the GPU, but the library is unusable ({reason}); \
          the in-process CPU fallback cannot honour that"
     )]
-    GpuRequired { operation: Operation, reason: String },
+    GpuRequired {
+        operation: Operation,
+        reason: String,
+    },
     #[error("{operation}: library call failed with {status}: {message}")]
     Call {
         operation: &'static str,
@@ -136,9 +140,10 @@ struct Library {
     msm_batch: MsmBatch,
     verify_batch: VerifyBatch,
     sha256_chunks: Sha256Chunks,
-    /// Keeps the code behind the function pointers mapped; dropped after `Drop::drop`
-    /// freed the engine.
-    _library: libloading::Library,
+    /// Keeps the code behind the function pointers mapped. Never unloaded, even after
+    /// the engine is freed: the library's worker threads (rayon's pool) and thread-local
+    /// destructors outlive any one engine and must never find their code unmapped.
+    _library: ManuallyDrop<libloading::Library>,
 }
 
 // SAFETY: the engine behind the handle is `Send + Sync` (gpu_crypto::Engine, documented
@@ -160,6 +165,18 @@ enum OpenFailure {
     Hard(ClientError),
 }
 
+/// An error with its sources (libloading puts the loader's own words in the source).
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
+}
+
 /// Copies a function pointer out of the library.
 ///
 /// # Safety
@@ -173,8 +190,9 @@ unsafe fn symbol<T: Copy>(
     match unsafe { library.get::<T>(name.as_bytes()) } {
         Ok(symbol) => Ok(*symbol),
         Err(e) => Err(OpenFailure::Unusable(format!(
-            "{}: missing symbol {name}: {e}",
-            path.display()
+            "{}: missing symbol {name}: {}",
+            path.display(),
+            chain(&e)
         ))),
     }
 }
@@ -183,9 +201,13 @@ impl Library {
     fn open(path: &Path, policy_json: &CString) -> Result<(Library, u32), OpenFailure> {
         // SAFETY: loading runs the library's initialisers; libgpu_crypto.so (a Rust cdylib)
         // has none with preconditions.
-        let library = unsafe { libloading::Library::new(path) }.map_err(|e| {
-            OpenFailure::Unusable(format!("cannot load {}: {e}", path.display()))
-        })?;
+        // Never unloaded (see `Library::_library`), not even after a failure below: once
+        // any of its code has run, it may have left threads or destructors behind.
+        let library = unsafe { libloading::Library::new(path) }
+            .map(ManuallyDrop::new)
+            .map_err(|e| {
+                OpenFailure::Unusable(format!("cannot load {}: {}", path.display(), chain(&e)))
+            })?;
         // SAFETY (all symbol calls): types as declared in gpu_crypto.h, the version checked
         // first so that the remaining signatures are the ones this client was built for.
         let abi_version: unsafe extern "C" fn() -> u32 =
@@ -331,8 +353,8 @@ impl Client {
 
     /// As [`Client::open`] with exactly this library path (no environment lookup).
     pub fn open_path(path: &Path, policy: &Policy) -> Result<Client, ClientError> {
-        let json =
-            serde_json::to_string(policy).map_err(|e| ClientError::PolicyEncoding(e.to_string()))?;
+        let json = serde_json::to_string(policy)
+            .map_err(|e| ClientError::PolicyEncoding(e.to_string()))?;
         let json = CString::new(json).map_err(|_| ClientError::PolicyNul)?;
         match Library::open(path, &json) {
             Ok((library, abi_version)) => {
@@ -372,12 +394,12 @@ impl Client {
     pub fn report_json(&self) -> Result<String, ClientError> {
         match &self.backend {
             Backend::Library(lib) => lib.json("report_json", lib.report_json),
-            Backend::Cpu(engine) => serde_json::to_string(&engine.report()).map_err(|e| {
-                ClientError::BadResult {
+            Backend::Cpu(engine) => {
+                serde_json::to_string(&engine.report()).map_err(|e| ClientError::BadResult {
                     operation: "report_json",
                     detail: e.to_string(),
-                }
-            }),
+                })
+            }
         }
     }
 
@@ -385,12 +407,12 @@ impl Client {
     pub fn stats_json(&self) -> Result<String, ClientError> {
         match &self.backend {
             Backend::Library(lib) => lib.json("stats_json", lib.stats_json),
-            Backend::Cpu(engine) => serde_json::to_string(&engine.stats()).map_err(|e| {
-                ClientError::BadResult {
+            Backend::Cpu(engine) => {
+                serde_json::to_string(&engine.stats()).map_err(|e| ClientError::BadResult {
                     operation: "stats_json",
                     detail: e.to_string(),
-                }
-            }),
+                })
+            }
         }
     }
 

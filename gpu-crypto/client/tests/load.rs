@@ -99,7 +99,11 @@ fn assert_matches_cpu(client: &Client, seed: u64) {
                 public_key,
                 message,
                 // Every fourth item is checked under the other scheme: invalid.
-                scheme: if i % 4 == 3 { BlsScheme::ALL[(i + 1) % 2] } else { scheme },
+                scheme: if i % 4 == 3 {
+                    BlsScheme::ALL[(i + 1) % 2]
+                } else {
+                    scheme
+                },
             }
         })
         .collect();
@@ -113,7 +117,10 @@ fn assert_matches_cpu(client: &Client, seed: u64) {
         })
         .collect();
     let verdicts = client.bls_verify_batch(&items).expect("verify");
-    assert_eq!(verdicts, reference.bls_verify_batch(&items).expect("reference"));
+    assert_eq!(
+        verdicts,
+        reference.bls_verify_batch(&items).expect("reference")
+    );
     assert!(verdicts.iter().any(Result::is_ok) && verdicts.iter().any(Result::is_err));
 
     let chunks: Vec<Vec<u8>> = [0usize, 3, 64, 5000]
@@ -128,7 +135,9 @@ fn assert_matches_cpu(client: &Client, seed: u64) {
     let separator = DomainSeparator::new("ic-state-chunk").expect("separator");
     assert_eq!(
         client.sha256_chunks(&separator, &slices).expect("sha256"),
-        reference.sha256_chunks(&separator, &slices).expect("reference")
+        reference
+            .sha256_chunks(&separator, &slices)
+            .expect("reference")
     );
 }
 
@@ -162,6 +171,34 @@ fn loaded_library_matches_the_cpu_path() {
 }
 
 #[test]
+fn loaded_library_under_the_auto_policy_matches_the_cpu_path() {
+    // Crossovers of 1: every batch goes to the GPU where the library has a usable one
+    // and an implementation of the operation.
+    let mut policy = Policy::auto();
+    policy.decompress.gpu_min_batch = 1;
+    policy.msm.gpu_min_batch = 1;
+    policy.bls_verify.gpu_min_batch = 1;
+    policy.sha256.gpu_min_batch = 1;
+    let client = Client::open_path(&built_cdylib(), &policy).expect("open");
+    assert_matches_cpu(&client, 4);
+    let report: serde_json::Value =
+        serde_json::from_str(&client.report_json().expect("report")).expect("JSON");
+    let stats = client.stats_json().expect("stats");
+    eprintln!("report: {report}\nstats: {stats}");
+    if report["gpu"]["state"] == "ready" {
+        let stats: serde_json::Value = serde_json::from_str(&stats).expect("JSON");
+        let on_gpu: u64 = stats["operations"]
+            .as_array()
+            .expect("operations")
+            .iter()
+            .filter(|c| c["executed"] == "gpu")
+            .map(|c| c["calls"].as_u64().unwrap_or(0))
+            .sum();
+        assert!(on_gpu > 0, "a ready GPU ran nothing: {stats}");
+    }
+}
+
+#[test]
 fn msm_length_mismatch_is_refused_before_the_library_call() {
     let client = Client::open_path(&built_cdylib(), &Policy::cpu_only()).expect("open");
     let points = [G1Affine::generator()];
@@ -172,7 +209,13 @@ fn msm_length_mismatch_is_refused_before_the_library_call() {
         }])
         .expect_err("length mismatch");
     assert!(
-        matches!(err, ClientError::LengthMismatch { points: 1, scalars: 0 }),
+        matches!(
+            err,
+            ClientError::LengthMismatch {
+                points: 1,
+                scalars: 0
+            }
+        ),
         "{err}"
     );
 }
@@ -184,8 +227,14 @@ fn missing_library_falls_back_to_the_cpu_with_the_reason() {
     let ClientStatus::CpuFallback { reason } = client.status() else {
         panic!("expected a CPU fallback, got {:?}", client.status());
     };
-    assert!(reason.contains("cannot load /nonexistent/dir/libgpu_crypto.so"), "{reason}");
-    assert!(reason.contains("No such file"), "loader error kept: {reason}");
+    assert!(
+        reason.contains("cannot load /nonexistent/dir/libgpu_crypto.so"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("No such file"),
+        "loader error kept: {reason}"
+    );
     assert_matches_cpu(&client, 2);
 }
 
@@ -250,7 +299,10 @@ fn a_gpu_pinned_policy_is_never_served_by_the_fallback() {
     // The real library with a pinned GPU: starts where a GPU is usable, else refuses.
     match Client::open_path(&built_cdylib(), &policy) {
         Ok(client) => {
-            assert!(Engine::new(policy).is_ok(), "library accepted a GPU this process cannot use");
+            assert!(
+                Engine::new(policy).is_ok(),
+                "library accepted a GPU this process cannot use"
+            );
             assert!(matches!(client.status(), ClientStatus::Loaded { .. }));
         }
         Err(ClientError::EngineNew { reason, .. }) => {

@@ -10,20 +10,50 @@ mod cli;
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use gpu_crypto::manifest::ManifestVersion;
-use gpu_crypto::{BackendChoice, BlsScheme, Engine, Policy};
+use gpu_crypto::{
+    BackendChoice, BlsScheme, Engine, EngineError, Operation, OperationPolicy, Policy,
+};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+const AFTER_HELP: &str = "\
+Input files (FILE may be - for standard input) are read line by line: the newline after \
+the last line is optional, and every other line counts, empty ones included, so that \
+output line i answers input line i (an empty line is answered `err bad-hex` by decompress \
+and `err bad-line` by verify, and is an error for msm). Surrounding spaces and a CR before \
+the newline are ignored; hex digits may be of either case.
+
+Results go to standard output only once the whole command has succeeded, and depend only \
+on the results, never on the backend: --backend cpu and --backend gpu print the same bytes. \
+Per-item rejections (err lines) are results: the exit status is 0. It is 1 for an error \
+of the whole command (unreadable file, a bad msm line, a GPU required but unusable) and \
+for a failing selftest.
+
+Under --backend, the operations a command runs take that backend and the others stay on \
+the CPU (so that `--backend gpu decompress` needs only a GPU decompression); --policy \
+FILE.toml sets every operation as written.";
+
 #[derive(Parser)]
-#[command(name = "gpu-crypto", version, about = "BLS12-381 and SHA-256 batch operations on the GPU or the CPU, bit-exact with ic_bls12_381")]
+#[command(
+    name = "gpu-crypto",
+    version,
+    about = "BLS12-381 and SHA-256 batch operations on the GPU or the CPU, bit-exact with ic_bls12_381",
+    after_help = AFTER_HELP
+)]
 struct Args {
-    /// Backend for every operation. `gpu` fails when no GPU can be used; `auto` uses the
-    /// GPU for large enough batches when one is usable, else the CPU (and says so).
+    /// Backend of the operations the command runs. `gpu` fails when no GPU can be used;
+    /// `auto` uses the GPU for large enough batches when one is usable, else the CPU (and
+    /// says so).
     #[arg(long, global = true, value_enum)]
     backend: Option<BackendArg>,
     /// A backend policy in TOML (the `gpu_crypto::Policy` fields), for full control.
-    #[arg(long, global = true, value_name = "FILE.toml", conflicts_with = "backend")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE.toml",
+        conflicts_with = "backend"
+    )]
     policy: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
@@ -116,6 +146,7 @@ enum Command {
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
@@ -131,22 +162,72 @@ fn main() -> ExitCode {
     }
 }
 
-fn policy_of(args: &Args) -> anyhow::Result<Policy> {
-    match (&args.policy, args.backend) {
-        (Some(path), _) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading the policy {}", path.display()))?;
-            toml::from_str(&text).with_context(|| format!("parsing the policy {}", path.display()))
+impl Command {
+    /// The operations the command runs. Under `--backend`, only these take the chosen
+    /// backend (the others are never called, so a GPU without an implementation of them
+    /// must not stop the command); `--policy` is used as written.
+    fn operations(&self) -> &'static [Operation] {
+        match self {
+            Command::Decompress { .. } => &[Operation::Decompress],
+            Command::Msm { .. } => &[Operation::Decompress, Operation::Msm],
+            Command::Verify { .. } => &[Operation::BlsVerify],
+            Command::Manifest { .. } => &[Operation::Sha256],
+            Command::ManifestHash { .. } => &[],
+            Command::Selftest { .. } | Command::Status => &Operation::ALL,
         }
-        (None, backend) => Ok(Policy::with_backend(
-            backend.map_or(BackendChoice::Auto, BackendChoice::from),
-        )),
+    }
+}
+
+fn policy_of(args: &Args) -> anyhow::Result<Policy> {
+    if let Some(path) = &args.policy {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the policy {}", path.display()))?;
+        return toml::from_str(&text)
+            .with_context(|| format!("parsing the policy {}", path.display()));
+    }
+    let backend = args
+        .backend
+        .map_or(BackendChoice::Auto, BackendChoice::from);
+    let mut policy = Policy::with_backend(backend);
+    let used = args.command.operations();
+    for op in Operation::ALL {
+        if !used.contains(&op) {
+            operation_mut(&mut policy, op).backend = BackendChoice::Cpu;
+        }
+    }
+    Ok(policy)
+}
+
+fn operation_mut(policy: &mut Policy, op: Operation) -> &mut OperationPolicy {
+    match op {
+        Operation::Decompress => &mut policy.decompress,
+        Operation::Msm => &mut policy.msm,
+        Operation::BlsVerify => &mut policy.bls_verify,
+        Operation::Sha256 => &mut policy.sha256,
     }
 }
 
 fn engine_of(args: &Args) -> anyhow::Result<Engine> {
     let policy = policy_of(args)?;
     Engine::new(policy).context("cannot start the engine under this policy")
+}
+
+/// The selftest's engine: operations pinned to a GPU that has no implementation of them
+/// are taken out (each reported as a failure by the selftest) so that the others still run
+/// on the GPU; any other refusal (no usable GPU at all) is an error.
+fn selftest_engine(args: &Args) -> anyhow::Result<(Engine, Vec<(Operation, String)>)> {
+    let mut policy = policy_of(args)?;
+    let mut not_run = Vec::new();
+    loop {
+        match Engine::new(policy) {
+            Ok(engine) => return Ok((engine, not_run)),
+            Err(e @ EngineError::NoGpuImplementation { op }) => {
+                not_run.push((op, e.to_string()));
+                operation_mut(&mut policy, op).backend = BackendChoice::Cpu;
+            }
+            Err(e) => return Err(e).context("cannot start the engine under this policy"),
+        }
+    }
 }
 
 fn print(text: &str) -> anyhow::Result<()> {
@@ -158,12 +239,18 @@ fn print(text: &str) -> anyhow::Result<()> {
 }
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let engine = engine_of(&args)?;
     let read = |file: &Path| cli::input::read_input(file);
     match &args.command {
-        Command::Decompress { file } => print(&cli::ops::decompress(&engine, &read(file)?)?)?,
-        Command::Msm { file } => print(&cli::ops::msm(&engine, &read(file)?)?)?,
+        Command::Decompress { file } => {
+            let engine = engine_of(&args)?;
+            print(&cli::ops::decompress(&engine, &read(file)?)?)?
+        }
+        Command::Msm { file } => {
+            let engine = engine_of(&args)?;
+            print(&cli::ops::msm(&engine, &read(file)?)?)?
+        }
         Command::Verify { file, scheme } => {
+            let engine = engine_of(&args)?;
             print(&cli::ops::verify(&engine, &read(file)?, (*scheme).into())?)?
         }
         Command::ManifestHash { file, unvalidated } => {
@@ -174,6 +261,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             version,
             root_hash,
         } => {
+            let engine = engine_of(&args)?;
             let (json, root) = cli::ops::manifest(&engine, dir, *version)?;
             if *root_hash {
                 print(&format!("{root}\n"))?;
@@ -183,13 +271,15 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Selftest { size, seed } => {
-            let (text, passed) = cli::selftest::run(&engine, *size, *seed)?;
+            let (engine, not_run) = selftest_engine(&args)?;
+            let (text, passed) = cli::selftest::run(&engine, &not_run, *size, *seed)?;
             print(&text)?;
             if !passed {
                 return Ok(ExitCode::FAILURE);
             }
         }
         Command::Status => {
+            let engine = engine_of(&args)?;
             let mut json =
                 serde_json::to_string_pretty(&engine.report()).context("engine report")?;
             json.push('\n');

@@ -12,7 +12,10 @@
 //! every "invalid" verdict is exact and every "valid" verdict holds except with
 //! probability at most 2^-128 per combination checked.
 
-use super::blst_convert::{g1_from_blst, g1_to_blst, g2_from_blst, g2_to_blst, p1_msm_one_thread, p1_mult, p2_msm_one_thread};
+use super::blst_convert::{
+    g1_from_blst, g1_to_blst, g2_from_blst, g2_to_blst, p1_msm_one_thread, p1_mult,
+    p2_msm_one_thread,
+};
 use super::decompress::{g1_decompress_one, g2_decompress_one};
 use crate::engine::{BlsItem, BlsScheme};
 use crate::error::VerifyError;
@@ -110,13 +113,15 @@ pub fn bls_verify_batch(items: &[BlsItem<'_>]) -> Vec<Result<(), VerifyError>> {
         }
     };
 
-    let mut verdicts: Vec<Result<(), VerifyError>> = decoded
-        .into_iter()
-        .map(|d| d.map(|_| ()))
-        .collect();
+    let mut verdicts: Vec<Result<(), VerifyError>> =
+        decoded.into_iter().map(|d| d.map(|_| ())).collect();
     for (index, ok) in valid_verdicts {
         if let Some(v) = verdicts.get_mut(index) {
-            *v = if ok { Ok(()) } else { Err(VerifyError::Invalid) };
+            *v = if ok {
+                Ok(())
+            } else {
+                Err(VerifyError::Invalid)
+            };
         }
     }
     verdicts
@@ -166,11 +171,13 @@ impl<'h> Combination<'h> {
         };
         let randoms: Vec<[u8; RANDOM_BITS / 8]> = candidates
             .iter()
-            .map(|_| loop {
-                // A zero scalar would drop its item from every check.
-                let r: u128 = rng.r#gen();
-                if r != 0 {
-                    break r.to_le_bytes();
+            .map(|_| {
+                loop {
+                    // A zero scalar would drop its item from every check.
+                    let r: u128 = rng.r#gen();
+                    if r != 0 {
+                        break r.to_le_bytes();
+                    }
                 }
             })
             .collect();
@@ -180,10 +187,14 @@ impl<'h> Combination<'h> {
                 *size += 1;
             }
         }
-        let blst_signatures: Option<Vec<_>> =
-            candidates.par_iter().map(|c| g1_to_blst(&c.signature)).collect();
-        let blst_public_keys: Option<Vec<_>> =
-            candidates.par_iter().map(|c| g2_to_blst(&c.public_key)).collect();
+        let blst_signatures: Option<Vec<_>> = candidates
+            .par_iter()
+            .map(|c| g1_to_blst(&c.signature))
+            .collect();
+        let blst_public_keys: Option<Vec<_>> = candidates
+            .par_iter()
+            .map(|c| g2_to_blst(&c.public_key))
+            .collect();
         let (Some(blst_signatures), Some(blst_public_keys)) = (blst_signatures, blst_public_keys)
         else {
             return Err(candidates);
@@ -197,7 +208,10 @@ impl<'h> Combination<'h> {
                 }
                 let hash = g1_to_blst(hashes.get(c.group)?)?;
                 let scaled = g1_from_blst(&p1_mult(&hash, r, RANDOM_BITS)?)?;
-                Some(Some((G1Affine::from(scaled), G2Prepared::from(c.public_key))))
+                Some(Some((
+                    G1Affine::from(scaled),
+                    G2Prepared::from(c.public_key),
+                )))
             })
             .collect();
         let Some(alone) = alone else {
@@ -282,7 +296,10 @@ impl<'h> Combination<'h> {
                     scalars.extend_from_slice(self.randoms.get(p)?);
                 }
                 let key_sum = g2_from_blst(&p2_msm_one_thread(&points, &scalars, RANDOM_BITS)?)?;
-                Some((*self.hashes.get(*group)?, G2Prepared::from(G2Affine::from(key_sum))))
+                Some((
+                    *self.hashes.get(*group)?,
+                    G2Prepared::from(G2Affine::from(key_sum)),
+                ))
             })
             .collect();
         let shared_terms = shared_terms?;

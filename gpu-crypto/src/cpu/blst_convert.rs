@@ -6,8 +6,8 @@
 //! by the types or computed by blst itself.
 
 use blst::{
-    BLST_ERROR, blst_p1, blst_p1_affine, blst_p2, blst_p2_affine, blst_p1s_mult_pippenger,
-    blst_p1s_mult_pippenger_scratch_sizeof, blst_p2s_mult_pippenger,
+    BLST_ERROR, blst_p1, blst_p1_affine, blst_p1s_mult_pippenger,
+    blst_p1s_mult_pippenger_scratch_sizeof, blst_p2, blst_p2_affine, blst_p2s_mult_pippenger,
     blst_p2s_mult_pippenger_scratch_sizeof,
 };
 use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective};
@@ -70,7 +70,14 @@ pub(crate) fn p1_msm_one_thread(
         let mut scratch = vec![0u64; words.max(1)];
         let p = [points.as_ptr(), std::ptr::null()];
         let s = [scalars.as_ptr(), std::ptr::null()];
-        blst_p1s_mult_pippenger(&mut out, p.as_ptr(), n, s.as_ptr(), nbits, scratch.as_mut_ptr());
+        blst_p1s_mult_pippenger(
+            &mut out,
+            p.as_ptr(),
+            n,
+            s.as_ptr(),
+            nbits,
+            scratch.as_mut_ptr(),
+        );
     }
     Some(out)
 }
@@ -95,7 +102,14 @@ pub(crate) fn p2_msm_one_thread(
         let mut scratch = vec![0u64; words.max(1)];
         let p = [points.as_ptr(), std::ptr::null()];
         let s = [scalars.as_ptr(), std::ptr::null()];
-        blst_p2s_mult_pippenger(&mut out, p.as_ptr(), n, s.as_ptr(), nbits, scratch.as_mut_ptr());
+        blst_p2s_mult_pippenger(
+            &mut out,
+            p.as_ptr(),
+            n,
+            s.as_ptr(),
+            nbits,
+            scratch.as_mut_ptr(),
+        );
     }
     Some(out)
 }

@@ -59,12 +59,19 @@ fn msm(input: &MsmInput<'_>, threading: Threading) -> G1Projective {
     }
     let (points, scalars) = (&points[..n], &scalars[..n]);
     let converted: Option<Vec<_>> = if n >= PARALLEL_CONVERT_MIN_POINTS {
-        points.par_iter().with_min_len(1024).map(g1_to_blst).collect()
+        points
+            .par_iter()
+            .with_min_len(1024)
+            .map(g1_to_blst)
+            .collect()
     } else {
         points.iter().map(g1_to_blst).collect()
     };
     let Some(blst_points) = converted else {
-        tracing::error!(points = n, "blst refused a valid G1 point; computing the MSM with ic_bls12_381");
+        tracing::error!(
+            points = n,
+            "blst refused a valid G1 point; computing the MSM with ic_bls12_381"
+        );
         return g1_msm_naive(points, scalars);
     };
     // Scalar::to_bytes is the canonical little-endian encoding blst takes.
@@ -79,7 +86,10 @@ fn msm(input: &MsmInput<'_>, threading: Threading) -> G1Projective {
     match sum.as_ref().and_then(g1_from_blst) {
         Some(result) => result,
         None => {
-            tracing::error!(points = n, "blst MSM result did not decode; computing with ic_bls12_381");
+            tracing::error!(
+                points = n,
+                "blst MSM result did not decode; computing with ic_bls12_381"
+            );
             g1_msm_naive(points, scalars)
         }
     }

@@ -85,7 +85,7 @@ impl DeviceBatch {
         }
         host.extend_from_slice(prefix);
         let mut meta = DeviceBuffer::new(&gpu.ctx);
-        meta.ensure(host.len() + 32 * count + 16)?;
+        meta.ensure(host.len() + 32 * count + 32)?;
         // SAFETY: sizes ensured above; synchronous copy.
         unsafe {
             result::memcpy_htod_async(meta.ptr(), &host, stream.cu_stream())
@@ -101,6 +101,11 @@ impl DeviceBatch {
         })
     }
 
+    /// Digests start 16-byte aligned after offsets | lens | prefix.
+    fn digest_offset(&self) -> usize {
+        (12 * self.count + self.prefix_len).div_ceil(16) * 16
+    }
+
     fn args(&self, first: usize, count: usize) -> KernelArgs {
         let m = self.meta.ptr();
         KernelArgs {
@@ -110,13 +115,13 @@ impl DeviceBatch {
             count,
             prefix: m + 12 * self.count as u64,
             prefix_len: self.prefix_len,
-            digests: m + (12 * self.count + self.prefix_len + 32 * first) as u64,
+            digests: m + (self.digest_offset() + 32 * first) as u64,
         }
     }
 
     fn digests(&self, stream: &Arc<CudaStream>) -> Result<Vec<[u8; 32]>, GpuError> {
         let mut bytes = vec![0u8; 32 * self.count];
-        let at = self.meta.ptr() + (12 * self.count + self.prefix_len) as u64;
+        let at = self.meta.ptr() + self.digest_offset() as u64;
         // SAFETY: the digest range lies in `meta`.
         unsafe {
             result::memcpy_dtoh_async(&mut bytes[..], at, stream.cu_stream())

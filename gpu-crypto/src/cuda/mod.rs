@@ -86,6 +86,15 @@ pub(crate) struct Worker {
     pub(crate) sha: sha256::ShaBuffers,
 }
 
+impl Worker {
+    /// After a failed call: waits for (or abandons) whatever the call left queued, so the
+    /// next call never reuses a buffer a stale copy still touches.
+    fn quiesce(&mut self) {
+        let _ = self.stream.synchronize();
+        self.sha.quiesce();
+    }
+}
+
 struct Pool {
     idle: Mutex<Vec<Worker>>,
     returned: Condvar,
@@ -340,7 +349,11 @@ impl GpuBackend {
             return Ok(Vec::new());
         }
         let mut w = self.worker();
-        decompress::run(self, &mut w, points)
+        let result = decompress::run(self, &mut w, points);
+        if result.is_err() {
+            w.quiesce();
+        }
+        result
     }
 
     /// `SHA-256(prefix || chunk)` for every chunk, identical to `cpu::sha256_prefixed`.
@@ -353,7 +366,11 @@ impl GpuBackend {
             return Ok(Vec::new());
         }
         let mut w = self.worker();
-        sha256::run(self, &mut w, prefix, chunks)
+        let result = sha256::run(self, &mut w, prefix, chunks);
+        if result.is_err() {
+            w.quiesce();
+        }
+        result
     }
 
     pub fn g1_msm_batch(&self, msms: &[MsmInput<'_>]) -> Result<Vec<G1Projective>, GpuError> {

@@ -71,6 +71,12 @@ impl ShaBuffers {
         }
     }
 
+    pub(crate) fn quiesce(&mut self) {
+        for slot in &self.slots {
+            let _ = slot.stream.synchronize();
+        }
+    }
+
     fn slot(&mut self, i: usize) -> Result<&mut Slot, GpuError> {
         while self.slots.len() <= i {
             let stream = self.ctx.new_stream().map_err(driver("cuStreamCreate"))?;

@@ -241,9 +241,11 @@ fn hash_chunks(
             let mut slices = Vec::with_capacity(batch.len());
             let mut rest = buffer.as_slice();
             for chunk in batch {
-                let (head, tail) = rest
-                    .split_at_checked(chunk.size as usize)
-                    .ok_or(ManifestError::Internal("read buffer shorter than its batch"))?;
+                let (head, tail) =
+                    rest.split_at_checked(chunk.size as usize)
+                        .ok_or(ManifestError::Internal(
+                            "read buffer shorter than its batch",
+                        ))?;
                 slices.push(head);
                 rest = tail;
             }
@@ -330,7 +332,9 @@ fn fill_buffer(
         let current = open.insert(current);
         let (target, tail) = std::mem::take(&mut rest)
             .split_at_mut_checked(chunk.size as usize)
-            .ok_or(ManifestError::Internal("read buffer shorter than its batch"))?;
+            .ok_or(ManifestError::Internal(
+                "read buffer shorter than its batch",
+            ))?;
         read_full(current, chunk.offset, target)?;
         rest = tail;
     }

@@ -43,7 +43,10 @@ fn update_chunk_entry(h: &mut Sha256, chunk: &ChunkInfo, version: ManifestVersio
 }
 
 /// A file's hash over its chunk entries (the chunk-table slice of that file, in order).
-pub fn file_hash(version: ManifestVersion, chunks: &[ChunkInfo]) -> Result<[u8; 32], ManifestError> {
+pub fn file_hash(
+    version: ManifestVersion,
+    chunks: &[ChunkInfo],
+) -> Result<[u8; 32], ManifestError> {
     let mut h = hasher_for(FILE_DOMAIN);
     h.update(len_u32("a file's chunk list", chunks.len())?.to_be_bytes());
     for chunk in chunks {

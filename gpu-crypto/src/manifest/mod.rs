@@ -11,7 +11,7 @@
 //! | [`compute_with`]`(engine, dir, version, options)` | The same with explicit [`ComputeOptions`] (read batch size; chunk size for tests). |
 //! | [`Manifest::root_hash`] | Validates the manifest as the replica does ([`Manifest::validate`]), then returns the root hash the IC certifies (`CryptoHashOfState`). |
 //! | [`Manifest::validate`] | The replica's `validate_manifest_internal_consistency`: relative, strictly sorted paths; chunks grouped by file with contiguous offsets summing to the file size; every file hash recomputed and compared. Typed errors, no panics. |
-//! | [`Manifest::root_hash_unvalidated`] | The IC's `manifest_hash` as is, without the consistency checks (reproduces the IC's compatibility vectors, which use made-up file hashes). |
+//! | [`Manifest::root_hash_unvalidated`] | The IC's `manifest_hash` as is, without the consistency checks (reproduces the IC's >100 MiB compatibility vector, whose tables are not a valid manifest; use only for diagnosis). |
 //! | [`Manifest::from_json`] / [`Manifest::from_json_reader`] | Parses the JSON form below (unknown fields rejected, hashes must be 64 hex digits). Does not validate: call `validate` or `root_hash`. |
 //! | [`Manifest::to_json`] / [`Manifest::write_json`] | Writes the JSON form (lowercase hex). |
 //! | [`Manifest::encode_protobuf`] | The manifest's protobuf encoding (`ic_protobuf::state::sync::v1::Manifest`), the input of the V2+ root hash. |
@@ -46,9 +46,17 @@
 //! ```
 //!
 //! Versions: V1 adds the version and the chunk table to the root hash, V2 hashes the
-//! protobuf encoding through the meta-manifest, V3 drops `file_index` from chunk entries
-//! (file hashes and, through the encoding, nothing else), V4 changes only how state sync
-//! groups small files for transfer and hashes like V3.
+//! protobuf encoding through the meta-manifest, V3 drops `file_index` from the chunk
+//! entries of file hashes (the protobuf encoding still carries it), V4 changes only how
+//! state sync groups small files for transfer and hashes like V3.
+//!
+//! # CLI use
+//!
+//! `gpu-crypto manifest-hash FILE.json`: [`Manifest::from_json_reader`] then
+//! [`Manifest::root_hash`]. `gpu-crypto manifest DIR`: [`compute`] (version
+//! [`ManifestVersion::CURRENT`] unless asked otherwise, [`ManifestVersion::from_number`])
+//! then [`Manifest::write_json`] and [`Manifest::root_hash`]. Errors are [`ManifestError`],
+//! whose messages name the offending entry.
 
 mod compute;
 mod encode;
@@ -155,7 +163,9 @@ pub enum ManifestError {
     UnsupportedVersion { version: u64 },
     #[error("invalid manifest JSON: {0}")]
     Json(String),
-    #[error("file {file_index} ({path:?}): absolute path; paths are relative to the checkpoint root")]
+    #[error(
+        "file {file_index} ({path:?}): absolute path; paths are relative to the checkpoint root"
+    )]
     AbsolutePath { file_index: usize, path: String },
     #[error(
         "file {file_index} ({path:?}) does not sort after file {previous_index} ({previous:?}); \

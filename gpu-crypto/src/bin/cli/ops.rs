@@ -6,8 +6,8 @@ use super::input::{fields, hex_array, hex_bytes, lines};
 use anyhow::{Context, bail, ensure};
 use gpu_crypto::manifest::{Manifest, ManifestVersion};
 use gpu_crypto::{BlsItem, BlsScheme, Engine, G1Affine, Scalar};
-use std::path::Path;
 use std::fmt::Write as _;
+use std::path::Path;
 
 /// At most this many bad lines are listed in an error message (the count is always given).
 const MAX_LISTED_ERRORS: usize = 20;
@@ -231,12 +231,12 @@ mod tests {
     #[test]
     fn scalar_order_boundary() {
         // r - 1 is the largest canonical scalar; r itself is rejected.
-        let r_minus_1 = hex_array::<32>(
-            b"73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000000",
-        )
-        .unwrap();
-        let r = hex_array::<32>(b"73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001")
-            .unwrap();
+        let r_minus_1 =
+            hex_array::<32>(b"73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000000")
+                .unwrap();
+        let r =
+            hex_array::<32>(b"73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001")
+                .unwrap();
         assert_eq!(scalar_from_be(r_minus_1), Some(-Scalar::one()));
         assert_eq!(scalar_from_be(r), None);
     }

@@ -1,0 +1,17 @@
+#![no_main]
+//! Raw report parsing and every SNP check, against a genuine Milan VCEK.
+use attestation::policy::Policy;
+use attestation::snp::amd::{ChainVerifier, SuppliedChain, parse_certs};
+use attestation::snp::{self, SnpContext};
+use libfuzzer_sys::fuzz_target;
+
+const VCEK: &[u8] = include_bytes!("../../testdata/sev/trustee/test-vcek.der");
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(mut certs) = parse_certs(VCEK) else { return };
+    let vcek = certs.remove(0);
+    let policy = Policy::default_policy();
+    let chains = ChainVerifier::new(policy.trust_store());
+    let mut checks = Vec::new();
+    snp::verify_report(data, Ok(SuppliedChain::from_certs(vcek, vec![])), &SnpContext { policy: &policy, chains: &chains, now: 1_800_000_000 }, &mut checks);
+});
