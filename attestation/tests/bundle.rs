@@ -131,49 +131,84 @@ fn binding_failures_are_named() {
 
 #[test]
 fn gpu_evidence_is_bound_and_checked_under_gpu_index() {
-    // A recorded Blackwell report added after the fact: REPORT_DATA no longer matches, and the
-    // nvidia module's checks run under gpu.0.* (its nonce cannot be this verifier's).
-    let nonce = [0x21; 32];
-    let bundle = attester().attest(&nonce).unwrap();
+    // Recorded Blackwell evidence (RTX PRO 6000, testdata/nvidia). Its SPDM nonce is the
+    // recorder's, so gpu.0's nonce check must fail while its signature and chain pass.
     let dir = env!("CARGO_MANIFEST_DIR");
-    let Ok(report_hex) = std::fs::read_to_string(format!(
-        "{dir}/../../shared/testdata/attestation/nvidia/blackwellAttestationReport.txt"
+    let report_hex = std::fs::read_to_string(format!(
+        "{dir}/testdata/nvidia/blackwellAttestationReport.txt"
     ))
-    .or_else(|_| {
-        std::fs::read_to_string(
-            "/work/shared/testdata/attestation/nvidia/blackwellAttestationReport.txt",
-        )
-    }) else {
-        eprintln!("skipping: recorded NVIDIA report not found");
-        return;
-    };
-    let chain =
-        std::fs::read("/work/shared/testdata/attestation/nvidia/blackwell_cert_chain_case1.txt")
-            .unwrap_or_default();
+    .expect("recorded report");
+    let chain = std::fs::read(format!(
+        "{dir}/testdata/nvidia/blackwell_cert_chain_case1.txt"
+    ))
+    .expect("recorded chain");
     let gpu = serde_json::json!({
-        "device": {"nvml_index": 0, "name": "NVIDIA RTX PRO 6000", "uuid": "GPU-0", "pci_bus_id": "0000:01:00.0", "architecture": "Blackwell", "driver_version": "595.58.03"},
+        "device": {"nvml_index": 0, "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "uuid": "GPU-0", "pci_bus_id": "0000:01:00.0", "architecture": "Blackwell", "driver_version": "595.58.03"},
         "attestation_report": report_hex.trim(),
         "certificate_chain": base64_encode(&chain),
         "cc_state": {"cc_enabled": true, "dev_tools_mode": false, "environment": "prod"}
     });
-    let mut json = serde_json::to_value(&bundle).unwrap();
-    json["gpus"] = serde_json::json!([gpu]);
-    let Ok(b) = Bundle::from_json(&serde_json::to_vec(&json).unwrap()) else {
-        eprintln!("skipping: GPU evidence schema changed");
-        return;
-    };
+    let gpus: Vec<attestation::nvidia::GpuEvidence> =
+        serde_json::from_value(serde_json::json!([gpu])).expect("GpuEvidence schema");
+
+    // 1. Added after the fact to a bundle collected without it: REPORT_DATA no longer matches.
+    let nonce = [0x21; 32];
+    let bundle = attester().attest(&nonce).unwrap();
+    let mut b = bundle.clone();
+    b.gpus = gpus.clone();
     let v = verify(&b, &nonce, &test_policy(), &ExpectedNode::default());
     rejects(&v, "binding.report_data");
-    assert!(
-        v.checks.iter().any(|c| c.name.starts_with("gpu.0.")),
+
+    // 2. Bound into REPORT_DATA at collection (as the agent does): the binding holds, the
+    //    nvidia checks run under gpu.0.*, and only the GPU nonce fails.
+    let SnpSource::Test(signer) = &attester().snp else {
+        unreachable!()
+    };
+    let key = &attester().node_key;
+    let public = key.verifying_key().to_bytes();
+    let rd = attestation::bundle::report_data(
+        &nonce,
+        &public,
+        &attestation::bundle::gpu_evidence_digest(&gpus),
+    );
+    let report = signer.report(rd);
+    let mut b = bundle.clone();
+    b.gpus = gpus.clone();
+    b.snp.report = hex::encode(report.as_bytes());
+    use ed25519_dalek::Signer as _;
+    b.node_signature = hex::encode(
+        key.sign(&attestation::bundle::node_signature_message(
+            report.as_bytes(),
+        ))
+        .to_bytes(),
+    );
+    let v = verify(&b, &nonce, &test_policy(), &ExpectedNode::default());
+    assert_eq!(
+        v.check("binding.report_data").unwrap().outcome,
+        Outcome::Pass,
         "{}",
         v.to_table()
     );
-    assert!(
-        v.failed()
-            .any(|c| c.name.starts_with("gpu.0.") && c.name.contains("nonce")),
+    assert_eq!(
+        v.check("gpu.0.report.signature").map(|c| c.outcome),
+        Some(Outcome::Pass),
         "{}",
         v.to_table()
+    );
+    assert_eq!(
+        v.check("gpu.0.cert_chain").map(|c| c.outcome),
+        Some(Outcome::Pass),
+        "{}",
+        v.to_table()
+    );
+    let failed: Vec<&str> = v.failed().map(|c| c.name.as_str()).collect();
+    assert_eq!(failed, vec!["gpu.0.report.nonce"], "{}", v.to_table());
+    // Tampering with the unsigned NVML CC state breaks the binding.
+    let mut t = b.clone();
+    t.gpus[0].cc_state.dev_tools_mode = true;
+    rejects(
+        &verify(&t, &nonce, &test_policy(), &ExpectedNode::default()),
+        "binding.report_data",
     );
     // Per-index nonces differ.
     assert_ne!(gpu_nonce(&nonce, 0), gpu_nonce(&nonce, 1));

@@ -9,7 +9,9 @@
 //! `GPU_BENCH_QUICK=1` shrinks every size (a smoke run).
 
 use gpu_crypto::cuda::GpuBackend;
-use gpu_crypto::cuda::bench::{h2d_bandwidth, sha256_device_resident, sha256_from_pinned};
+use gpu_crypto::cuda::bench::{
+    ShaKernel, h2d_bandwidth, sha256_device_resident, sha256_from_pinned,
+};
 use gpu_crypto::{G1Affine, G1Projective};
 use group::Group;
 use rand::SeedableRng;
@@ -189,8 +191,37 @@ fn main() -> anyhow::Result<()> {
 
     // SHA-256 kernel over device-resident chunks, and streamed from pinned host memory.
     let resident_chunks = if quick { 512 } else { 16384 };
-    let dr = sha256_device_resident(&gpu, resident_chunks, 1 << 20, IC_PREFIX, 5)
-        .map_err(|e| anyhow::anyhow!("device-resident: {e}"))?;
+    let alu = sha256_device_resident(
+        &gpu,
+        ShaKernel::AluAdds,
+        resident_chunks,
+        1 << 20,
+        IC_PREFIX,
+        5,
+    )
+    .map_err(|e| anyhow::anyhow!("device-resident (ALU adds): {e}"))?;
+    anyhow::ensure!(
+        alu.mismatches == 0,
+        "device-resident ALU: {} mismatches",
+        alu.mismatches
+    );
+    println!(
+        "sha256 device-resident {} x 1 MiB, variant with all adds on the ALU: {:.2} ms median ({:.2}-{:.2}), {:.1} GB/s; all digests equal the CPU's",
+        alu.chunks,
+        alu.seconds.median * 1e3,
+        alu.seconds.min * 1e3,
+        alu.seconds.max * 1e3,
+        alu.gbps()
+    );
+    let dr = sha256_device_resident(
+        &gpu,
+        ShaKernel::Production,
+        resident_chunks,
+        1 << 20,
+        IC_PREFIX,
+        5,
+    )
+    .map_err(|e| anyhow::anyhow!("device-resident: {e}"))?;
     anyhow::ensure!(
         dr.mismatches == 0,
         "device-resident: {} mismatches",
@@ -212,7 +243,22 @@ fn main() -> anyhow::Result<()> {
         h2d_t.min * 1e3,
         h2d_t.max * 1e3
     );
-    let pinned_chunks = if quick { 256 } else { 8192 };
+    if !quick {
+        let big = sha256_device_resident(&gpu, ShaKernel::Production, 32768, 1 << 20, IC_PREFIX, 3)
+            .map_err(|e| anyhow::anyhow!("device-resident 32768: {e}"))?;
+        anyhow::ensure!(
+            big.mismatches == 0,
+            "device-resident 32768: {} mismatches",
+            big.mismatches
+        );
+        println!(
+            "sha256 device-resident {} x 1 MiB (two warps per scheduler): {:.2} ms median, {:.1} GB/s; all digests equal the CPU's",
+            big.chunks,
+            big.seconds.median * 1e3,
+            big.gbps()
+        );
+    }
+    let pinned_chunks = if quick { 256 } else { 16384 };
     let pn = sha256_from_pinned(&gpu, pinned_chunks, 1 << 20, IC_PREFIX, 256, 16, 3)
         .map_err(|e| anyhow::anyhow!("from pinned: {e}"))?;
     anyhow::ensure!(

@@ -17,14 +17,20 @@ export RUST_BACKTRACE=1
 rc=0
 for t in gpu_nvrtc_compile gpu_runtime gpu_kernel_cache gpu_decompress gpu_sha256; do
   s=$EPOCHREALTIME
-  if ./"$t" --test-threads=4 --nocapture > "$OUT/test-$t.log" 2>&1; then r=ok; else r=FAILED; rc=1; fi
-  printf '%-20s %-6s %6.1f s  %s\n' "$t" "$r" "$(awk -v a="$s" -v b="$EPOCHREALTIME" "BEGIN{print b-a}")" "$(grep -E '^test result' "$OUT/test-$t.log" | tail -1)" | tee -a "$OUT/summary.log"
+  if ./"$t" --test-threads=4 --nocapture > "/tmp/test-$t.log" 2>&1; then r=ok; else r=FAILED; rc=1; fi
+  printf '%-20s %-6s %6.1f s  %s\n' "$t" "$r" "$(awk -v a="$s" -v b="$EPOCHREALTIME" "BEGIN{print b-a}")" "$(grep -E '^test result' "/tmp/test-$t.log" | tail -1)" | tee -a "$OUT/summary.log"
+  { echo "===== $t"; cat "/tmp/test-$t.log"; } >> "$OUT/tests.log"
 done
 if [ "${GPU_BENCH_QUICK:-0}" = 1 ]; then export GPU_CRYPTO_SOAK_BATCHES="${GPU_CRYPTO_SOAK_BATCHES:-2000}"; fi
 s=$EPOCHREALTIME
-if ./gpu_soak --ignored --nocapture > "$OUT/test-gpu_soak.log" 2>&1; then r=ok; else r=FAILED; rc=1; fi
-printf '%-20s %-6s %6.1f s  %s\n' gpu_soak "$r" "$(awk -v a="$s" -v b="$EPOCHREALTIME" "BEGIN{print b-a}")" "$(grep -E '^soak:' "$OUT/test-gpu_soak.log" | tail -1)" | tee -a "$OUT/summary.log"
-for f in "$OUT"/test-*.log; do grep -q -E "FAILED|panicked" "$f" && { echo "== $f"; grep -E -B2 -A12 "panicked|FAILED" "$f" | head -60; }; done
+if ./gpu_soak --ignored --nocapture > /tmp/test-gpu_soak.log 2>&1; then r=ok; else r=FAILED; rc=1; fi
+printf '%-20s %-6s %6.1f s  %s\n' gpu_soak "$r" "$(awk -v a="$s" -v b="$EPOCHREALTIME" "BEGIN{print b-a}")" "$(grep -E '^soak:' /tmp/test-gpu_soak.log | tail -1)" | tee -a "$OUT/summary.log"
+{ echo "===== gpu_soak"; cat /tmp/test-gpu_soak.log; } >> "$OUT/tests.log"
+for f in /tmp/test-*.log; do grep -q -E "FAILED|panicked" "$f" && { echo "== $f"; grep -E -B2 -A12 "panicked|FAILED" "$f" | head -60; }; done
+# SM clock and power while the bench runs (read only; the card's settings are left alone).
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu --format=csv -lms 250 > "$OUT/clocks.log" 2>&1 &
+smi=$!
 ./gpu 2>&1 | tee "$OUT/bench.log" || rc=1
+kill "$smi" 2>/dev/null
 echo "exit $rc" | tee -a "$OUT/summary.log"
 exit $rc

@@ -24,7 +24,19 @@ __device__ __forceinline__ void sha256_init(u32 st[8]) {
 
 __device__ __forceinline__ u32 sha256_rotr(u32 x, u32 n) { return __funnelshift_r(x, x, n); }
 
-__device__ __forceinline__ void sha256_compress(u32 st[8], u32 w[16]) {
+// x + y on the FMA pipe: an IMAD by a multiplier the compiler cannot see is 1 (`one`
+// comes from a kernel argument). SHA-256 saturates the integer ALU pipe with shifts and
+// logic ops; moving some additions to IMAD runs them on the otherwise idle FMA pipe.
+__device__ __forceinline__ u32 sha256_add_fma(u32 x, u32 y, u32 one) {
+    u32 r;
+    asm("mad.lo.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(one), "r"(y));
+    return r;
+}
+
+// `one` must be 1. FMA_ADDS puts every addition of the rounds and of the message schedule
+// on the FMA pipe, leaving the ALU the rotations and the logic ops.
+template <bool FMA_ADDS>
+__device__ __forceinline__ void sha256_compress(u32 st[8], u32 w[16], u32 one) {
     u32 a = st[0], b = st[1], c = st[2], d = st[3], e = st[4], f = st[5], g = st[6], h = st[7];
 #pragma unroll
     for (int r = 0; r < 64; r++) {
@@ -32,15 +44,28 @@ __device__ __forceinline__ void sha256_compress(u32 st[8], u32 w[16]) {
             const u32 w15 = w[(r + 1) & 15], w2 = w[(r + 14) & 15];
             const u32 s0 = sha256_rotr(w15, 7) ^ sha256_rotr(w15, 18) ^ (w15 >> 3);
             const u32 s1 = sha256_rotr(w2, 17) ^ sha256_rotr(w2, 19) ^ (w2 >> 10);
-            w[r & 15] += s0 + w[(r + 9) & 15] + s1;
+            if (FMA_ADDS)
+                w[r & 15] = sha256_add_fma(
+                    sha256_add_fma(w[r & 15], s0, one),
+                    sha256_add_fma(w[(r + 9) & 15], s1, one), one);
+            else
+                w[r & 15] += s0 + w[(r + 9) & 15] + s1;
         }
         const u32 S1 = sha256_rotr(e, 6) ^ sha256_rotr(e, 11) ^ sha256_rotr(e, 25);
         const u32 ch = (e & f) ^ (~e & g);
-        const u32 t1 = h + S1 + ch + SHA256_K[r] + w[r & 15];
         const u32 S0 = sha256_rotr(a, 2) ^ sha256_rotr(a, 13) ^ sha256_rotr(a, 22);
         const u32 maj = (a & b) ^ (a & c) ^ (b & c);
-        h = g; g = f; f = e; e = d + t1;
-        d = c; c = b; b = a; a = t1 + S0 + maj;
+        u32 t1;
+        if (FMA_ADDS) {
+            const u32 hkw = sha256_add_fma(sha256_add_fma(w[r & 15], SHA256_K[r], one), h, one);
+            t1 = sha256_add_fma(sha256_add_fma(S1, ch, one), hkw, one);
+        } else {
+            t1 = h + S1 + ch + SHA256_K[r] + w[r & 15];
+        }
+        h = g; g = f; f = e;
+        e = FMA_ADDS ? sha256_add_fma(d, t1, one) : d + t1;
+        d = c; c = b; b = a;
+        a = FMA_ADDS ? sha256_add_fma(t1, sha256_add_fma(S0, maj, one), one) : t1 + S0 + maj;
     }
     st[0] += a; st[1] += b; st[2] += c; st[3] += d;
     st[4] += e; st[5] += f; st[6] += g; st[7] += h;

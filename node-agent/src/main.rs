@@ -24,6 +24,14 @@ enum Command {
         #[arg(long, default_value = "/")]
         root: PathBuf,
     },
+    /// Record NVML samples as JSON (an array of samples, each an array of GPUs): the
+    /// format the golden tests replay.
+    SampleGpu {
+        #[arg(long, default_value_t = 2)]
+        count: u32,
+        #[arg(long, default_value_t = 15.0)]
+        interval_seconds: f64,
+    },
 }
 
 #[derive(Args)]
@@ -108,6 +116,22 @@ fn main() -> anyhow::Result<()> {
         Command::Probe { root } => {
             let facts = service::probe_root(&root);
             println!("{}", serde_json::to_string_pretty(&facts)?);
+            Ok(())
+        }
+        Command::SampleGpu {
+            count,
+            interval_seconds,
+        } => {
+            use node_agent::collect::gpu::{GpuSource, NvmlSource};
+            let mut source = NvmlSource::open().context("opening NVML")?;
+            let mut samples = Vec::new();
+            for i in 0..count {
+                if i > 0 {
+                    std::thread::sleep(std::time::Duration::from_secs_f64(interval_seconds));
+                }
+                samples.push(source.sample().map_err(|e| anyhow::anyhow!(e))?);
+            }
+            println!("{}", serde_json::to_string_pretty(&samples)?);
             Ok(())
         }
     }

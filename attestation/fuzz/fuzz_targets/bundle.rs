@@ -8,6 +8,13 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     if let Ok(b) = Bundle::from_json(data) {
         let p = Policy::default_policy();
-        let _ = verify_bundle(&b, &[0; 32], &p, &ChainVerifier::new(p.trust_store()), 0, &ExpectedNode::default());
+        let _ = verify_bundle(
+            &b,
+            &[0; 32],
+            &p,
+            &ChainVerifier::new(p.trust_store()),
+            0,
+            &ExpectedNode::default(),
+        );
     }
 });

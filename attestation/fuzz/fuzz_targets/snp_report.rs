@@ -8,10 +8,21 @@ use libfuzzer_sys::fuzz_target;
 const VCEK: &[u8] = include_bytes!("../../testdata/sev/trustee/test-vcek.der");
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(mut certs) = parse_certs(VCEK) else { return };
+    let Ok(mut certs) = parse_certs(VCEK) else {
+        return;
+    };
     let vcek = certs.remove(0);
     let policy = Policy::default_policy();
     let chains = ChainVerifier::new(policy.trust_store());
     let mut checks = Vec::new();
-    snp::verify_report(data, Ok(SuppliedChain::from_certs(vcek, vec![])), &SnpContext { policy: &policy, chains: &chains, now: 1_800_000_000 }, &mut checks);
+    snp::verify_report(
+        data,
+        Ok(SuppliedChain::from_certs(vcek, vec![])),
+        &SnpContext {
+            policy: &policy,
+            chains: &chains,
+            now: 1_800_000_000,
+        },
+        &mut checks,
+    );
 });

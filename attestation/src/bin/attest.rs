@@ -81,6 +81,21 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Produce a bundle from the TEST evidence source (no SEV-SNP needed); never trusted by
+    /// AMD's roots, only by a policy naming the ARK written to --ark-out.
+    TestEvidence {
+        /// 32-byte hex seed file of the test key chain; created (0600) if missing.
+        #[arg(long)]
+        seed: PathBuf,
+        /// Ed25519 node key (PKCS#8 PEM); created (0600) if missing.
+        #[arg(long)]
+        node_key: PathBuf,
+        #[arg(long)]
+        nonce: String,
+        /// Write the test ARK (PEM) here, for a policy's `trust.test_root_ark`.
+        #[arg(long)]
+        ark_out: Option<PathBuf>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -162,6 +177,32 @@ fn certs_dir(dir: &Path) -> anyhow::Result<Vec<attestation::snp::amd::AmdCert>> 
 
 fn run(cli: Cli) -> anyhow::Result<bool> {
     match cli.command {
+        Command::TestEvidence {
+            seed,
+            node_key,
+            nonce,
+            ark_out,
+        } => {
+            use attestation::collect::{Attester, GpuSource, SnpSource, load_or_create_node_key};
+            use attestation::test_source::TestSigner;
+            let nonce =
+                parse_nonce(&nonce).ok_or_else(|| anyhow!("--nonce must be 64 hex digits"))?;
+            let signer = TestSigner::from_seed(TestSigner::load_or_create_seed(&seed)?)?;
+            if let Some(path) = ark_out {
+                std::fs::write(&path, signer.ark_pem())
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            let attester = Attester {
+                node_key: load_or_create_node_key(&node_key)?,
+                snp: SnpSource::Test(Box::new(signer)),
+                gpu: GpuSource::None,
+            };
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&attester.attest(&nonce)?)?
+            );
+            Ok(true)
+        }
         Command::Verify {
             evidence,
             policy,

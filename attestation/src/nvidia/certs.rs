@@ -471,3 +471,58 @@ pub fn leaf_fwid(leaf: &Certificate) -> Result<Vec<u8>, FwidError> {
     }
     found.ok_or(FwidError::Missing)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn fwid_layouts() {
+        // Hopper layout: SEQUENCE { INTEGER 1, SEQUENCE {}, FWID }.
+        let digest = [0xabu8; 48];
+        let fwid = [
+            &[0x30, 0x3d, 0x06, 0x09][..],
+            &[0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x02],
+            &[0x04, 0x30],
+            &digest,
+        ]
+        .concat();
+        let hopper = [&[0x30, 0x44, 0x02, 0x01, 0x01, 0x30, 0x00][..], &fwid].concat();
+        assert_eq!(fwid_from_extension(&hopper).unwrap(), digest);
+        // DICE TcbInfo: SEQUENCE { [6] { FWID } }.
+        let tcb = [&[0x30, 0x41, 0xa6, 0x3f][..], &fwid].concat();
+        assert_eq!(fwid_from_extension(&tcb).unwrap(), digest);
+        // A SHA-256 FWID is refused.
+        let mut sha256 = tcb.clone();
+        sha256[4 + 2 + 2 + 8] = 0x01;
+        assert!(fwid_from_extension(&sha256).unwrap_err().contains("SHA-384"));
+        // Neither layout.
+        assert!(fwid_from_extension(&[0x30, 0x00]).is_err());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn fwid_extension_random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let _ = fwid_from_extension(&bytes);
+        }
+
+        #[test]
+        fn fwid_extension_random_sequence_body(body in proptest::collection::vec(any::<u8>(), 0..120)) {
+            let mut bytes = vec![0x30, body.len() as u8];
+            bytes.extend_from_slice(&body);
+            let _ = fwid_from_extension(&bytes);
+        }
+
+        /// Random DER inside a PEM frame reaches the X.509 decoder.
+        #[test]
+        fn pem_frame_random_der(der in proptest::collection::vec(any::<u8>(), 0..600)) {
+            use base64::Engine;
+            let body = base64::engine::general_purpose::STANDARD.encode(&der);
+            let pem = format!("-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n");
+            let _ = parse_pem_chain(pem.as_bytes());
+        }
+    }
+}

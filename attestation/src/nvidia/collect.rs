@@ -106,6 +106,12 @@ fn system_cc_state(nvml: &Nvml) -> Result<CcState, CollectError> {
 /// (with the call and the GPU). Nothing partial is returned: one GPU failing fails the whole
 /// collection, since evidence for a subset of the node's GPUs would misdescribe the node.
 pub fn collect(nonce: &[u8; 32]) -> Result<Vec<GpuEvidence>, CollectError> {
+    collect_each(|_| *nonce)
+}
+
+/// As [`collect`], with the nonce for each GPU chosen by its NVML index (e.g. derived from one
+/// verifier nonce and the index, so that reports cannot be swapped between GPUs).
+pub fn collect_each(nonce_for: impl Fn(u32) -> [u8; 32]) -> Result<Vec<GpuEvidence>, CollectError> {
     let nvml = Nvml::init().map_err(CollectError::NvmlUnavailable)?;
     let count = nvml
         .device_count()
@@ -155,10 +161,11 @@ pub fn collect(nonce: &[u8; 32]) -> Result<Vec<GpuEvidence>, CollectError> {
                 .pci_info()
                 .map_err(nvml_err("nvmlDeviceGetPciInfo", Some(index)))?
                 .bus_id,
+            // Informational only (verification never uses it); a driver newer than the
+            // wrapper's enum must not block collection, so the error text is recorded instead.
             architecture: device
                 .architecture()
-                .map(|arch| arch.to_string())
-                .map_err(nvml_err("nvmlDeviceGetArchitecture", Some(index)))?,
+                .map_or_else(|e| format!("unknown ({e})"), |arch| arch.to_string()),
             driver_version: nvml
                 .sys_driver_version()
                 .map_err(nvml_err("nvmlSystemGetDriverVersion", Some(index)))?,
@@ -175,7 +182,7 @@ pub fn collect(nonce: &[u8; 32]) -> Result<Vec<GpuEvidence>, CollectError> {
         // the handle is valid while `device` (and `nvml`) live, which spans the call.
         let report = unsafe {
             let mut report: Box<nvmlConfComputeGpuAttestationReport_t> = Box::new(mem::zeroed());
-            report.nonce = *nonce;
+            report.nonce = nonce_for(index);
             nvml_try(report_sym(device.handle(), &mut *report))
                 .map_err(nvml_err(REPORT_CALL, Some(index)))?;
             report

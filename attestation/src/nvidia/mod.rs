@@ -20,8 +20,10 @@
 //!   therefore that of the CVM: the SEV-SNP report binds the whole evidence bundle (the `attest`
 //!   side puts its hash in REPORT_DATA), and the CVM's launch measurement covers the code that
 //!   filled them in. NVIDIA documents no signed field for either mode, so this verifier does
-//!   not infer them from the report; pinning RIM measurements in the policy additionally
-//!   constrains the firmware state the GPU reports.
+//!   not infer them from the report. (Observed on an H200, driver 580.159.04, CC off: NVML
+//!   returns NVML_ERROR_UNKNOWN for both the report and the certificate call, so CC off yields
+//!   no evidence at all; dev-tools mode is not known to change the report.) Pinning RIM
+//!   measurements in the policy additionally constrains the firmware state the GPU reports.
 //! * **Reference values** (driver/VBIOS versions, measurements per index, as from NVIDIA's
 //!   RIMs) come from the policy; with none configured those checks are skipped.
 //!
@@ -38,7 +40,7 @@ use p384::ecdsa::signature::DigestVerifier;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha384};
 
-pub use collect::{CollectError, collect};
+pub use collect::{CollectError, collect, collect_each};
 use spdm::{AttestationReport, opaque_type};
 
 use crate::report::Check;

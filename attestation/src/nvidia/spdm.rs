@@ -140,6 +140,8 @@ pub enum ReportError {
     OpaqueTrailingBytes { extra: usize },
     #[error("opaque data field {field_type} ({name}) appears twice")]
     DuplicateOpaqueField { field_type: u16, name: &'static str },
+    #[error("GET_MEASUREMENTS request param1 {param1:#04x} did not ask for a signature (bit 0)")]
+    UnsignedRequest { param1: u8 },
     #[error("{count} bytes after the signature are not zero padding")]
     TrailingData { count: usize },
 }
@@ -297,6 +299,13 @@ impl AttestationReport {
             nonce: reader.array::<NONCE_LEN>("request nonce")?,
             slot_id_param: reader.u8("request SlotIDParam")?,
         };
+        // Without bit 0 (SignatureRequested) the responder sends no signature; such a report
+        // proves nothing, and its layout would not match the one parsed here.
+        if request.param1 & 0x01 == 0 {
+            return Err(ReportError::UnsignedRequest {
+                param1: request.param1,
+            });
+        }
 
         let (param1, param2) = expect_header(&mut reader, "MEASUREMENTS response", MEASUREMENTS)?;
         let number_of_blocks = usize::from(reader.u8("NumberOfBlocks")?);

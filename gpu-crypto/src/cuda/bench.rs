@@ -207,28 +207,42 @@ impl ShaThroughput {
     }
 }
 
+/// Which SHA-256 kernel variant to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShaKernel {
+    /// The backend's kernel (`sha256_prefixed`: some additions on the FMA pipe).
+    Production,
+    /// `sha256_prefixed_alu`: every addition on the integer ALU.
+    AluAdds,
+}
+
 /// SHA-256(prefix || chunk) over `chunks` random chunks already in device memory: one
 /// launch per repetition, timed with events; every digest checked against the CPU.
 pub fn sha256_device_resident(
     gpu: &GpuBackend,
+    kernel: ShaKernel,
     chunks: usize,
     chunk_len: usize,
     prefix: &[u8],
     reps: usize,
 ) -> Result<ShaThroughput, GpuError> {
+    let func = match kernel {
+        ShaKernel::Production => &gpu.kernels.sha256_prefixed,
+        ShaKernel::AluAdds => &gpu.kernels.sha256_prefixed_alu,
+    };
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
     let stream = gpu.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
     let batch = DeviceBatch::new(gpu, &stream, chunks, chunk_len, prefix)?;
     fill_random(gpu, &stream, batch.data.ptr(), chunks * chunk_len, 0x5eed)?;
     let args = batch.args(0, chunks);
     // SAFETY: `batch` holds the data (with tail padding), metadata and digest space.
-    unsafe { launch(gpu, &stream, &args)? };
+    unsafe { launch(gpu, func, &stream, &args)? };
     stream.synchronize().map_err(driver("warm-up"))?;
     let mut samples = Vec::with_capacity(reps);
     for _ in 0..reps.max(1) {
         let a = timed_event(gpu, &stream)?;
         // SAFETY: as above.
-        unsafe { launch(gpu, &stream, &args)? };
+        unsafe { launch(gpu, func, &stream, &args)? };
         let b = timed_event(gpu, &stream)?;
         samples.push(elapsed(&a, &b)?);
     }
@@ -330,7 +344,12 @@ pub fn sha256_from_pinned(
                     lane.cu_stream(),
                 )
                 .map_err(driver("upload segment"))?;
-                launch(gpu, lane, &batch.args(first, n))?;
+                launch(
+                    gpu,
+                    &gpu.kernels.sha256_prefixed,
+                    lane,
+                    &batch.args(first, n),
+                )?;
             }
             first += n;
             k += 1;

@@ -15,6 +15,7 @@ pub mod compile;
 mod decompress;
 pub mod kernel_cache;
 mod memory;
+mod msm;
 mod sha256;
 pub mod sources;
 
@@ -73,7 +74,10 @@ pub struct ProgramLoad {
 pub(crate) struct Kernels {
     pub(crate) g1_decompress: CudaFunction,
     pub(crate) sha256_prefixed: CudaFunction,
+    /// The same hash with every addition on the integer ALU (bench comparison only).
+    pub(crate) sha256_prefixed_alu: CudaFunction,
     pub(crate) fill_random: CudaFunction,
+    pub(crate) msm: msm::MsmKernels,
 }
 
 /// Number of workers (stream sets with their own buffers); `GPU_CRYPTO_GPU_WORKERS` overrides.
@@ -84,6 +88,7 @@ pub(crate) struct Worker {
     pub(crate) stream: Arc<CudaStream>,
     pub(crate) dec: decompress::DecompressBuffers,
     pub(crate) sha: sha256::ShaBuffers,
+    pub(crate) msm: msm::MsmBuffers,
 }
 
 impl Worker {
@@ -262,6 +267,12 @@ impl GpuBackend {
             modules.push(m);
             loads.push(l);
         }
+        let program_index = |p: &KernelProgram| {
+            sources::PROGRAMS
+                .iter()
+                .position(|q| q.name == p.name)
+                .ok_or_else(|| GpuError::Compile(format!("{} is not in PROGRAMS", p.name)))
+        };
         let function = |program: usize, name: &str| {
             modules[program]
                 .load_function(name)
@@ -270,7 +281,9 @@ impl GpuBackend {
         let kernels = Kernels {
             g1_decompress: function(0, "g1_decompress")?,
             sha256_prefixed: function(1, "sha256_prefixed")?,
+            sha256_prefixed_alu: function(1, "sha256_prefixed_alu")?,
             fill_random: function(2, "fill_random")?,
+            msm: msm::MsmKernels::load(&modules[program_index(&sources::G1_MSM)?])?,
         };
 
         let workers = std::env::var("GPU_CRYPTO_GPU_WORKERS")
@@ -284,6 +297,7 @@ impl GpuBackend {
                 stream: ctx.new_stream().map_err(driver("cuStreamCreate"))?,
                 dec: decompress::DecompressBuffers::new(&ctx),
                 sha: sha256::ShaBuffers::new(&ctx),
+                msm: msm::MsmBuffers::new(&ctx),
             });
         }
         let (drv_major, drv_minor) = (driver_version / 1000, (driver_version % 1000) / 10);
@@ -319,7 +333,10 @@ impl GpuBackend {
     }
 
     pub fn supports(&self, op: Operation) -> bool {
-        matches!(op, Operation::Decompress | Operation::Sha256)
+        matches!(
+            op,
+            Operation::Decompress | Operation::Sha256 | Operation::Msm
+        )
     }
 
     pub(crate) fn worker(&self) -> WorkerGuard<'_> {
@@ -373,9 +390,25 @@ impl GpuBackend {
         result
     }
 
+    /// Many independent G1 MSMs in one upload, one launch sequence and one download;
+    /// identical to `cpu::g1_msm_batch`. Lengths must match (the engine checks).
     pub fn g1_msm_batch(&self, msms: &[MsmInput<'_>]) -> Result<Vec<G1Projective>, GpuError> {
-        let _ = msms;
-        Err(GpuError::Unsupported)
+        if let Some(m) = msms.iter().find(|m| m.points.len() != m.scalars.len()) {
+            return Err(GpuError::InputTooLarge(format!(
+                "MSM with {} points and {} scalars",
+                m.points.len(),
+                m.scalars.len()
+            )));
+        }
+        if msms.iter().all(|m| m.points.is_empty()) {
+            return Ok(vec![G1Projective::identity(); msms.len()]);
+        }
+        let mut w = self.worker();
+        let result = msm::run(self, &mut w, msms);
+        if result.is_err() {
+            w.quiesce();
+        }
+        result
     }
 
     pub fn bls_verify_batch(

@@ -9,7 +9,9 @@
 
 use super::memory::{DeviceBuffer, PinnedBuffer, driver};
 use super::{GpuBackend, GpuError, Worker};
-use cudarc::driver::{CudaContext, CudaEvent, CudaStream, LaunchConfig, PushKernelArg, result};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaStream, LaunchConfig, PushKernelArg, result,
+};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -167,7 +169,7 @@ pub(crate) unsafe fn launch_segment(
         digests: base + LAYOUT.digests as u64,
     };
     // SAFETY: per the function's contract.
-    unsafe { launch(gpu, stream, &args) }
+    unsafe { launch(gpu, &gpu.kernels.sha256_prefixed, stream, &args) }
 }
 
 /// Device addresses of one launch's inputs and outputs.
@@ -187,17 +189,20 @@ pub(crate) struct KernelArgs {
 /// Every address must be valid for what the kernel reads or writes (see the kernel).
 pub(crate) unsafe fn launch(
     gpu: &GpuBackend,
+    kernel: &CudaFunction,
     stream: &CudaStream,
     a: &KernelArgs,
 ) -> Result<(), GpuError> {
+    let _ = gpu;
     let n = a.count as u32;
     let prefix_len = a.prefix_len as u32;
+    let one = 1u32;
     // SAFETY: per the function's contract.
     unsafe {
         result::memset_d8_async(a.digests, DIGEST_POISON, 32 * a.count, stream.cu_stream())
             .map_err(driver("poison digests"))?;
         stream
-            .launch_builder(&gpu.kernels.sha256_prefixed)
+            .launch_builder(kernel)
             .arg(&a.data)
             .arg(&a.offsets)
             .arg(&a.lens)
@@ -205,6 +210,7 @@ pub(crate) unsafe fn launch(
             .arg(&a.prefix)
             .arg(&prefix_len)
             .arg(&a.digests)
+            .arg(&one)
             .launch(LaunchConfig {
                 grid_dim: (n.div_ceil(THREADS), 1, 1),
                 block_dim: (THREADS, 1, 1),

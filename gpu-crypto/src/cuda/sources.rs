@@ -31,6 +31,10 @@ pub const HEADERS: &[(&str, &str)] = &[
         include_str!("../../../kernels/ec/g1_subgroup.cuh"),
     ),
     (
+        "ec/g1_xyzz.cuh",
+        include_str!("../../../kernels/ec/g1_xyzz.cuh"),
+    ),
+    (
         "hash/sha256.cuh",
         include_str!("../../../kernels/hash/sha256.cuh"),
     ),
@@ -45,7 +49,7 @@ pub const G1_DECOMPRESS: KernelProgram = KernelProgram {
 pub const SHA256_PREFIXED: KernelProgram = KernelProgram {
     name: "ops/sha256_prefixed.cu",
     source: include_str!("../../../kernels/ops/sha256_prefixed.cu"),
-    functions: &["sha256_prefixed"],
+    functions: &["sha256_prefixed", "sha256_prefixed_alu"],
 };
 
 pub const FILL_RANDOM: KernelProgram = KernelProgram {
@@ -54,8 +58,23 @@ pub const FILL_RANDOM: KernelProgram = KernelProgram {
     functions: &["fill_random"],
 };
 
+pub const G1_MSM: KernelProgram = KernelProgram {
+    name: "msm/g1_msm.cu",
+    source: include_str!("../../../kernels/msm/g1_msm.cu"),
+    functions: &[
+        "msm_load_points",
+        "msm_histogram",
+        "msm_scatter",
+        "msm_scan_tiles",
+        "msm_scan_tile_sums",
+        "msm_scan_add",
+        "msm_accumulate",
+        "msm_reduce",
+    ],
+};
+
 /// Every program the backend loads; all must compile for every supported architecture.
-pub const PROGRAMS: &[KernelProgram] = &[G1_DECOMPRESS, SHA256_PREFIXED, FILL_RANDOM];
+pub const PROGRAMS: &[KernelProgram] = &[G1_DECOMPRESS, SHA256_PREFIXED, FILL_RANDOM, G1_MSM];
 
 /// The architectures the product targets: H100/H200 (sm_90) and RTX PRO 6000 Blackwell (sm_120).
 pub const TARGET_ARCHS: &[&str] = &["sm_90", "sm_120"];

@@ -1,0 +1,294 @@
+//! The `attest` binary: outputs and exit codes (0 admitted, 1 rejected, 2 unusable input).
+
+use std::process::Command;
+
+use attestation::collect::{Attester, GpuSource, SnpSource};
+use attestation::test_source::TestSigner;
+
+fn sev(path: &str) -> String {
+    format!("{}/testdata/sev/{path}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn attest(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args(args)
+        .output()
+        .expect("run attest");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn verify_report_with_snpguest_style_files() {
+    let t = ["--time", "2026-11-29T00:00:00Z"];
+    // go-sev-guest: debug allowed -> rejected, with the failing check named in the JSON.
+    let (code, out, _) = attest(
+        &[
+            &[
+                "verify-report",
+                "--report",
+                &sev("go-sev-guest/attestation.bin"),
+                "--vcek",
+                &sev("go-sev-guest/vcek.testcer"),
+                "--json",
+            ][..],
+            &t,
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let failed: Vec<&str> = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["outcome"] == "fail")
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, vec!["snp.policy.debug"]);
+    // trustee with a certs dir holding cert_chain.pem -> admitted, table output.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        sev("go-sev-guest/ask_ark_milan.pem"),
+        dir.path().join("cert_chain.pem"),
+    )
+    .unwrap();
+    let (code, out, _) = attest(
+        &[
+            &[
+                "verify-report",
+                "--report",
+                &sev("trustee/test-report.bin"),
+                "--vcek",
+                &sev("trustee/test-vcek.der"),
+                "--certs",
+                dir.path().to_str().unwrap(),
+            ][..],
+            &t,
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("PASS  snp.report.signature") && out.contains("ADMITTED"),
+        "{out}"
+    );
+    // The sev crate's hex report.
+    let (code, out, _) = attest(
+        &[
+            &[
+                "verify-report",
+                "--report",
+                &sev("sev-crate/report_milan.hex"),
+                "--vcek",
+                &sev("sev-crate/vcek_milan.der"),
+            ][..],
+            &t,
+        ]
+        .concat(),
+    );
+    assert!(out.contains("PASS  snp.report.signature"), "{out}");
+    assert!(code == 0 || code == 1);
+    // Unusable input: missing file, bad time, empty certs dir.
+    assert_eq!(
+        attest(&[
+            "verify-report",
+            "--report",
+            "/nonexistent",
+            "--vcek",
+            &sev("trustee/test-vcek.der")
+        ])
+        .0,
+        2
+    );
+    assert_eq!(
+        attest(&[
+            "verify-report",
+            "--report",
+            &sev("trustee/test-report.bin"),
+            "--vcek",
+            &sev("trustee/test-vcek.der"),
+            "--time",
+            "yesterday"
+        ])
+        .0,
+        2
+    );
+    let empty = tempfile::tempdir().unwrap();
+    assert_eq!(
+        attest(&[
+            "verify-report",
+            "--report",
+            &sev("trustee/test-report.bin"),
+            "--vcek",
+            &sev("trustee/test-vcek.der"),
+            "--certs",
+            empty.path().to_str().unwrap()
+        ])
+        .0,
+        2
+    );
+    // A VCEK file that is not a certificate is a failed check, not unusable input.
+    let (code, out, _) = attest(&[
+        "verify-report",
+        "--report",
+        &sev("trustee/test-report.bin"),
+        "--vcek",
+        &sev("trustee/test-report.bin"),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAIL  snp.chain.vcek_parse"), "{out}");
+}
+
+#[test]
+fn verify_bundle_from_the_test_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let signer = TestSigner::from_seed([8; 32]).unwrap();
+    std::fs::write(dir.path().join("test-ark.pem"), signer.ark_pem()).unwrap();
+    let attester = Attester {
+        node_key: ed25519_dalek::SigningKey::from_bytes(&[4; 32]),
+        snp: SnpSource::Test(Box::new(signer)),
+        gpu: GpuSource::None,
+    };
+    let nonce = [0x5A; 32];
+    let bundle = attester.attest(&nonce).unwrap();
+    let evidence = dir.path().join("bundle.json");
+    std::fs::write(&evidence, serde_json::to_vec(&bundle).unwrap()).unwrap();
+    std::fs::write(
+        dir.path().join("policy.toml"),
+        "[trust]\ntest_root_ark = \"test-ark.pem\"\n[guest_policy]\nvmpl = [0]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("amd-only.toml"),
+        "[guest_policy]\nvmpl = [0]\n",
+    )
+    .unwrap();
+    let ev = evidence.to_str().unwrap();
+    let policy = dir.path().join("policy.toml");
+    let amd_only = dir.path().join("amd-only.toml");
+    let n = hex::encode(nonce);
+    let (code, out, _) = attest(&[
+        "verify",
+        "--evidence",
+        ev,
+        "--policy",
+        policy.to_str().unwrap(),
+        "--nonce",
+        &n,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out, _) = attest(&[
+        "verify",
+        "--evidence",
+        ev,
+        "--policy",
+        amd_only.to_str().unwrap(),
+        "--nonce",
+        &n,
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAIL  snp.chain.ark_pinned"), "{out}");
+    let (code, out, _) = attest(&[
+        "verify",
+        "--evidence",
+        ev,
+        "--policy",
+        policy.to_str().unwrap(),
+        "--nonce",
+        &"00".repeat(32),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAIL  binding.nonce"), "{out}");
+    // Unusable: bad nonce, bad policy, not a bundle.
+    assert_eq!(
+        attest(&[
+            "verify",
+            "--evidence",
+            ev,
+            "--policy",
+            policy.to_str().unwrap(),
+            "--nonce",
+            "abc"
+        ])
+        .0,
+        2
+    );
+    std::fs::write(
+        dir.path().join("bad.toml"),
+        "[guest_policy]\nunknown_knob = 1\n",
+    )
+    .unwrap();
+    assert_eq!(
+        attest(&[
+            "verify",
+            "--evidence",
+            ev,
+            "--policy",
+            dir.path().join("bad.toml").to_str().unwrap(),
+            "--nonce",
+            &n
+        ])
+        .0,
+        2
+    );
+    assert_eq!(
+        attest(&[
+            "verify",
+            "--evidence",
+            policy.to_str().unwrap(),
+            "--policy",
+            policy.to_str().unwrap(),
+            "--nonce",
+            &n
+        ])
+        .0,
+        2
+    );
+}
+
+#[test]
+fn fleet_with_no_reachable_node_reports_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    std::fs::write(
+        dir.path().join("nodes.toml"),
+        format!("[[node]]\nname = \"gone\"\nurl = \"http://{dead}\"\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("policy.toml"), "").unwrap();
+    let (code, out, _) = attest(&[
+        "fleet",
+        "--nodes",
+        dir.path().join("nodes.toml").to_str().unwrap(),
+        "--policy",
+        dir.path().join("policy.toml").to_str().unwrap(),
+        "--timeout-ms",
+        "2000",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("UNREACHABLE") && out.contains("0/1 nodes admitted"),
+        "{out}"
+    );
+}
+
+#[test]
+fn test_evidence_command_round_trips_through_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |f: &str| dir.path().join(f).to_str().unwrap().to_owned();
+    let nonce = "ab".repeat(32);
+    let (code, out, err) = attest(&["test-evidence", "--seed", &d("seed"), "--node-key", &d("node.key"), "--nonce", &nonce, "--ark-out", &d("ark.pem")]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(d("bundle.json"), out).unwrap();
+    std::fs::write(d("policy.toml"), "[trust]\ntest_root_ark = \"ark.pem\"\n").unwrap();
+    let (code, out, _) = attest(&["verify", "--evidence", &d("bundle.json"), "--policy", &d("policy.toml"), "--nonce", &nonce, "--json"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("\"admitted\": true"), "{out}");
+}

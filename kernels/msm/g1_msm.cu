@@ -1,0 +1,269 @@
+// Pippenger multi-scalar multiplication on G1 for a batch of independent MSMs, in five
+// steps (host side: gpu-crypto/src/cuda/msm.rs; design: docs/msm.md):
+//   1. msm_load_points: 96-byte big-endian (x, y) encodings -> Montgomery affine, in place.
+//   2. msm_histogram: signed c-bit digits of every scalar; count the points of each bucket.
+//   3. msm_scan_*: exclusive prefix sum of the counts -> first slot of each bucket.
+//   4. msm_scatter: point indices (sign in bit 31) into their bucket's slots (counting sort).
+//   5. msm_accumulate: one thread per bucket sums its points (XYZZ, mixed addition).
+//   6. msm_reduce: per window, sum_d d * B_d by segmented running sums, then a tree in
+//      shared memory; each block emits one Jacobian point. The host adds the blocks and
+//      combines the windows (a few hundred additions, faster on one CPU core than on one
+//      GPU thread).
+// Bucket key of digit d != 0 of window w of MSM b: (b * windows + w) * 2^(c-1) + |d| - 1.
+#include "common.cuh"
+#include "ff/fp.cuh"
+#include "ec/g1_xyzz.cuh"
+
+#define SCAN_THREADS 256
+#define SCAN_ITEMS 8
+#define SCAN_TILE (SCAN_THREADS * SCAN_ITEMS)
+#define REDUCE_THREADS_MAX 128
+
+extern "C" __global__ void __launch_bounds__(128)
+msm_load_points(u8* __restrict__ points, u32 n) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    uint4* rec = reinterpret_cast<uint4*>(points + (u64)i * 96);
+    u8 b[96];
+#pragma unroll
+    for (int v = 0; v < 6; v++) {
+        uint4 w = rec[v];
+        u32 words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int k = 0; k < 16; k++) b[16 * v + k] = (u8)(words[k >> 2] >> (8 * (k & 3)));
+    }
+    b[0] &= 0x1f;  // flag bits; the host gives the identity a zero scalar
+    fp_t x, y;
+    fp_from_be_bytes(x, b);
+    fp_from_be_bytes(y, b + 48);
+    fp_to_mont(x, x);
+    fp_to_mont(y, y);
+    u32* out = reinterpret_cast<u32*>(rec);
+#pragma unroll
+    for (int k = 0; k < FP_LIMBS; k++) out[k] = x.l[k];
+#pragma unroll
+    for (int k = 0; k < FP_LIMBS; k++) out[FP_LIMBS + k] = y.l[k];
+}
+
+// The MSM that global point i belongs to: the last b with start[b] <= i.
+__device__ __forceinline__ u32 msm_of(const u32* __restrict__ start, u32 n_msms, u32 i) {
+    u32 lo = 0, hi = n_msms;  // invariant: start[lo] <= i < start[hi]
+    while (hi - lo > 1) {
+        const u32 mid = (lo + hi) >> 1;
+        if (start[mid] <= i) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+// Bits [off, off + c) of a 256-bit little-endian scalar (c <= 16).
+__device__ __forceinline__ u32 scalar_bits(const u32 s[8], u32 off, u32 c) {
+    const u32 limb = off >> 5, sh = off & 31;
+    if (limb >= 8) return 0;
+    u32 v = s[limb] >> sh;
+    if (sh + c > 32 && limb + 1 < 8) v |= s[limb + 1] << (32 - sh);
+    return v & ((1u << c) - 1);
+}
+
+__device__ __forceinline__ void load_scalar(u32 s[8], const u32* __restrict__ scalars, u32 i) {
+    const uint4* p = reinterpret_cast<const uint4*>(scalars + (u64)i * 8);
+    const uint4 a = p[0], b = p[1];
+    s[0] = a.x; s[1] = a.y; s[2] = a.z; s[3] = a.w;
+    s[4] = b.x; s[5] = b.y; s[6] = b.z; s[7] = b.w;
+}
+
+// Signed digit of window w given the carry from window w-1: in [-(2^(c-1) - 1), 2^(c-1)].
+__device__ __forceinline__ int next_digit(const u32 s[8], u32 w, u32 c, u32& carry) {
+    const u32 v = scalar_bits(s, w * c, c) + carry;
+    if (v > (1u << (c - 1))) {
+        carry = 1;
+        return (int)v - (int)(1u << c);
+    }
+    carry = 0;
+    return (int)v;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+msm_histogram(const u32* __restrict__ scalars, u32 n, const u32* __restrict__ msm_start,
+              u32 n_msms, u32 c, u32 windows, u32* __restrict__ counts) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u32 s[8];
+    load_scalar(s, scalars, i);
+    const u32 half = 1u << (c - 1);
+    const u64 base = (u64)msm_of(msm_start, n_msms, i) * windows;
+    u32 carry = 0;
+    for (u32 w = 0; w < windows; w++) {
+        const int d = next_digit(s, w, c, carry);
+        if (d == 0) continue;
+        const u32 mag = d < 0 ? (u32)(-d) : (u32)d;
+        atomicAdd(&counts[(base + w) * half + mag - 1], 1u);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+msm_scatter(const u32* __restrict__ scalars, u32 n, const u32* __restrict__ msm_start,
+            u32 n_msms, u32 c, u32 windows, u32* __restrict__ cursor, u32* __restrict__ sorted) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u32 s[8];
+    load_scalar(s, scalars, i);
+    const u32 half = 1u << (c - 1);
+    const u64 base = (u64)msm_of(msm_start, n_msms, i) * windows;
+    u32 carry = 0;
+    for (u32 w = 0; w < windows; w++) {
+        const int d = next_digit(s, w, c, carry);
+        if (d == 0) continue;
+        const u32 mag = d < 0 ? (u32)(-d) : (u32)d;
+        const u32 slot = atomicAdd(&cursor[(base + w) * half + mag - 1], 1u);
+        sorted[slot] = i | (d < 0 ? 0x80000000u : 0u);
+    }
+}
+
+// Exclusive scan of one block's SCAN_THREADS values; returns the block total in `total`.
+__device__ __forceinline__ u32 block_exclusive_scan(u32 v, u32& total) {
+    __shared__ u32 warp_sums[SCAN_THREADS / 32];
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    u32 x = v;
+#pragma unroll
+    for (u32 o = 1; o < 32; o <<= 1) {
+        const u32 y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    if (lane == 31) warp_sums[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        u32 t = lane < SCAN_THREADS / 32 ? warp_sums[lane] : 0;
+#pragma unroll
+        for (u32 o = 1; o < 32; o <<= 1) {
+            const u32 y = __shfl_up_sync(0xffffffffu, t, o);
+            if (lane >= o) t += y;
+        }
+        if (lane < SCAN_THREADS / 32) warp_sums[lane] = t;
+    }
+    __syncthreads();
+    total = warp_sums[SCAN_THREADS / 32 - 1];
+    const u32 before = warp == 0 ? 0 : warp_sums[warp - 1];
+    __syncthreads();
+    return before + x - v;
+}
+
+// Step 3a: each tile of SCAN_TILE counts -> exclusive scan within the tile, tile totals.
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+msm_scan_tiles(const u32* __restrict__ counts, u32 k, u32* __restrict__ starts,
+               u32* __restrict__ tile_sums) {
+    const u64 first = (u64)blockIdx.x * SCAN_TILE + (u64)threadIdx.x * SCAN_ITEMS;
+    u32 v[SCAN_ITEMS];
+    u32 sum = 0;
+#pragma unroll
+    for (int j = 0; j < SCAN_ITEMS; j++) {
+        v[j] = first + j < k ? counts[first + j] : 0;
+        sum += v[j];
+    }
+    u32 total;
+    u32 run = block_exclusive_scan(sum, total);
+#pragma unroll
+    for (int j = 0; j < SCAN_ITEMS; j++) {
+        if (first + j < k) starts[first + j] = run;
+        run += v[j];
+    }
+    if (threadIdx.x == 0) tile_sums[blockIdx.x] = total;
+}
+
+// Step 3b: exclusive scan of the tile totals, in place, by one block.
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+msm_scan_tile_sums(u32* __restrict__ tile_sums, u32 tiles) {
+    u32 carry = 0;
+    for (u32 base = 0; base < tiles; base += SCAN_THREADS) {
+        const u32 i = base + threadIdx.x;
+        const u32 v = i < tiles ? tile_sums[i] : 0;
+        u32 total;
+        const u32 ex = block_exclusive_scan(v, total);
+        if (i < tiles) tile_sums[i] = carry + ex;
+        carry += total;
+    }
+}
+
+// Step 3c: add each tile's offset; the scatter cursor starts as a copy of the starts.
+extern "C" __global__ void __launch_bounds__(256)
+msm_scan_add(u32* __restrict__ starts, u32* __restrict__ cursor, u32 k,
+             const u32* __restrict__ tile_sums) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= k) return;
+    const u32 v = starts[i] + tile_sums[i / SCAN_TILE];
+    starts[i] = v;
+    cursor[i] = v;
+}
+
+// Step 5: bucket k sums the points sorted[starts[k] .. ends[k]) (ends = the cursors after
+// the scatter), negating those whose digit was negative.
+extern "C" __global__ void __launch_bounds__(128)
+msm_accumulate(const g1_affine_t* __restrict__ points, const u32* __restrict__ sorted,
+               const u32* __restrict__ starts, const u32* __restrict__ ends, u32 k,
+               g1_xyzz_t* __restrict__ buckets) {
+    const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= k) return;
+    g1_xyzz_t acc;
+    xyzz_set_identity(acc);
+    const u32 end = ends[b];
+    for (u32 j = starts[b]; j < end; j++) {
+        const u32 e = sorted[j];
+        g1_affine_t a = points[e & 0x7fffffffu];
+        if (e >> 31) fp_neg(a.y, a.y);
+        xyzz_add_affine(acc, acc, a);
+    }
+    buckets[b] = acc;
+}
+
+struct g1_jacobian_t {
+    fp_t x, y, z;
+};
+
+// Step 6: window win = blockIdx.y has `half` buckets (digit d in bucket d - 1). Thread j of
+// the window takes buckets [j*len, (j+1)*len): with running sums from the top,
+// acc = sum (d - j*len) B_d and run = sum B_d, so its share is acc + (j*len) * run. The
+// block's shares are summed in shared memory and emitted as Jacobian (X*ZZ^2, Y*ZZZ^2,
+// ZZZ): the same point, no inversion, and Z = 0 for the identity as blst expects.
+extern "C" __global__ void __launch_bounds__(REDUCE_THREADS_MAX)
+msm_reduce(const g1_xyzz_t* __restrict__ buckets, u32 half, u32 len,
+           g1_jacobian_t* __restrict__ partials) {
+    __shared__ g1_xyzz_t shares[REDUCE_THREADS_MAX];
+    const u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    const g1_xyzz_t* win = buckets + (u64)blockIdx.y * half;
+    g1_xyzz_t run, acc;
+    xyzz_set_identity(run);
+    xyzz_set_identity(acc);
+    const u32 lo = j * len;
+    for (u32 t = len; t > 0; t--) {
+        xyzz_add(run, run, win[lo + t - 1]);
+        xyzz_add(acc, acc, run);
+    }
+    // acc += lo * run, double-and-add from the top bit.
+    g1_xyzz_t mul;
+    xyzz_set_identity(mul);
+    for (int bit = 31 - __clz(lo | 1); lo != 0 && bit >= 0; bit--) {
+        xyzz_double(mul, mul);
+        if ((lo >> bit) & 1) xyzz_add(mul, mul, run);
+    }
+    xyzz_add(acc, acc, mul);
+    shares[threadIdx.x] = acc;
+    __syncthreads();
+    for (u32 stride = blockDim.x >> 1; stride > 0; stride >>= 1) {
+        if (threadIdx.x < stride) {
+            g1_xyzz_t s = shares[threadIdx.x];
+            xyzz_add(s, s, shares[threadIdx.x + stride]);
+            shares[threadIdx.x] = s;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        const g1_xyzz_t s = shares[0];
+        g1_jacobian_t out;
+        fp_t t;
+        fp_sqr(t, s.zz);
+        fp_mul(out.x, s.x, t);
+        fp_sqr(t, s.zzz);
+        fp_mul(out.y, s.y, t);
+        out.z = s.zzz;
+        partials[(u64)blockIdx.y * gridDim.x + blockIdx.x] = out;
+    }
+}

@@ -1,0 +1,137 @@
+//! The agent as a process: the systemd notify protocol (READY, STATUS, WATCHDOG,
+//! STOPPING) through a real notify socket, `node-agent check`'s exit status, and the
+//! dashboard rendered by headless Chromium.
+
+mod common;
+
+use common::*;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+fn ci_root() -> String {
+    fixture_root("ci-2core").display().to_string()
+}
+
+#[test]
+fn run_speaks_sd_notify_and_serves() {
+    // A 1 s watchdog: the agent must ping at about 0.5 s.
+    let mut agent = Agent::start(TEST_CONFIG, &["--root", &ci_root()], Some(1_000_000));
+    let ready = agent.messages.last().unwrap().clone();
+    assert!(ready.contains("READY=1\n"), "{ready:?}");
+    assert!(ready.contains("profile development; node ready"), "{ready:?}");
+    // STATUS lines came before READY (probe, selftest).
+    assert!(agent.messages.iter().any(|m| m.contains("STATUS=running the crypto selftest")));
+    agent.wait_for("WATCHDOG=1", Duration::from_secs(3));
+    agent.wait_for("WATCHDOG=1", Duration::from_secs(3));
+
+    let (code, body) = agent.get("/healthz");
+    assert_eq!((code, body.as_str()), (200, "ok\n"));
+    let (code, body) = agent.get("/readyz");
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = agent.get("/metrics");
+    assert_eq!(code, 200);
+    assert!(body.contains("sovereign_crypto_selftest_passed 1"), "{body}");
+    // The collectors keep running: the cycle count grows.
+    let cycle = |body: &str| serde_json::from_str::<serde_json::Value>(body).unwrap()["cycle"].as_u64().unwrap();
+    let first = cycle(&agent.get("/v1/status").1);
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(cycle(&agent.get("/v1/status").1) > first);
+
+    let status = agent.terminate();
+    assert!(status.success(), "{status}");
+    agent.wait_for("STOPPING=1", Duration::from_secs(2));
+}
+
+#[test]
+fn check_exit_status_follows_readiness() {
+    let bin = env!("CARGO_BIN_EXE_node-agent");
+    let out = Command::new(bin).args(["check", "--root", &ci_root()]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("profile: development (development_default)"), "{text}");
+    assert!(text.trim_end().ends_with("node is FIT"), "{text}");
+
+    let out = Command::new(bin)
+        .args(["check", "--root", &ci_root(), "--profile", "sovereign-node!"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("FAIL"), "{text}");
+    assert!(text.trim_end().ends_with("node is NOT FIT"), "{text}");
+
+    // A profile that does not match, without force: refused with the mismatches.
+    let out = Command::new(bin)
+        .args(["check", "--root", &ci_root(), "--profile", "sovereign-node"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not match"), "{err}");
+
+    // Unknown configuration keys are refused.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("bad.toml");
+    std::fs::write(&cfg, "listen = \"127.0.0.1:1\"\ncollect_interval = 3\n").unwrap();
+    let out = Command::new(bin)
+        .args(["check", "--root", &ci_root(), "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("collect_interval"));
+}
+
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|name| {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|p| p.join(name))
+                .find(|p| p.is_file())
+        })
+    })
+}
+
+#[test]
+fn dashboard_renders_in_headless_chromium() {
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("SOVEREIGN_REQUIRE_BROWSER").is_none(),
+            "SOVEREIGN_REQUIRE_BROWSER is set but no chromium is installed"
+        );
+        eprintln!("SKIP dashboard_renders_in_headless_chromium: chromium not installed");
+        return;
+    };
+    let config = TEST_CONFIG.replace("metrics_url = \"\"", "metrics_url = \"http://127.0.0.1:1/metrics\"");
+    let agent = Agent::start(&config, &["--root", &ci_root()], None);
+    let profile_dir = tempfile::tempdir().unwrap();
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            // Let the page's fetch and rendering finish before the DOM is dumped.
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile_dir.path().display()))
+        .arg(format!("http://127.0.0.1:{}/", agent.port))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(dom.contains(r#"<b id="profile-name">development</b>"#), "{dom}");
+    assert!(dom.contains(r#"<b id="node-status" class="ok">READY</b>"#), "{dom}");
+    // Sections filled from /v1/status: the replica is down (nothing on port 1), the
+    // crypto paths are listed, the GPU collector is off with its reason.
+    assert!(dom.contains("http://127.0.0.1:1/metrics"), "{dom}");
+    assert!(dom.contains("cpu: the policy runs it on the CPU"), "{dom}");
+    assert!(dom.contains("off gpu"), "{dom}");
+}

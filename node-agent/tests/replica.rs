@@ -1,0 +1,100 @@
+//! Replica health over real HTTP: a local server serves the recorded replica pages (and
+//! the failure cases), the agent's scraper reads and parses them.
+
+mod common;
+
+use axum::Router;
+use axum::http::StatusCode;
+use axum::routing::get;
+use common::read_testdata;
+use node_agent::collect::replica::{ReplicaScrapeError, ReplicaScraper, parse_page};
+use std::time::Duration;
+
+async fn serve() -> std::net::SocketAddr {
+    let t0 = read_testdata("replica/metrics-t0.txt");
+    let app = Router::new()
+        .route("/metrics", get(move || async move { t0 }))
+        .route("/missing", get(|| async { (StatusCode::NOT_FOUND, "no") }))
+        .route("/other", get(|| async { "# TYPE foo gauge\nfoo 1\n" }))
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                "late"
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+fn scraper(addr: std::net::SocketAddr, path: &str) -> ReplicaScraper {
+    ReplicaScraper::new(&format!("http://{addr}{path}"), Duration::from_millis(500)).unwrap()
+}
+
+#[tokio::test]
+async fn scrapes_the_recorded_replica_page() {
+    let addr = serve().await;
+    let h = scraper(addr, "/metrics").scrape().await.unwrap();
+    // artifact_pool_consensus_height_stat{pool_type="validated",stat="max",type="finalization"}
+    assert_eq!(h.finalized_height, Some(481220.0));
+    assert_eq!(h.certified_height, Some(481218.0));
+    assert_eq!(h.batch_height, Some(481220.0));
+    assert_eq!(h.certification_lag_blocks(), Some(2.0));
+    let ops: Vec<&str> = h.checkpoint_ops.iter().map(|o| o.label.as_str()).collect();
+    assert_eq!(ops, ["compute_manifest", "create"]);
+    assert_eq!(h.checkpoint_ops[1].count, 12.0);
+    assert!((h.checkpoint_ops[1].sum_seconds - 8.7561).abs() < 1e-9, "{:?}", h.checkpoint_ops);
+    // Only the ni_dkg domain, full scope, successful calls.
+    let methods: Vec<&str> = h.ni_dkg_ops.iter().map(|o| o.label.as_str()).collect();
+    assert_eq!(
+        methods,
+        ["create_dealing", "create_transcript", "load_transcript", "verify_dealing"]
+    );
+    assert_eq!(h.ni_dkg_ops[3].count, 52.0);
+}
+
+#[tokio::test]
+async fn scrape_failures_say_why() {
+    let addr = serve().await;
+    match scraper(addr, "/missing").scrape().await {
+        Err(ReplicaScrapeError::Status { status: 404, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    match scraper(addr, "/other").scrape().await {
+        Err(ReplicaScrapeError::NoReplicaMetrics { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    match scraper(addr, "/slow").scrape().await {
+        Err(ReplicaScrapeError::Timeout { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    // Nothing listens on port 1.
+    match ReplicaScraper::new("http://127.0.0.1:1/metrics", Duration::from_secs(2))
+        .unwrap()
+        .scrape()
+        .await
+    {
+        Err(ReplicaScrapeError::Http { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        ReplicaScraper::new("https://[::1]:9090/metrics", Duration::from_secs(1)),
+        Err(ReplicaScrapeError::Url { .. })
+    ));
+    assert!(matches!(
+        ReplicaScraper::new("not a url", Duration::from_secs(1)),
+        Err(ReplicaScrapeError::Url { .. })
+    ));
+}
+
+#[test]
+fn parses_the_second_page_and_ignores_garbage() {
+    let h = parse_page(&read_testdata("replica/metrics-t1.txt")).unwrap();
+    assert_eq!(h.finalized_height, Some(481236.0));
+    assert_eq!(h.certification_lag_blocks(), Some(1.0));
+    let empty = parse_page("this is not prometheus\n\n").unwrap();
+    assert_eq!(empty.finalized_height, None);
+    assert_eq!(empty.certification_lag_blocks(), None);
+}

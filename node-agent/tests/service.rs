@@ -1,0 +1,242 @@
+//! The agent's outputs from fixed inputs: the golden /metrics page, the HTTP endpoints
+//! through the in-process router, and readiness under the profiles' rules.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use common::*;
+use http_body_util::BodyExt;
+use node_agent::collect::ManualClock;
+use node_agent::collect::gpu::RecordedGpuSource;
+use node_agent::collect::rapl::RaplReader;
+use node_agent::http::{AppState, Heartbeat, router};
+use node_agent::snapshot::Snapshot;
+use std::sync::Arc;
+use std::time::Duration;
+use tower::ServiceExt;
+
+/// Two collection cycles 15 s apart over fixed inputs; returns the second snapshot.
+/// `gpu`: recorded NVML samples (testdata path) or none.
+fn fixed_snapshot(fixture: &str, profile: &str, gpu: Option<&str>) -> Snapshot {
+    let clock = Arc::new(ManualClock::new(T0));
+    let mut c = fixed_collectors(node(fixture, profile), clock.clone());
+    let sys = tempfile::tempdir().unwrap();
+    write_rapl(sys.path(), 1_000_000_000);
+    c.rapl = Some(RaplReader::new(sys.path()));
+    if let Some(path) = gpu {
+        c.gpu = Some(Box::new(RecordedGpuSource::from_json(&read_testdata(path)).unwrap()));
+    } else {
+        c.disable("gpu", "no NVML in the fixture");
+    }
+    c.pinning_disabled_reason = Some("the profile gives no pool a CPU set".into());
+    c.disable("pinning", "the profile gives no pool a CPU set");
+    let _first = c.collect();
+    clock.advance(15.0);
+    // 1 500 J of package energy in 15 s: 100 W.
+    write_rapl(sys.path(), 2_500_000_000);
+    c.collect()
+}
+
+fn check_golden(name: &str, text: &str) {
+    let path = testdata(&format!("golden/{name}"));
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, text).unwrap();
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 writes it)", path.display()));
+    if text != want {
+        let diff: Vec<String> = text
+            .lines()
+            .zip(want.lines())
+            .filter(|(a, b)| a != b)
+            .take(10)
+            .map(|(a, b)| format!("got:  {a}\nwant: {b}"))
+            .collect();
+        panic!(
+            "{name} differs from the golden file ({} vs {} lines):\n{}",
+            text.lines().count(),
+            want.lines().count(),
+            diff.join("\n")
+        );
+    }
+    promtool_check(text);
+}
+
+/// `promtool check metrics` on the page, where promtool is installed (CI: required).
+fn promtool_check(text: &str) {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            assert!(
+                std::env::var_os("SOVEREIGN_REQUIRE_PROMTOOL").is_none(),
+                "promtool required (SOVEREIGN_REQUIRE_PROMTOOL) but not runnable: {e}"
+            );
+            eprintln!("SKIP promtool check: promtool not runnable ({e})");
+            return;
+        }
+    };
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success() && report.trim().is_empty(), "promtool: {report}");
+}
+
+#[test]
+fn golden_metrics_development_node() {
+    let s = fixed_snapshot("ci-2core", "auto", None);
+    assert_eq!(s.node.profile, "development");
+    let text = node_agent::exposition::encode(&Arc::new(s));
+    // What the page must say, independent of the golden file.
+    assert!(text.contains("sovereign_profile_info{profile=\"development\",selection=\"development_default\"} 1"));
+    assert!(text.contains("sovereign_replica_finalized_height 481236"));
+    assert!(text.contains("sovereign_replica_certification_lag_blocks 1"));
+    assert!(text.contains("sovereign_cpu_package_power_watts 100.0"));
+    assert!(text.ends_with("# EOF\n"));
+    check_golden("metrics-development.txt", &text);
+}
+
+#[test]
+fn golden_metrics_gpu_node() {
+    let path = "gpu/h200-nvml-samples.json";
+    if !testdata(path).exists() {
+        panic!("missing recorded NVML samples {path}");
+    }
+    let s = fixed_snapshot("epyc-9354p-snp-guest", "auto", Some(path));
+    assert!(!s.gpus.is_empty());
+    let text = node_agent::exposition::encode(&Arc::new(s));
+    assert!(text.contains("sovereign_gpu_power_watts{gpu=\"0\"}"));
+    assert!(text.contains("sovereign_gpu_energy_joules_total{gpu=\"0\"}"));
+    check_golden("metrics-gpu.txt", &text);
+}
+
+fn state(s: Snapshot, stale_after: Duration, beat: bool) -> AppState {
+    let hb = Arc::new(Heartbeat::new(stale_after));
+    let st = AppState::new(s, hb.clone());
+    if beat {
+        hb.beat();
+    }
+    st
+}
+
+async fn get(state: &AppState, path: &str) -> (StatusCode, String, String) {
+    let resp = router(state.clone())
+        .oneshot(Request::get(path).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = resp.status();
+    let ctype = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, ctype, String::from_utf8(body.to_vec()).unwrap())
+}
+
+#[tokio::test]
+async fn endpoints_of_a_ready_development_node() {
+    let s = fixed_snapshot("ci-2core", "auto", None);
+    let expected_metrics = node_agent::exposition::encode(&Arc::new(s.clone()));
+    let st = state(s, Duration::from_secs(60), true);
+
+    let (code, ctype, body) = get(&st, "/metrics").await;
+    assert_eq!(code, StatusCode::OK);
+    assert!(ctype.starts_with("application/openmetrics-text"), "{ctype}");
+    assert_eq!(body, expected_metrics);
+
+    let (code, _, body) = get(&st, "/healthz").await;
+    assert_eq!((code, body.as_str()), (StatusCode::OK, "ok\n"));
+
+    let (code, _, body) = get(&st, "/readyz").await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    assert_eq!(body, "ready: profile development\n");
+
+    let (code, ctype, body) = get(&st, "/v1/status").await;
+    assert_eq!(code, StatusCode::OK);
+    assert_eq!(ctype, "application/json");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["node"]["profile"], "development");
+    assert_eq!(v["ready"], true);
+    assert_eq!(v["healthy"], true);
+    assert_eq!(v["replica"]["health"]["certified_height"], 481235.0);
+    assert_eq!(v["crypto"]["selftest"]["passed"], true);
+    assert!(v["node"]["explanation"][0].as_str().unwrap().contains("development"));
+    assert_eq!(v["disabled_collectors"][0]["name"], "gpu");
+
+    let (code, ctype, body) = get(&st, "/").await;
+    assert_eq!(code, StatusCode::OK);
+    assert!(ctype.starts_with("text/html"));
+    assert!(body.contains("id=\"profile-name\""));
+    assert!(!body.contains("http://") && !body.contains("https://"), "dashboard must be self-contained");
+
+    let (code, _, _) = get(&st, "/nope").await;
+    assert_eq!(code, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn healthz_fails_when_collectors_are_stale() {
+    let s = fixed_snapshot("ci-2core", "auto", None);
+    let st = state(s, Duration::from_millis(20), true);
+    let (code, _, _) = get(&st, "/healthz").await;
+    assert_eq!(code, StatusCode::OK);
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let (code, _, body) = get(&st, "/healthz").await;
+    assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(body.starts_with("collectors stale"), "{body}");
+    let (_, _, body) = get(&st, "/v1/status").await;
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["healthy"], false);
+}
+
+#[tokio::test]
+async fn readyz_fails_when_a_required_capability_is_missing() {
+    // The production profile forced onto the 2-core CI machine: no SEV-SNP, no GPU.
+    let s = fixed_snapshot("ci-2core", "sovereign-node!", None);
+    assert_eq!(s.node.selection, "forced_pin");
+    assert!(!s.node.ready);
+    let failed: Vec<&str> = s
+        .node
+        .readiness
+        .iter()
+        .filter(|c| !c.satisfied)
+        .map(|c| c.requirement.as_str())
+        .collect();
+    assert!(!failed.is_empty());
+    let metrics = node_agent::exposition::encode(&Arc::new(s.clone()));
+    assert!(metrics.contains("sovereign_node_ready 0"));
+    let st = state(s.clone(), Duration::from_secs(60), true);
+    let (code, _, body) = get(&st, "/readyz").await;
+    assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(body.starts_with("not ready: profile sovereign-node\n"), "{body}");
+    for reason in s.node.reasons() {
+        assert!(body.contains(&reason), "{body} lacks {reason}");
+    }
+    let (_, _, body) = get(&st, "/v1/status").await;
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["ready"], false);
+    assert!(!v["not_ready_reasons"].as_array().unwrap().is_empty());
+    assert!(!v["node"]["mismatches"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn readyz_fails_when_the_selftest_failed() {
+    let mut s = fixed_snapshot("ci-2core", "auto", None);
+    s.crypto.selftest.passed = false;
+    let st = state(s, Duration::from_secs(60), true);
+    let (code, _, body) = get(&st, "/readyz").await;
+    assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(body.contains("crypto selftest failed"), "{body}");
+}
