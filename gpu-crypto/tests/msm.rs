@@ -121,9 +121,9 @@ fn edge_scalars_and_points() {
 }
 
 #[test]
-fn batches_on_both_paths() {
+fn batches_of_small_and_large_msms() {
     let mut rng = rng(3);
-    // Many small MSMs (rayon over MSMs, single-threaded Pippenger each), NI-DKG-like.
+    // Many small MSMs of NI-DKG-like and degenerate sizes.
     let sizes = [0usize, 1, 2, 13 * 16, 3, 40, 28 * 16, 7, 1];
     let data: Vec<(Vec<G1Affine>, Vec<Scalar>)> = sizes
         .iter()
@@ -142,7 +142,7 @@ fn batches_on_both_paths() {
     assert_eq!(engine.g1_msm_batch(&inputs).expect("cpu engine"), naive);
     assert_eq!(engine.g1_msm_batch(&[]).expect("cpu engine"), vec![]);
 
-    // A batch holding one MSM large enough for blst's thread pool (2^14 + 3 points),
+    // A batch holding a large MSM (2^14 + 3 points: parallel point conversion),
     // checked against blst directly (the naive sum would dominate test time), and the
     // small MSMs of the same batch against the naive sum.
     let n = (1 << 14) + 3;

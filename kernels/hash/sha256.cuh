@@ -55,17 +55,25 @@ __device__ __forceinline__ void sha256_compress(u32 st[8], u32 w[16], u32 one) {
         const u32 ch = (e & f) ^ (~e & g);
         const u32 S0 = sha256_rotr(a, 2) ^ sha256_rotr(a, 13) ^ sha256_rotr(a, 22);
         const u32 maj = (a & b) ^ (a & c) ^ (b & c);
-        u32 t1;
         if (FMA_ADDS) {
+            // Everything that does not depend on this round's e and a is summed off the
+            // critical path: e' = (S1 + ch) + (d + h + K + W), a' = (S1 + ch) + (h + K + W +
+            // S0 + maj), so the chain from e to e' is rotate, logic, two FMA-pipe adds.
             const u32 hkw = sha256_add_fma(sha256_add_fma(w[r & 15], SHA256_K[r], one), h, one);
-            t1 = sha256_add_fma(sha256_add_fma(S1, ch, one), hkw, one);
+            const u32 pre_e = sha256_add_fma(d, hkw, one);
+            const u32 pre_a = sha256_add_fma(hkw, sha256_add_fma(S0, maj, one), one);
+            const u32 s1ch = sha256_add_fma(S1, ch, one);
+            h = g; g = f; f = e;
+            e = sha256_add_fma(s1ch, pre_e, one);
+            d = c; c = b; b = a;
+            a = sha256_add_fma(s1ch, pre_a, one);
         } else {
-            t1 = h + S1 + ch + SHA256_K[r] + w[r & 15];
+            const u32 t1 = h + S1 + ch + SHA256_K[r] + w[r & 15];
+            h = g; g = f; f = e;
+            e = d + t1;
+            d = c; c = b; b = a;
+            a = t1 + S0 + maj;
         }
-        h = g; g = f; f = e;
-        e = FMA_ADDS ? sha256_add_fma(d, t1, one) : d + t1;
-        d = c; c = b; b = a;
-        a = FMA_ADDS ? sha256_add_fma(t1, sha256_add_fma(S0, maj, one), one) : t1 + S0 + maj;
     }
     st[0] += a; st[1] += b; st[2] += c; st[3] += d;
     st[4] += e; st[5] += f; st[6] += g; st[7] += h;

@@ -392,7 +392,7 @@ mod tests {
 
     #[test]
     fn stat_fields_survive_odd_comm() {
-        let text = "42 (a) b (c)) S 1 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 3 0 777 1 1 1 1 1 1 1 1 1 1 1 1 1 1 17 5 0 0 0 0 0\n";
+        let text = "42 (a) b (c)) S 1 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 3 0 777 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 17 5 0 0 0 0 0\n";
         let p = Path::new("stat");
         let f = stat_fields(p, text).unwrap();
         assert_eq!(f[0], "S");

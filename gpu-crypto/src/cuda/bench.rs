@@ -68,7 +68,7 @@ impl DeviceBatch {
         chunk_len: usize,
         prefix: &[u8],
     ) -> Result<DeviceBatch, GpuError> {
-        if chunk_len % 16 != 0 || prefix.len() > super::sha256::MAX_PREFIX {
+        if !chunk_len.is_multiple_of(16) || prefix.len() > super::sha256::MAX_PREFIX {
             return Err(GpuError::InputTooLarge(
                 "bench chunks must be multiples of 16 bytes".into(),
             ));

@@ -186,11 +186,11 @@ fn load_program(
     let module = ctx
         .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone()))
         .map_err(driver("cuModuleLoadData"))?;
-    if let Some(dir) = &dir {
-        if let Err(e) = kernel_cache::store(dir, program, &key, &compiled.cubin) {
-            tracing::warn!(program = program.name, dir = %dir.display(), error = %e,
-                "could not write the kernel cache; the next start compiles again");
-        }
+    if let Some(dir) = &dir
+        && let Err(e) = kernel_cache::store(dir, program, &key, &compiled.cubin)
+    {
+        tracing::warn!(program = program.name, dir = %dir.display(), error = %e,
+            "could not write the kernel cache; the next start compiles again");
     }
     let source = match recompile_reason {
         Some(why) => format!("recompiled ({why})"),

@@ -7,14 +7,17 @@ use super::{
     UNVERIFIED_CHECKPOINT_MARKER,
 };
 use crate::engine::{DomainSeparator, Engine};
+use rayon::prelude::*;
 use std::fs::{self, File};
-use std::io::{self, Read};
+use std::io;
 use std::ops::Range;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
-/// Default bytes of chunk data per engine call: 128 MiB (128 full chunks, well above
-/// the GPU crossover). Two buffers of this size are alive at once.
+/// Default bytes of chunk data per engine call: 128 MiB (128 full chunks). Two buffers
+/// of this size are alive at once. The GPU needs many more chunks per call than this to
+/// beat SHA-NI cores (one GPU thread hashes one chunk); see [`ComputeOptions`].
 pub const DEFAULT_BATCH_BYTES: usize = 128 << 20;
 
 /// How [`compute_with`] reads and chunks the directory.
@@ -22,7 +25,9 @@ pub const DEFAULT_BATCH_BYTES: usize = 128 << 20;
 pub struct ComputeOptions {
     /// Bytes of chunk data handed to `Engine::sha256_chunks` per call. One batch is read
     /// while the previous one is hashed, so peak buffer memory is twice this. At least
-    /// `chunk_size`.
+    /// `chunk_size`. Measured on an H200 host (16 cores, SHA-NI), in-memory hashing of
+    /// 1 MiB chunks: CPU about 16 GiB/s at any batch size; GPU 3.7 GiB/s at 128 chunks,
+    /// 18 GiB/s at 1024, 27.5 GiB/s at 4096.
     pub batch_bytes: usize,
     /// Chunk size. The IC uses [`CHUNK_SIZE`] (1 MiB) for every manifest; other sizes
     /// exist for tests, as the replica's own tests use them.
@@ -56,7 +61,8 @@ pub fn compute(
 /// - the root-level `unverified_checkpoint_marker` left out, as the replica does;
 /// - symbolic links, special files and non-UTF-8 names rejected (a checkpoint holds none);
 /// - each file split into `chunk_size` chunks (the last one shorter), hashed with
-///   `engine.sha256_chunks` in batches of up to `batch_bytes`, read sequentially.
+///   `engine.sha256_chunks` in batches of up to `batch_bytes`, read with parallel
+///   positional reads while the previous batch is hashed.
 ///
 /// A file that shrinks while it is read is an error; nothing partial is returned.
 pub fn compute_with(
@@ -278,14 +284,12 @@ fn read_batches(
     empty_rx: mpsc::Receiver<Vec<u8>>,
     filled_tx: mpsc::SyncSender<FilledBatch>,
 ) {
-    let mut open: Option<OpenFile> = None;
     for range in batches {
         let Ok(mut buffer) = empty_rx.recv() else {
             return; // the hashing side has stopped
         };
         let batch = chunks.get(range.clone()).unwrap_or_default();
-        let filled = fill_buffer(root, files, batch, &mut open, &mut buffer)
-            .map(|()| (range.clone(), buffer));
+        let filled = fill_buffer(root, files, batch, &mut buffer).map(|()| (range.clone(), buffer));
         let failed = filled.is_err();
         if filled_tx.send(filled).is_err() || failed {
             return;
@@ -294,59 +298,77 @@ fn read_batches(
 }
 
 struct OpenFile {
-    file_index: u32,
     path: PathBuf,
     size: u64,
     file: File,
 }
 
 /// Reads the bytes of `batch` (chunks in file order) into `buffer`, back to back.
+///
+/// Chunks are read with positional reads in parallel: one sequential reader tops out
+/// near 3.4 GiB/s even from the page cache (measured on a 16-core host), below the
+/// hashing rate of the CPU path, and parallel reads keep an NVMe queue busy.
 fn fill_buffer(
     root: &Path,
     files: &[ListedFile],
     batch: &[ChunkInfo],
-    open: &mut Option<OpenFile>,
     buffer: &mut Vec<u8>,
 ) -> Result<(), ManifestError> {
     let total: usize = batch.iter().map(|c| c.size as usize).sum();
     // Contents are overwritten below; resizing only zero-fills a growing tail.
     buffer.resize(total, 0);
+
+    // Each file of the batch is opened once; chunks of one file are adjacent.
+    let mut file_indices: Vec<u32> = batch.iter().map(|c| c.file_index).collect();
+    file_indices.dedup();
+    let opened = file_indices
+        .par_iter()
+        .map(|&file_index| {
+            let listed = files
+                .get(file_index as usize)
+                .ok_or(ManifestError::Internal("chunk of an unlisted file"))?;
+            let path = root.join(&listed.path);
+            let file = File::open(&path).map_err(io_error(&path))?;
+            Ok(OpenFile {
+                path,
+                size: listed.size,
+                file,
+            })
+        })
+        .collect::<Result<Vec<OpenFile>, ManifestError>>()?;
+
+    let mut reads = Vec::with_capacity(batch.len());
     let mut rest = buffer.as_mut_slice();
+    let mut opened_index = 0;
     for chunk in batch {
-        let current = match open.take() {
-            Some(f) if f.file_index == chunk.file_index => f,
-            _ => {
-                let listed = files
-                    .get(chunk.file_index as usize)
-                    .ok_or(ManifestError::Internal("chunk of an unlisted file"))?;
-                let path = root.join(&listed.path);
-                let file = File::open(&path).map_err(io_error(&path))?;
-                OpenFile {
-                    file_index: chunk.file_index,
-                    path,
-                    size: listed.size,
-                    file,
-                }
+        while file_indices.get(opened_index) != Some(&chunk.file_index) {
+            opened_index += 1;
+            if opened_index >= file_indices.len() {
+                return Err(ManifestError::Internal("batch chunks out of file order"));
             }
-        };
-        let current = open.insert(current);
+        }
+        let open = opened
+            .get(opened_index)
+            .ok_or(ManifestError::Internal("file of a chunk not opened"))?;
         let (target, tail) = std::mem::take(&mut rest)
             .split_at_mut_checked(chunk.size as usize)
             .ok_or(ManifestError::Internal(
                 "read buffer shorter than its batch",
             ))?;
-        read_full(current, chunk.offset, target)?;
+        reads.push((open, chunk.offset, target));
         rest = tail;
     }
-    Ok(())
+    reads
+        .into_par_iter()
+        .try_for_each(|(open, offset, target)| read_full_at(open, offset, target))
 }
 
-/// Fills `target` from the file's current position (chunk offset `offset`).
-fn read_full(open: &mut OpenFile, offset: u64, target: &mut [u8]) -> Result<(), ManifestError> {
+/// Fills `target` with the file's bytes from `offset` on.
+fn read_full_at(open: &OpenFile, offset: u64, target: &mut [u8]) -> Result<(), ManifestError> {
     let mut filled = 0;
     while filled < target.len() {
         let rest = target.get_mut(filled..).unwrap_or_default();
-        match open.file.read(rest) {
+        match open.file.read_at(rest, offset + filled as u64) {
             Ok(0) => {
                 return Err(ManifestError::FileShrank {
                     path: open.path.clone(),

@@ -1,0 +1,191 @@
+//! GPU G1 MSM (Pippenger, `GpuBackend::g1_msm_batch`) against the CPU path
+//! (`cpu::g1_msm_batch`, blst) and, for small sizes, the naive `ic_bls12_381` sum: sizes 0
+//! to 2^16, identity points, zero and r-1 scalars, repeated points, one point many times,
+//! batches (NI-DKG shape 32 x 448, mixed sizes with empty MSMs), forced window widths, and
+//! the engine with the GPU pinned. Skips with a printed reason where no GPU is usable.
+
+mod gpu_common;
+
+use ff::Field;
+use gpu_common::{gpu, rng};
+use gpu_crypto::{BackendChoice, Engine, G1Affine, G1Projective, MsmInput, Policy, Scalar, cpu};
+use group::Group;
+use rand_chacha::ChaCha20Rng;
+
+/// Distinct random points: a random start plus multiples of a random step, normalised in
+/// one batch (fast; the MSM's cost does not depend on how the points were drawn).
+fn random_points(n: usize, rng: &mut ChaCha20Rng) -> Vec<G1Affine> {
+    let step = G1Projective::random(&mut *rng);
+    let mut acc = G1Projective::random(&mut *rng);
+    let mut proj = Vec::with_capacity(n);
+    for _ in 0..n {
+        acc += step;
+        proj.push(acc);
+    }
+    let mut affine = vec![G1Affine::identity(); n];
+    G1Projective::batch_normalize(&proj, &mut affine);
+    affine
+}
+
+fn random_scalars(n: usize, rng: &mut ChaCha20Rng) -> Vec<Scalar> {
+    (0..n).map(|_| Scalar::random(&mut *rng)).collect()
+}
+
+/// Runs the batch on the GPU and on the CPU path and compares every result.
+fn check_batch(what: &str, msms: &[MsmInput<'_>]) -> Option<Vec<G1Projective>> {
+    let gpu = gpu()?;
+    let got = gpu.g1_msm_batch(msms).unwrap_or_else(|e| panic!("{what}: GPU call: {e}"));
+    let want = cpu::g1_msm_batch(msms);
+    assert_eq!(got.len(), msms.len(), "{what}: result count");
+    for (i, (g, c)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(
+            g,
+            c,
+            "{what}: MSM {i} of {} ({} points) differs from cpu::g1_msm_batch",
+            msms.len(),
+            msms[i].points.len()
+        );
+    }
+    Some(got)
+}
+
+fn check_one(what: &str, points: &[G1Affine], scalars: &[Scalar]) -> Option<G1Projective> {
+    let out = check_batch(what, &[MsmInput { points, scalars }])?;
+    let g = out[0];
+    if points.len() <= 128 {
+        assert_eq!(g, cpu::g1_msm_naive(points, scalars), "{what}: naive sum");
+    }
+    Some(g)
+}
+
+#[test]
+fn sizes_from_0_to_2_pow_16_match_the_cpu() {
+    let mut r = rng(60);
+    for n in [0usize, 1, 2, 3, 17, 100, 1000, 4097, 1 << 16] {
+        let points = random_points(n, &mut r);
+        let scalars = random_scalars(n, &mut r);
+        if check_one(&format!("n={n}"), &points, &scalars).is_none() {
+            return;
+        }
+        eprintln!("n={n}: equal");
+    }
+}
+
+#[test]
+fn identity_points_zero_and_extreme_scalars() {
+    let mut r = rng(61);
+    let n = 300;
+    let mut points = random_points(n, &mut r);
+    let mut scalars = random_scalars(n, &mut r);
+    let minus_one = -Scalar::ONE; // r - 1
+    for i in 0..n {
+        match i % 7 {
+            0 => points[i] = G1Affine::identity(),
+            1 => scalars[i] = Scalar::ZERO,
+            2 => scalars[i] = minus_one,
+            3 => scalars[i] = Scalar::ONE,
+            4 => scalars[i] = Scalar::from(1u64 << 15), // a window-boundary digit
+            _ => {}
+        }
+    }
+    if check_one("mixed special cases", &points, &scalars).is_none() {
+        return;
+    }
+    // All identity points, all zero scalars, all r - 1.
+    let ids = vec![G1Affine::identity(); 50];
+    let zeros = vec![Scalar::ZERO; 50];
+    let some = random_points(50, &mut r);
+    let g = check_one("all identity points", &ids, &random_scalars(50, &mut r));
+    assert_eq!(g, Some(G1Projective::identity()));
+    let g = check_one("all zero scalars", &some, &zeros);
+    assert_eq!(g, Some(G1Projective::identity()));
+    check_one("all r-1", &some, &vec![minus_one; 50]);
+    // P and -P with equal scalars cancel: every bucket meets P == -acc.
+    let p = some[0];
+    let cancel_points: Vec<G1Affine> = (0..64).map(|i| if i % 2 == 0 { p } else { -p }).collect();
+    let s = random_scalars(1, &mut r)[0];
+    let g = check_one("P and -P cancel", &cancel_points, &vec![s; 64]);
+    assert_eq!(g, Some(G1Projective::identity()));
+}
+
+#[test]
+fn repeated_points_and_one_point_many_times() {
+    let mut r = rng(62);
+    // The same point with the same scalar: every window's digit lands in one bucket, whose
+    // additions meet acc == P (doubling) at the first step.
+    let p = random_points(1, &mut r)[0];
+    let s = random_scalars(1, &mut r)[0];
+    for n in [2usize, 3, 1000, 5000] {
+        let points = vec![p; n];
+        if check_one(&format!("same point and scalar x{n}"), &points, &vec![s; n]).is_none() {
+            return;
+        }
+    }
+    // The same point with random scalars, and a few points repeated in a long list.
+    let points = vec![p; 4000];
+    check_one("same point, random scalars", &points, &random_scalars(4000, &mut r));
+    let few = random_points(5, &mut r);
+    let points: Vec<G1Affine> = (0..3000).map(|i| few[i % 5]).collect();
+    check_one("5 points repeated", &points, &random_scalars(3000, &mut r));
+    // Small scalars: only the lowest window is non-zero.
+    let small: Vec<Scalar> = (0..3000u64).map(|i| Scalar::from(i % 40)).collect();
+    check_one("small scalars", &points, &small);
+}
+
+#[test]
+fn batch_of_32_by_448_and_mixed_batches() {
+    let mut r = rng(63);
+    let points: Vec<Vec<G1Affine>> = (0..32).map(|_| random_points(448, &mut r)).collect();
+    let scalars: Vec<Vec<Scalar>> = (0..32).map(|_| random_scalars(448, &mut r)).collect();
+    let msms: Vec<MsmInput<'_>> = points
+        .iter()
+        .zip(&scalars)
+        .map(|(p, s)| MsmInput {
+            points: p,
+            scalars: s,
+        })
+        .collect();
+    if check_batch("32 x 448", &msms).is_none() {
+        return;
+    }
+    // Mixed sizes with empty MSMs between, first and last.
+    let sizes = [0usize, 1, 5, 0, 448, 2, 0, 1000, 3, 0];
+    let pts: Vec<Vec<G1Affine>> = sizes.iter().map(|&n| random_points(n, &mut r)).collect();
+    let scs: Vec<Vec<Scalar>> = sizes.iter().map(|&n| random_scalars(n, &mut r)).collect();
+    let msms: Vec<MsmInput<'_>> = pts
+        .iter()
+        .zip(&scs)
+        .map(|(p, s)| MsmInput {
+            points: p,
+            scalars: s,
+        })
+        .collect();
+    check_batch("mixed sizes", &msms);
+    // Only empty MSMs, and an empty batch.
+    let empty = MsmInput {
+        points: &[],
+        scalars: &[],
+    };
+    let out = check_batch("only empty MSMs", &[empty, empty]);
+    assert_eq!(out, Some(vec![G1Projective::identity(); 2]));
+    check_batch("empty batch", &[]);
+}
+
+#[test]
+fn engine_with_gpu_pinned_matches_cpu_and_rejects_length_mismatch() {
+    if gpu().is_none() {
+        return;
+    }
+    let engine = Engine::new(Policy::with_backend(BackendChoice::Gpu)).expect("GPU engine");
+    let mut r = rng(64);
+    let points = random_points(777, &mut r);
+    let scalars = random_scalars(777, &mut r);
+    let got = engine.g1_msm(&points, &scalars).expect("engine msm");
+    assert_eq!(got, cpu::g1_msm_batch(&[MsmInput { points: &points, scalars: &scalars }])[0]);
+    let stats = engine.stats();
+    eprintln!("engine stats: {stats:?}");
+    assert!(
+        engine.g1_msm(&points, &scalars[..10]).is_err(),
+        "length mismatch must be an error"
+    );
+}
