@@ -77,6 +77,15 @@ fn compare(gpu: &GpuBackend, msms: &[MsmInput<'_>], gpu_reps: usize, cpu_reps: u
     (gpu_s * 1e3, cpu_s * 1e3)
 }
 
+/// One more call with GPU_CRYPTO_MSM_PROFILE=1: prints the host staging / GPU / combine split.
+fn profile_once(gpu: &GpuBackend, msms: &[MsmInput<'_>]) {
+    // SAFETY: as in set_window.
+    unsafe { std::env::set_var("GPU_CRYPTO_MSM_PROFILE", "1") };
+    let _ = gpu.g1_msm_batch(msms);
+    // SAFETY: as in set_window.
+    unsafe { std::env::remove_var("GPU_CRYPTO_MSM_PROFILE") };
+}
+
 fn set_window(c: Option<u32>) {
     // SAFETY: the bench's main thread is the only one reading or writing the environment
     // (rayon's workers never touch it).
@@ -140,6 +149,7 @@ fn main() {
         };
         let (g, c) = compare(&gpu, &m, gpu_reps, cpu_reps);
         println!("2^{log}: gpu {g:.2} ms, cpu {c:.2} ms, cpu/gpu {:.1}x", c / g);
+        profile_once(&gpu, &m);
         rows.push(Row {
             what: format!("1 MSM of 2^{log}"),
             gpu_ms: g,
@@ -156,6 +166,7 @@ fn main() {
             .collect();
         let (g, c) = compare(&gpu, &msms, 30, 30);
         println!("32 x {per}: gpu {g:.3} ms, cpu {c:.3} ms, cpu/gpu {:.1}x", c / g);
+        profile_once(&gpu, &msms);
         rows.push(Row {
             what: format!("32 MSMs x {per}"),
             gpu_ms: g,
@@ -176,7 +187,13 @@ fn main() {
                 })
                 .collect();
             let want = cpu::g1_msm_batch(&msms);
-            for c in [6u32, 8, 10, 11, 12, 13, 14, 15, 16] {
+            // Narrow windows at large n make buckets of thousands of points: skip them.
+            let widths: &[u32] = match log {
+                0 => &[6, 7, 8, 9, 10, 11, 12],
+                16 => &[10, 11, 12, 13, 14, 15, 16],
+                _ => &[13, 14, 15, 16],
+            };
+            for &c in widths {
                 set_window(Some(c));
                 let (s, got) = time(5, || gpu.g1_msm_batch(&msms));
                 assert_eq!(got.expect("GPU MSM"), want, "{what} c={c}");

@@ -71,12 +71,23 @@ __device__ __forceinline__ void load_scalar(u32 s[8], const u32* __restrict__ sc
     s[4] = b.x; s[5] = b.y; s[6] = b.z; s[7] = b.w;
 }
 
-// Signed digit of window w given the carry from window w-1: in [-(2^(c-1) - 1), 2^(c-1)].
-__device__ __forceinline__ int next_digit(const u32 s[8], u32 w, u32 c, u32& carry) {
-    const u32 v = scalar_bits(s, w * c, c) + carry;
-    if (v > (1u << (c - 1))) {
+// Windows: `windows` = ceil(256 / c) of them, the lowest `narrow` = c * windows - 256 of
+// width c - 1 and the rest of width c, so the widths sum to 256. Scalars are below 2^255, so
+// the top window's raw value is below 2^(c-1) and its carry-adjusted digit never exceeds
+// 2^(c-1); and the top window's digits spread over its buckets like every other window's
+// (a top window of a few bits would pile the points into a few buckets, i.e. one thread).
+__device__ __forceinline__ u32 window_width(u32 w, u32 c, u32 narrow) { return w < narrow ? c - 1 : c; }
+__device__ __forceinline__ u32 window_offset(u32 w, u32 c, u32 narrow) {
+    return w * c - (w < narrow ? w : narrow);
+}
+
+// Signed digit of window w given the carry from window w-1: in [-(2^(width-1) - 1), 2^(width-1)].
+__device__ __forceinline__ int next_digit(const u32 s[8], u32 w, u32 c, u32 narrow, u32& carry) {
+    const u32 width = window_width(w, c, narrow);
+    const u32 v = scalar_bits(s, window_offset(w, c, narrow), width) + carry;
+    if (v > (1u << (width - 1))) {
         carry = 1;
-        return (int)v - (int)(1u << c);
+        return (int)v - (int)(1u << width);
     }
     carry = 0;
     return (int)v;
@@ -84,7 +95,7 @@ __device__ __forceinline__ int next_digit(const u32 s[8], u32 w, u32 c, u32& car
 
 extern "C" __global__ void __launch_bounds__(256)
 msm_histogram(const u32* __restrict__ scalars, u32 n, const u32* __restrict__ msm_start,
-              u32 n_msms, u32 c, u32 windows, u32* __restrict__ counts) {
+              u32 n_msms, u32 c, u32 windows, u32 narrow, u32* __restrict__ counts) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     u32 s[8];
@@ -93,7 +104,7 @@ msm_histogram(const u32* __restrict__ scalars, u32 n, const u32* __restrict__ ms
     const u64 base = (u64)msm_of(msm_start, n_msms, i) * windows;
     u32 carry = 0;
     for (u32 w = 0; w < windows; w++) {
-        const int d = next_digit(s, w, c, carry);
+        const int d = next_digit(s, w, c, narrow, carry);
         if (d == 0) continue;
         const u32 mag = d < 0 ? (u32)(-d) : (u32)d;
         atomicAdd(&counts[(base + w) * half + mag - 1], 1u);
@@ -102,7 +113,8 @@ msm_histogram(const u32* __restrict__ scalars, u32 n, const u32* __restrict__ ms
 
 extern "C" __global__ void __launch_bounds__(256)
 msm_scatter(const u32* __restrict__ scalars, u32 n, const u32* __restrict__ msm_start,
-            u32 n_msms, u32 c, u32 windows, u32* __restrict__ cursor, u32* __restrict__ sorted) {
+            u32 n_msms, u32 c, u32 windows, u32 narrow, u32* __restrict__ cursor,
+            u32* __restrict__ sorted) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     u32 s[8];
@@ -111,7 +123,7 @@ msm_scatter(const u32* __restrict__ scalars, u32 n, const u32* __restrict__ msm_
     const u64 base = (u64)msm_of(msm_start, n_msms, i) * windows;
     u32 carry = 0;
     for (u32 w = 0; w < windows; w++) {
-        const int d = next_digit(s, w, c, carry);
+        const int d = next_digit(s, w, c, narrow, carry);
         if (d == 0) continue;
         const u32 mag = d < 0 ? (u32)(-d) : (u32)d;
         const u32 slot = atomicAdd(&cursor[(base + w) * half + mag - 1], 1u);

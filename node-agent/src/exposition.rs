@@ -15,6 +15,42 @@ use std::sync::Arc;
 
 /// The content type of `encode`'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The content type of `to_classic_text`'s output (Prometheus text format 0.0.4).
+pub const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The OpenMetrics page in the classic Prometheus text format, for clients that do not
+/// ask for OpenMetrics (curl, `promtool check metrics`): a counter family `x` whose
+/// samples are `x_total` is described as `x_total`, and `# UNIT` and `# EOF` are dropped.
+/// Prometheus itself asks for OpenMetrics and gets `encode`'s output unchanged.
+pub fn to_classic_text(openmetrics: &str) -> String {
+    let mut out = String::with_capacity(openmetrics.len());
+    let mut help: Option<(&str, &str)> = None;
+    for line in openmetrics.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, text) = rest.split_once(' ').unwrap_or((rest, ""));
+            help = Some((name, text));
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, "untyped"));
+            let family = if kind == "counter" {
+                format!("{name}_total")
+            } else {
+                name.to_string()
+            };
+            if let Some((help_name, text)) = help.take() {
+                if help_name == name {
+                    out.push_str(&format!("# HELP {family} {text}\n"));
+                }
+            }
+            out.push_str(&format!("# TYPE {family} {kind}\n"));
+        } else if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
 
 type Labels = Vec<(&'static str, String)>;
 

@@ -5,7 +5,7 @@ use crate::exposition;
 use crate::snapshot::Snapshot;
 use axum::Router;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use serde::Serialize;
@@ -97,9 +97,20 @@ async fn dashboard() -> Html<&'static str> {
     Html(DASHBOARD_HTML)
 }
 
-async fn metrics(State(state): State<AppState>) -> Response {
+/// OpenMetrics for clients that ask for it (Prometheus does), else the classic text format.
+async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let body = exposition::encode(&state.latest());
-    ([(header::CONTENT_TYPE, exposition::CONTENT_TYPE)], body).into_response()
+    let openmetrics = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/openmetrics-text"));
+    if openmetrics {
+        ([(header::CONTENT_TYPE, exposition::CONTENT_TYPE)], body).into_response()
+    } else {
+        let classic = exposition::to_classic_text(&body);
+        ([(header::CONTENT_TYPE, exposition::CLASSIC_CONTENT_TYPE)], classic).into_response()
+    }
 }
 
 fn text(status: StatusCode, body: String) -> Response {

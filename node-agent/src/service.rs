@@ -258,7 +258,6 @@ pub async fn run(
     axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown_signal())
         .await?;
-    notify(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
     stop.store(true, Ordering::Relaxed);
     let _ = collection.join();
     Ok(())
@@ -279,6 +278,7 @@ async fn shutdown_signal() {
         _ = tokio::signal::ctrl_c() => {}
     }
     tracing::info!("shutdown requested");
+    notify(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
 }
 
 /// `node-agent check`: the readiness report; Ok(true) when the node is fit.

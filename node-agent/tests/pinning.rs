@@ -19,10 +19,14 @@ fn pinning_workload() {
         return;
     }
     let names = ["consensus-0", "consensus-1", "execution-0", "unrelated"];
+    // std names a thread from inside it, once it runs: wait until every one has started.
+    let started = std::sync::Arc::new(std::sync::Barrier::new(names.len() + 1));
     for name in names {
+        let started = started.clone();
         std::thread::Builder::new()
             .name(name.to_string())
-            .spawn(|| {
+            .spawn(move || {
+                started.wait();
                 // Wake often so the scheduler moves the thread onto its new CPUs.
                 loop {
                     std::thread::sleep(Duration::from_millis(5));
@@ -30,6 +34,7 @@ fn pinning_workload() {
             })
             .unwrap();
     }
+    started.wait();
     println!("ready");
     std::io::stdout().flush().unwrap();
     let mut line = String::new();
@@ -57,7 +62,8 @@ impl Workload {
         loop {
             line.clear();
             assert!(out.read_line(&mut line).unwrap() > 0, "workload ended early");
-            if line.trim() == "ready" {
+            // libtest may print "test pinning_workload ... " on the same line.
+            if line.trim_end().ends_with("ready") {
                 break;
             }
         }
@@ -82,13 +88,15 @@ impl Drop for Workload {
 /// (tid, allowed CPUs) of the workload's thread with this name.
 fn thread(pid: u32, name: &str) -> (u32, CpuSet) {
     let proc_root = Path::new("/proc");
+    let mut seen = Vec::new();
     for tid in thread_ids(proc_root, pid).unwrap() {
         let s = thread_state(proc_root, pid, tid).unwrap();
         if s.name == name {
             return (tid, s.allowed);
         }
+        seen.push(s.name);
     }
-    panic!("no thread {name} in {pid}");
+    panic!("no thread {name} in {pid}: {seen:?}");
 }
 
 #[test]

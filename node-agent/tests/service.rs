@@ -17,8 +17,16 @@ use std::time::Duration;
 use tower::ServiceExt;
 
 /// Two collection cycles 15 s apart over fixed inputs; returns the second snapshot.
-/// `gpu`: recorded NVML samples (testdata path) or none.
+/// `gpu`: recorded NVML samples (testdata path) or none. Runs on a thread of its own:
+/// the collectors own a tokio runtime, which must not be dropped inside an async test.
 fn fixed_snapshot(fixture: &str, profile: &str, gpu: Option<&str>) -> Snapshot {
+    let (fixture, profile, gpu) = (fixture.to_string(), profile.to_string(), gpu.map(str::to_string));
+    std::thread::spawn(move || collect_fixed(&fixture, &profile, gpu.as_deref()))
+        .join()
+        .unwrap()
+}
+
+fn collect_fixed(fixture: &str, profile: &str, gpu: Option<&str>) -> Snapshot {
     let clock = Arc::new(ManualClock::new(T0));
     let mut c = fixed_collectors(node(fixture, profile), clock.clone());
     let sys = tempfile::tempdir().unwrap();
@@ -60,7 +68,7 @@ fn check_golden(name: &str, text: &str) {
             diff.join("\n")
         );
     }
-    promtool_check(text);
+    promtool_check(&node_agent::exposition::to_classic_text(text));
 }
 
 /// `promtool check metrics` on the page, where promtool is installed (CI: required).
@@ -132,8 +140,17 @@ fn state(s: Snapshot, stale_after: Duration, beat: bool) -> AppState {
 }
 
 async fn get(state: &AppState, path: &str) -> (StatusCode, String, String) {
+    get_accept(state, path, "*/*").await
+}
+
+async fn get_accept(state: &AppState, path: &str, accept: &str) -> (StatusCode, String, String) {
     let resp = router(state.clone())
-        .oneshot(Request::get(path).body(Body::empty()).unwrap())
+        .oneshot(
+            Request::get(path)
+                .header("accept", accept)
+                .body(Body::empty())
+                .unwrap(),
+        )
         .await
         .unwrap();
     let status = resp.status();
@@ -152,10 +169,19 @@ async fn endpoints_of_a_ready_development_node() {
     let expected_metrics = node_agent::exposition::encode(&Arc::new(s.clone()));
     let st = state(s, Duration::from_secs(60), true);
 
-    let (code, ctype, body) = get(&st, "/metrics").await;
+    // What Prometheus sends: OpenMetrics preferred.
+    let prometheus_accept = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    let (code, ctype, body) = get_accept(&st, "/metrics", prometheus_accept).await;
     assert_eq!(code, StatusCode::OK);
     assert!(ctype.starts_with("application/openmetrics-text"), "{ctype}");
     assert_eq!(body, expected_metrics);
+    // Anyone else (curl, promtool): the classic text format.
+    let (code, ctype, body) = get(&st, "/metrics").await;
+    assert_eq!(code, StatusCode::OK);
+    assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
+    assert_eq!(body, node_agent::exposition::to_classic_text(&expected_metrics));
+    assert!(body.contains("# TYPE sovereign_crypto_calls_total counter\n"));
+    assert!(!body.contains("# EOF"));
 
     let (code, _, body) = get(&st, "/healthz").await;
     assert_eq!((code, body.as_str()), (StatusCode::OK, "ok\n"));

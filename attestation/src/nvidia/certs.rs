@@ -496,7 +496,11 @@ mod tests {
         // A SHA-256 FWID is refused.
         let mut sha256 = tcb.clone();
         sha256[4 + 2 + 2 + 8] = 0x01;
-        assert!(fwid_from_extension(&sha256).unwrap_err().contains("SHA-384"));
+        assert!(
+            fwid_from_extension(&sha256)
+                .unwrap_err()
+                .contains("SHA-384")
+        );
         // Neither layout.
         assert!(fwid_from_extension(&[0x30, 0x00]).is_err());
     }

@@ -10,7 +10,8 @@
 //! and one multi-Miller loop with a single final exponentiation decides the lot. A
 //! failed combination is bisected until single items, which get the exact check; so
 //! every "invalid" verdict is exact and every "valid" verdict holds except with
-//! probability at most 2^-128 per combination checked.
+//! probability at most 2^-128 per combination checked. Decoded public keys are cached
+//! (as the replica caches them).
 
 use super::blst_convert::{
     g1_from_blst, g1_to_blst, g2_from_blst, g2_to_blst, p1_msm_one_thread, p1_mult,
@@ -18,7 +19,7 @@ use super::blst_convert::{
 };
 use super::decompress::{g1_decompress_one, g2_decompress_one};
 use crate::engine::{BlsItem, BlsScheme};
-use crate::error::VerifyError;
+use crate::error::{DecodeError, VerifyError};
 use blst::{blst_p1_affine, blst_p2_affine};
 use ic_bls12_381::hash_to_curve::{ExpandMsgXmd, HashToCurve};
 use ic_bls12_381::{
@@ -28,7 +29,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 use std::collections::HashMap;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, Mutex};
 
 /// Batches with at most this many decodable items are verified item by item (in
 /// parallel): a combination saves nothing at this size.
@@ -39,6 +40,36 @@ const RANDOM_BITS: usize = 128;
 
 /// Miller-loop terms per rayon task when one combination has many terms.
 const MILLER_TERMS_PER_TASK: usize = 8;
+
+/// Decoded public keys kept; past this the cache starts over (node keys are few and
+/// stable, so it refills at once).
+const PUBLIC_KEY_CACHE_MAX: usize = 4096;
+
+/// Successfully decoded public keys by encoding, as the replica's
+/// `G2Affine::deserialize_cached`: decoding a G2 key (square root in Fp2 and subgroup
+/// check) costs about as much as a pairing, and the same node keys recur every round.
+static PUBLIC_KEY_CACHE: LazyLock<Mutex<HashMap<[u8; 96], G2Affine>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// [`g2_decompress_one`] through [`PUBLIC_KEY_CACHE`]. Rejections are not cached (they
+/// are cheap to repeat and must not crowd out keys).
+fn decode_public_key(bytes: &[u8; 96]) -> Result<G2Affine, DecodeError> {
+    let cached = PUBLIC_KEY_CACHE
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(bytes)
+        .copied();
+    if let Some(key) = cached {
+        return Ok(key);
+    }
+    let key = g2_decompress_one(bytes)?;
+    let mut cache = PUBLIC_KEY_CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    if cache.len() >= PUBLIC_KEY_CACHE_MAX {
+        cache.clear();
+    }
+    cache.insert(*bytes, key);
+    Ok(key)
+}
 
 static NEG_G2_PREPARED: LazyLock<G2Prepared> =
     LazyLock::new(|| G2Prepared::from(-G2Affine::generator()));
@@ -69,7 +100,7 @@ pub fn bls_verify_batch(items: &[BlsItem<'_>]) -> Vec<Result<(), VerifyError>> {
         .with_min_len(4)
         .map(|item| {
             let sig = g1_decompress_one(item.signature).map_err(VerifyError::Signature)?;
-            let pk = g2_decompress_one(item.public_key).map_err(VerifyError::PublicKey)?;
+            let pk = decode_public_key(item.public_key).map_err(VerifyError::PublicKey)?;
             Ok((sig, pk))
         })
         .collect();

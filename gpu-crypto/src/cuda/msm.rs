@@ -13,13 +13,13 @@ use ic_bls12_381::{G1Affine, G1Projective};
 use rayon::prelude::*;
 use std::sync::Arc;
 
-/// Scalars of the group order r are below 2^255.
-const SCALAR_BITS: u32 = 255;
 /// Must equal SCAN_TILE in the kernel source.
 const SCAN_TILE: usize = 256 * 8;
 const REDUCE_THREADS_MAX: u32 = 128;
 /// The reduction aims for about this many threads over all windows of the batch.
 const REDUCE_TARGET_THREADS: usize = 1 << 16;
+/// Points per staged upload: each group's copy overlaps the next group's host conversion.
+const UPLOAD_GROUP: usize = 1 << 16;
 /// Points above which the host conversion runs on all cores.
 const PARALLEL_CONVERT: usize = 2048;
 /// Widest window: 2^15 buckets per window keep the bucket array small and the sort's
@@ -78,25 +78,34 @@ impl MsmBuffers {
     }
 }
 
-/// Window width c for MSMs of up to `n` points: about log2(n) - 4, which balances the
-/// n * 256/c bucket additions against the 2^c * 256/c of the reduction, and keeps buckets
-/// short (their additions are one thread's serial chain).
+/// Window width c for MSMs of up to `n` points: about log2(n) - 2 (8 to 16): wide windows
+/// keep buckets short (a bucket's additions are one thread's serial chain), at the price of
+/// more buckets to reduce (2^(c-1) per window). Measured on the H200: docs/msm.md.
 pub fn window_bits(n: usize) -> u32 {
     if let Some(c) = std::env::var("GPU_CRYPTO_MSM_WINDOW_BITS")
         .ok()
         .and_then(|v| v.parse::<u32>().ok())
-        .filter(|c| (2..=MAX_WINDOW_BITS).contains(c))
+        .filter(|c| (4..=MAX_WINDOW_BITS).contains(c))
     {
         return c;
     }
     let log = usize::BITS - n.max(1).saturating_sub(1).leading_zeros();
-    log.saturating_sub(4).clamp(6, MAX_WINDOW_BITS)
+    log.saturating_sub(2).clamp(8, MAX_WINDOW_BITS)
 }
 
-/// Signed c-bit digits of a 255-bit scalar need floor(255/c) + 1 windows: the top window
-/// then holds at most c - 1 bits, so its carry-adjusted digit never exceeds 2^(c-1).
+/// ceil(256 / c) windows whose widths (c - 1 for the lowest `narrow_windows`, c for the
+/// rest) sum to 256: scalars are below 2^255, so the top window's carry-adjusted signed digit
+/// never exceeds 2^(c-1), and its digits spread over all its buckets.
 pub fn window_count(c: u32) -> u32 {
-    SCALAR_BITS / c + 1
+    256u32.div_ceil(c)
+}
+
+fn narrow_windows(c: u32) -> u32 {
+    c * window_count(c) - 256
+}
+
+fn window_width(w: u32, c: u32) -> u32 {
+    if w < narrow_windows(c) { c - 1 } else { c }
 }
 
 /// Layout of one launch: byte offsets into the device buffer and the sizes.
@@ -105,6 +114,7 @@ struct Plan {
     msms: usize,
     c: u32,
     windows: u32,
+    narrow: u32,
     half: u32,
     /// Buckets over the whole batch.
     buckets: usize,
@@ -180,6 +190,7 @@ impl Plan {
             msms: msms.len(),
             c,
             windows,
+            narrow: narrow_windows(c),
             half,
             buckets,
             tiles,
@@ -203,47 +214,122 @@ impl Plan {
     }
 }
 
-/// Points as 96-byte uncompressed encodings and scalars as 32 little-endian bytes; the
-/// identity gets a zero scalar (0 * anything = identity), so the kernels never meet it.
-fn stage(msms: &[MsmInput<'_>], plan: &Plan, host: &mut [u8]) {
+fn fill(p: &G1Affine, s: &ic_bls12_381::Scalar, pd: &mut [u8], sd: &mut [u8]) {
+    pd.copy_from_slice(&p.to_uncompressed());
+    if bool::from(p.is_identity()) {
+        sd.fill(0);
+    } else {
+        sd.copy_from_slice(&s.to_bytes());
+    }
+}
+
+/// Stages points as 96-byte uncompressed encodings and scalars as 32 little-endian bytes
+/// (the identity gets a zero scalar, so the kernels never meet it) and uploads them in
+/// groups of about UPLOAD_GROUP points, so each group's copy overlaps the next group's
+/// conversion on the host.
+///
+/// # Safety
+/// `d_base` must hold `plan.in_bytes` bytes laid out as `plan` says; the caller must not
+/// touch `host` again until `stream` has been synchronised.
+unsafe fn stage_and_upload(
+    msms: &[MsmInput<'_>],
+    plan: &Plan,
+    host: &mut [u8],
+    d_base: u64,
+    stream: cudarc::driver::sys::CUstream,
+) -> Result<(), GpuError> {
     let (points_area, rest) = host.split_at_mut(plan.off_scalars);
-    let (scalars_area, rest) = rest.split_at_mut(plan.off_starts_in - plan.off_scalars);
-    let points_area = &mut points_area[..POINT_BYTES * plan.n];
-    let scalars_area = &mut scalars_area[..SCALAR_BYTES * plan.n];
+    let (scalars_area, starts_area) = rest.split_at_mut(plan.off_starts_in - plan.off_scalars);
     let mut start = 0u32;
     for (b, m) in msms.iter().enumerate() {
-        rest[4 * b..4 * b + 4].copy_from_slice(&start.to_le_bytes());
+        starts_area[4 * b..4 * b + 4].copy_from_slice(&start.to_le_bytes());
         start += m.points.len() as u32;
     }
-    rest[4 * msms.len()..4 * msms.len() + 4].copy_from_slice(&start.to_le_bytes());
+    starts_area[4 * msms.len()..4 * msms.len() + 4].copy_from_slice(&start.to_le_bytes());
+    let starts_bytes = 4 * (msms.len() + 1);
+    // SAFETY: the device range is inside the caller's buffer; the host range stays unwritten.
+    unsafe {
+        result::memcpy_htod_async(
+            d_base + plan.off_starts_in as u64,
+            &starts_area[..starts_bytes],
+            stream,
+        )
+    }
+    .map_err(driver("upload MSM offsets"))?;
 
-    let pairs = msms
-        .iter()
-        .flat_map(|m| m.points.iter().zip(m.scalars.iter()));
-    let fill = |(p, s): (&G1Affine, &ic_bls12_381::Scalar), pd: &mut [u8], sd: &mut [u8]| {
-        pd.copy_from_slice(&p.to_uncompressed());
-        if bool::from(p.is_identity()) {
-            sd.fill(0);
-        } else {
-            sd.copy_from_slice(&s.to_bytes());
-        }
-    };
-    if plan.n >= PARALLEL_CONVERT {
-        let items: Vec<_> = pairs.collect();
-        items
-            .par_iter()
-            .zip(points_area.par_chunks_exact_mut(POINT_BYTES))
-            .zip(scalars_area.par_chunks_exact_mut(SCALAR_BYTES))
-            .with_min_len(512)
-            .for_each(|((&ps, pd), sd)| fill(ps, pd, sd));
-    } else {
-        for ((ps, pd), sd) in pairs
-            .zip(points_area.chunks_exact_mut(POINT_BYTES))
-            .zip(scalars_area.chunks_exact_mut(SCALAR_BYTES))
-        {
-            fill(ps, pd, sd);
+    // Pieces of at most UPLOAD_GROUP points of one MSM, in the global point order.
+    let mut pieces: Vec<(&[G1Affine], &[ic_bls12_381::Scalar])> = Vec::new();
+    for m in msms {
+        for (p, s) in m.points.chunks(UPLOAD_GROUP).zip(m.scalars.chunks(UPLOAD_GROUP)) {
+            pieces.push((p, s));
         }
     }
+    let mut points_rest = &mut points_area[..POINT_BYTES * plan.n];
+    let mut scalars_rest = &mut scalars_area[..SCALAR_BYTES * plan.n];
+    let mut uploaded = 0usize;
+    let mut group = Vec::new();
+    let mut group_points = 0usize;
+    let last = pieces.len().saturating_sub(1);
+    for (i, (p, s)) in pieces.into_iter().enumerate() {
+        let (pd, pr) = std::mem::take(&mut points_rest).split_at_mut(POINT_BYTES * p.len());
+        let (sd, sr) = std::mem::take(&mut scalars_rest).split_at_mut(SCALAR_BYTES * p.len());
+        points_rest = pr;
+        scalars_rest = sr;
+        group_points += p.len();
+        group.push((p, s, pd, sd));
+        if group_points < UPLOAD_GROUP && i != last {
+            continue;
+        }
+        let convert = |(p, s, pd, sd): &mut (&[G1Affine], &[ic_bls12_381::Scalar], &mut [u8], &mut [u8])| {
+            if p.len() >= PARALLEL_CONVERT {
+                p.par_iter()
+                    .zip(s.par_iter())
+                    .zip(pd.par_chunks_exact_mut(POINT_BYTES))
+                    .zip(sd.par_chunks_exact_mut(SCALAR_BYTES))
+                    .with_min_len(256)
+                    .for_each(|(((p, s), pd), sd)| fill(p, s, pd, sd));
+            } else {
+                for (((p, s), pd), sd) in p
+                    .iter()
+                    .zip(s.iter())
+                    .zip(pd.chunks_exact_mut(POINT_BYTES))
+                    .zip(sd.chunks_exact_mut(SCALAR_BYTES))
+                {
+                    fill(p, s, pd, sd);
+                }
+            }
+        };
+        if group.len() > 1 && group_points >= PARALLEL_CONVERT {
+            group.par_iter_mut().for_each(convert);
+        } else {
+            group.iter_mut().for_each(convert);
+        }
+        // The group's encodings are contiguous in the pinned buffer (split off in order).
+        let (p_ptr, s_ptr) = (group[0].2.as_ptr(), group[0].3.as_ptr());
+        // SAFETY: the group's slices were split off one allocation consecutively, so the
+        // ranges [p_ptr, p_ptr + 96 * group_points) and [s_ptr, ...) are inside it and
+        // initialised; the device offsets follow `plan`.
+        unsafe {
+            let pts = std::slice::from_raw_parts(p_ptr, POINT_BYTES * group_points);
+            let scs = std::slice::from_raw_parts(s_ptr, SCALAR_BYTES * group_points);
+            result::memcpy_htod_async(
+                d_base + (plan.off_points + POINT_BYTES * uploaded) as u64,
+                pts,
+                stream,
+            )
+            .map_err(driver("upload points"))?;
+            result::memcpy_htod_async(
+                d_base + (plan.off_scalars + SCALAR_BYTES * uploaded) as u64,
+                scs,
+                stream,
+            )
+            .map_err(driver("upload scalars"))?;
+        }
+        uploaded += group_points;
+        group.clear();
+        group_points = 0;
+    }
+    Ok(())
 }
 
 fn launch_1d(n: usize, threads: u32) -> LaunchConfig {
@@ -268,10 +354,24 @@ pub(crate) fn run(
     w.msm.host_in.ensure(plan.in_bytes)?;
     w.msm.host_out.ensure(out_bytes)?;
     w.msm.device.ensure(plan.device_bytes)?;
-    stage(msms, &plan, w.msm.host_in.slice_mut(plan.in_bytes));
+    gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
+    let t_stage = std::time::Instant::now();
+    let base = w.msm.device.ptr();
+    // SAFETY: the device buffer holds plan.device_bytes; host_in is not touched again
+    // before the stream is synchronised below.
+    unsafe {
+        stage_and_upload(
+            msms,
+            &plan,
+            w.msm.host_in.slice_mut(plan.in_bytes),
+            base,
+            w.stream.cu_stream(),
+        )?;
+    }
+    let stage_s = t_stage.elapsed().as_secs_f64();
+    let t_gpu = std::time::Instant::now();
 
     let stream = w.stream.clone();
-    let base = w.msm.device.ptr();
     let at = |off: usize| base + off as u64;
     let (d_points, d_scalars, d_starts_in) = (
         at(plan.off_points),
@@ -293,14 +393,11 @@ pub(crate) fn run(
     let msms32 = plan.msms as u32;
     let buckets32 = plan.buckets as u32;
     let tiles32 = plan.tiles as u32;
-    gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
     // SAFETY: every device range lies inside `device` (Plan's offsets, ensured above) and
     // every host range inside the pinned buffers, untouched until the stream is
     // synchronised below. Kernel arguments match the kernels' signatures.
     unsafe {
         let cu = stream.cu_stream();
-        result::memcpy_htod_async(d_points, w.msm.host_in.slice(plan.in_bytes), cu)
-            .map_err(driver("upload points and scalars"))?;
         result::memset_d8_async(d_counts, 0, 4 * plan.buckets, cu)
             .map_err(driver("clear counts"))?;
         // Poison: an unwritten partial sum is not a canonical field element.
@@ -320,6 +417,7 @@ pub(crate) fn run(
             .arg(&msms32)
             .arg(&plan.c)
             .arg(&plan.windows)
+            .arg(&plan.narrow)
             .arg(&d_counts)
             .launch(launch_1d(plan.n, 256))
             .map_err(driver("launch msm_histogram"))?;
@@ -361,6 +459,7 @@ pub(crate) fn run(
             .arg(&msms32)
             .arg(&plan.c)
             .arg(&plan.windows)
+            .arg(&plan.narrow)
             .arg(&d_cursor)
             .arg(&d_sorted)
             .launch(launch_1d(plan.n, 256))
@@ -395,14 +494,42 @@ pub(crate) fn run(
             .map_err(driver("download partial sums"))?;
     }
     stream.synchronize().map_err(driver("g1 msm"))?;
+    let gpu_s = t_gpu.elapsed().as_secs_f64();
+    let t_combine = std::time::Instant::now();
     let partials = w.msm.host_out.slice(out_bytes);
     let per_msm = JACOBIAN_BYTES * plan.windows as usize * plan.blocks_per_window as usize;
     let combine = |chunk: &[u8]| combine_windows(chunk, &plan);
-    if plan.msms > 1 {
+    let out = if plan.msms > 1 {
         partials.par_chunks_exact(per_msm).map(combine).collect()
     } else {
         partials.chunks_exact(per_msm).map(combine).collect()
+    };
+    tracing::debug!(
+        points = plan.n,
+        msms = plan.msms,
+        window_bits = plan.c,
+        stage_upload_ms = stage_s * 1e3,
+        gpu_ms = gpu_s * 1e3,
+        combine_ms = t_combine.elapsed().as_secs_f64() * 1e3,
+        "g1 msm"
+    );
+    if profile_enabled() {
+        eprintln!(
+            "msm profile: {} points in {} MSMs, c={}: stage+upload issue {:.3} ms, then upload rest+kernels+download {:.3} ms, combine {:.3} ms",
+            plan.n,
+            plan.msms,
+            plan.c,
+            stage_s * 1e3,
+            gpu_s * 1e3,
+            t_combine.elapsed().as_secs_f64() * 1e3
+        );
     }
+    out
+}
+
+/// `GPU_CRYPTO_MSM_PROFILE=1` prints each call's host/GPU time split (bench diagnostics).
+fn profile_enabled() -> bool {
+    std::env::var_os("GPU_CRYPTO_MSM_PROFILE").is_some_and(|v| v == "1")
 }
 
 /// The 48 little-endian bytes of a Montgomery-form field element from the GPU as blst's
@@ -439,8 +566,9 @@ fn jacobian_from_gpu(b: &[u8]) -> Result<blst_p1, GpuError> {
 fn combine_windows(chunk: &[u8], plan: &Plan) -> Result<G1Projective, GpuError> {
     let per_window = JACOBIAN_BYTES * plan.blocks_per_window as usize;
     let mut acc = blst_p1::default();
-    for window in chunk.chunks_exact(per_window).rev() {
-        for _ in 0..plan.c {
+    for (w, window) in chunk.chunks_exact(per_window).enumerate().rev() {
+        // Window w starts window_width(w) bits below window w + 1.
+        for _ in 0..window_width(w as u32, plan.c) {
             // SAFETY: blst point arithmetic on initialised values; in-place use is allowed.
             unsafe { blst::blst_p1_double(&mut acc, &acc) };
         }

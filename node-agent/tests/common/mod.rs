@@ -145,7 +145,9 @@ impl Agent {
                 if msg.contains(needle) {
                     return msg;
                 }
+                continue;
             }
+            // Nothing queued: only now can an exited agent send nothing more.
             if let Ok(Some(status)) = self.child.try_wait() {
                 panic!("agent exited ({status}) before {needle:?}; got {:?}", self.messages);
             }
