@@ -257,6 +257,16 @@ fn report_verification_cpu(c: &mut Criterion<ThreadCpuTime>) {
             checks
         })
     });
+    // The ECDSA P-384 verification alone (p384 crate), to attribute the cost.
+    let key = parse_certs(&data("trustee/test-vcek.der"))
+        .unwrap()
+        .remove(0)
+        .p384_public_key()
+        .unwrap();
+    let parsed = attestation::snp::raw::AttestationReport::parse(&report).unwrap();
+    g.bench_function("p384_signature_only", |b| {
+        b.iter(|| attestation::snp::amd::report_signature_check(&parsed, &key))
+    });
     g.finish();
 }
 

@@ -284,11 +284,30 @@ fn test_evidence_command_round_trips_through_verify() {
     let dir = tempfile::tempdir().unwrap();
     let d = |f: &str| dir.path().join(f).to_str().unwrap().to_owned();
     let nonce = "ab".repeat(32);
-    let (code, out, err) = attest(&["test-evidence", "--seed", &d("seed"), "--node-key", &d("node.key"), "--nonce", &nonce, "--ark-out", &d("ark.pem")]);
+    let (code, out, err) = attest(&[
+        "test-evidence",
+        "--seed",
+        &d("seed"),
+        "--node-key",
+        &d("node.key"),
+        "--nonce",
+        &nonce,
+        "--ark-out",
+        &d("ark.pem"),
+    ]);
     assert_eq!(code, 0, "{err}");
     std::fs::write(d("bundle.json"), out).unwrap();
     std::fs::write(d("policy.toml"), "[trust]\ntest_root_ark = \"ark.pem\"\n").unwrap();
-    let (code, out, _) = attest(&["verify", "--evidence", &d("bundle.json"), "--policy", &d("policy.toml"), "--nonce", &nonce, "--json"]);
+    let (code, out, _) = attest(&[
+        "verify",
+        "--evidence",
+        &d("bundle.json"),
+        "--policy",
+        &d("policy.toml"),
+        "--nonce",
+        &nonce,
+        "--json",
+    ]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("\"admitted\": true"), "{out}");
 }

@@ -69,7 +69,12 @@ struct Row {
     cpu_ms: f64,
 }
 
-fn compare(gpu: &GpuBackend, msms: &[MsmInput<'_>], gpu_reps: usize, cpu_reps: usize) -> (f64, f64) {
+fn compare(
+    gpu: &GpuBackend,
+    msms: &[MsmInput<'_>],
+    gpu_reps: usize,
+    cpu_reps: usize,
+) -> (f64, f64) {
     let (cpu_s, want) = time(cpu_reps, || cpu::g1_msm_batch(msms));
     let (gpu_s, got) = time(gpu_reps, || gpu.g1_msm_batch(msms));
     let got = got.unwrap_or_else(|e| panic!("GPU MSM failed: {e}"));
@@ -116,7 +121,10 @@ fn main() {
     let t = Instant::now();
     let all_points = random_points(1 << max_log, 1);
     let all_scalars = random_scalars(1 << max_log, 2);
-    println!("inputs: 2^{max_log} points and scalars in {:.1} s", t.elapsed().as_secs_f64());
+    println!(
+        "inputs: 2^{max_log} points and scalars in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
 
     let mut rows = Vec::new();
     // Crossover: the smallest single-MSM size at which the GPU beats the CPU path.
@@ -148,7 +156,10 @@ fn main() {
             _ => (3, 1),
         };
         let (g, c) = compare(&gpu, &m, gpu_reps, cpu_reps);
-        println!("2^{log}: gpu {g:.2} ms, cpu {c:.2} ms, cpu/gpu {:.1}x", c / g);
+        println!(
+            "2^{log}: gpu {g:.2} ms, cpu {c:.2} ms, cpu/gpu {:.1}x",
+            c / g
+        );
         profile_once(&gpu, &m);
         rows.push(Row {
             what: format!("1 MSM of 2^{log}"),
@@ -165,7 +176,10 @@ fn main() {
             })
             .collect();
         let (g, c) = compare(&gpu, &msms, 30, 30);
-        println!("32 x {per}: gpu {g:.3} ms, cpu {c:.3} ms, cpu/gpu {:.1}x", c / g);
+        println!(
+            "32 x {per}: gpu {g:.3} ms, cpu {c:.3} ms, cpu/gpu {:.1}x",
+            c / g
+        );
         profile_once(&gpu, &msms);
         rows.push(Row {
             what: format!("32 MSMs x {per}"),
@@ -175,7 +189,11 @@ fn main() {
     }
     if sweep {
         println!("window sweep (GPU only, compared with the CPU result once):");
-        for (what, log, batch) in [("2^16", 16usize, 1usize), ("2^20", 20, 1), ("32x448", 0, 32)] {
+        for (what, log, batch) in [
+            ("2^16", 16usize, 1usize),
+            ("2^20", 20, 1),
+            ("32x448", 0, 32),
+        ] {
             if log > max_log {
                 continue;
             }
@@ -203,7 +221,9 @@ fn main() {
         }
     }
     println!();
-    println!("| MSM (end to end from ic_bls12_381 types) | GPU ms | CPU ms (blst, all host cores) | CPU/GPU |");
+    println!(
+        "| MSM (end to end from ic_bls12_381 types) | GPU ms | CPU ms (blst, all host cores) | CPU/GPU |"
+    );
     println!("|---|---|---|---|");
     for r in &rows {
         println!(
@@ -215,7 +235,9 @@ fn main() {
         );
     }
     match crossover {
-        Some(n) => println!("crossover: GPU faster from {n} points (single MSM, powers of two 2^6..2^14)"),
+        Some(n) => {
+            println!("crossover: GPU faster from {n} points (single MSM, powers of two 2^6..2^14)")
+        }
         None => println!("crossover: GPU not faster up to 2^14 points"),
     }
 }

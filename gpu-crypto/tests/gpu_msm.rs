@@ -36,7 +36,9 @@ fn random_scalars(n: usize, rng: &mut ChaCha20Rng) -> Vec<Scalar> {
 /// Runs the batch on the GPU and on the CPU path and compares every result.
 fn check_batch(what: &str, msms: &[MsmInput<'_>]) -> Option<Vec<G1Projective>> {
     let gpu = gpu()?;
-    let got = gpu.g1_msm_batch(msms).unwrap_or_else(|e| panic!("{what}: GPU call: {e}"));
+    let got = gpu
+        .g1_msm_batch(msms)
+        .unwrap_or_else(|e| panic!("{what}: GPU call: {e}"));
     let want = cpu::g1_msm_batch(msms);
     assert_eq!(got.len(), msms.len(), "{what}: result count");
     for (i, (g, c)) in got.iter().zip(&want).enumerate() {
@@ -125,7 +127,11 @@ fn repeated_points_and_one_point_many_times() {
     }
     // The same point with random scalars, and a few points repeated in a long list.
     let points = vec![p; 4000];
-    check_one("same point, random scalars", &points, &random_scalars(4000, &mut r));
+    check_one(
+        "same point, random scalars",
+        &points,
+        &random_scalars(4000, &mut r),
+    );
     let few = random_points(5, &mut r);
     let points: Vec<G1Affine> = (0..3000).map(|i| few[i % 5]).collect();
     check_one("5 points repeated", &points, &random_scalars(3000, &mut r));
@@ -187,7 +193,13 @@ fn engine_with_gpu_pinned_matches_cpu_and_rejects_length_mismatch() {
     let points = random_points(777, &mut r);
     let scalars = random_scalars(777, &mut r);
     let got = engine.g1_msm(&points, &scalars).expect("engine msm");
-    assert_eq!(got, cpu::g1_msm_batch(&[MsmInput { points: &points, scalars: &scalars }])[0]);
+    assert_eq!(
+        got,
+        cpu::g1_msm_batch(&[MsmInput {
+            points: &points,
+            scalars: &scalars
+        }])[0]
+    );
     eprintln!("engine stats: {:?}", engine.stats());
     assert!(
         engine.g1_msm(&points, &scalars[..10]).is_err(),

@@ -175,21 +175,38 @@ impl Config {
             }
         };
         positive("collect_interval_seconds", self.collect_interval_seconds)?;
-        positive("replica.scrape_timeout_seconds", self.replica.scrape_timeout_seconds)?;
+        positive(
+            "replica.scrape_timeout_seconds",
+            self.replica.scrape_timeout_seconds,
+        )?;
         if self.cost.amortisation_months == Some(0) {
-            return Err(ConfigError::Invalid("cost.amortisation_months must be >= 1".into()));
+            return Err(ConfigError::Invalid(
+                "cost.amortisation_months must be >= 1".into(),
+            ));
         }
         if self.stale_after_intervals == 0 {
-            return Err(ConfigError::Invalid("stale_after_intervals must be >= 1".into()));
+            return Err(ConfigError::Invalid(
+                "stale_after_intervals must be >= 1".into(),
+            ));
         }
         for (name, v) in [
             ("cost.capex_eur", self.cost.capex_eur.unwrap_or(0.0)),
-            ("cost.energy_price_eur_per_kwh", self.cost.energy_price_eur_per_kwh.unwrap_or(0.0)),
-            ("cost.unmeasured_power_watts", self.cost.unmeasured_power_watts),
+            (
+                "cost.energy_price_eur_per_kwh",
+                self.cost.energy_price_eur_per_kwh.unwrap_or(0.0),
+            ),
+            (
+                "cost.unmeasured_power_watts",
+                self.cost.unmeasured_power_watts,
+            ),
         ]
         .into_iter()
-        .chain(self.cost.cpu_seconds_per_item.iter().map(|(k, v)| (k.as_str(), *v)))
-        {
+        .chain(
+            self.cost
+                .cpu_seconds_per_item
+                .iter()
+                .map(|(k, v)| (k.as_str(), *v)),
+        ) {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(ConfigError::Invalid(format!("{name} must be >= 0, is {v}")));
             }
@@ -235,6 +252,11 @@ mod tests {
         let c: Config = toml::from_str("collect_interval_seconds = 0.0").unwrap();
         assert!(c.validate().is_err());
         let c: Config = toml::from_str("[pinning.thread_patterns]\nx = [\"(\"]").unwrap();
-        assert!(c.validate().unwrap_err().to_string().contains("pinning.thread_patterns.x"));
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("pinning.thread_patterns.x")
+        );
     }
 }

@@ -5,8 +5,8 @@
 
 use crate::snapshot::SelftestResult;
 use gpu_crypto::{
-    BackendChoice, BlsItem, BlsScheme, DomainSeparator, Engine, G1Affine, G1Projective, G2Affine, GpuStatus,
-    MsmInput, Operation, Scalar, VerifyError,
+    BackendChoice, BlsItem, BlsScheme, DomainSeparator, Engine, G1Affine, G1Projective, G2Affine,
+    GpuStatus, MsmInput, Operation, Scalar, VerifyError,
 };
 
 const SEPARATOR: &str = "sovereign-node-selftest";
@@ -54,14 +54,20 @@ pub fn selftest(engine: &Engine) -> SelftestResult {
             let mut chunks: Vec<Vec<u8>> = vec![b"abc".to_vec(), Vec::new()];
             chunks.extend((2..n).map(|i| vec![(i % 251) as u8; 1 + i % 4096]));
             let refs: Vec<&[u8]> = chunks.iter().map(|v| v.as_slice()).collect();
-            match (engine.sha256_chunks(&sep, &refs), reference.sha256_chunks(&sep, &refs)) {
+            match (
+                engine.sha256_chunks(&sep, &refs),
+                reference.sha256_chunks(&sep, &refs),
+            ) {
                 (Ok(got), Ok(want)) => {
                     c.check(
                         got.first().map(hex::encode).as_deref() == Some(SHA_ABC)
                             && got.get(1).map(hex::encode).as_deref() == Some(SHA_EMPTY),
                         "sha256: known answers",
                     );
-                    c.check(got == want, format!("sha256: {n} chunks equal the CPU reference"));
+                    c.check(
+                        got == want,
+                        format!("sha256: {n} chunks equal the CPU reference"),
+                    );
                 }
                 (Err(e), _) | (_, Err(e)) => c.check(false, format!("sha256: {e}")),
             }
@@ -86,13 +92,19 @@ pub fn selftest(engine: &Engine) -> SelftestResult {
         hex::encode(g.to_compressed()) == G1_GENERATOR,
         "decompress: generator encoding is the known one",
     );
-    match (engine.g1_decompress(&encodings), reference.g1_decompress(&encodings)) {
+    match (
+        engine.g1_decompress(&encodings),
+        reference.g1_decompress(&encodings),
+    ) {
         (Ok(got), Ok(want)) => {
             c.check(
                 matches!(got.first(), Some(Ok(x)) if *x == g) && matches!(got.get(1), Some(Err(_))),
                 "decompress: generator accepted, bad flag rejected",
             );
-            c.check(got == want, format!("decompress: {n} items equal the CPU reference"));
+            c.check(
+                got == want,
+                format!("decompress: {n} items equal the CPU reference"),
+            );
         }
         (Err(e), _) | (_, Err(e)) => c.check(false, format!("decompress: {e}")),
     }
@@ -128,7 +140,9 @@ pub fn selftest(engine: &Engine) -> SelftestResult {
     let sk = Scalar::from(0x5eed_u64);
     let pk = G2Affine::from(G2Affine::generator() * sk).to_compressed();
     let n = batch_for(engine, Operation::BlsVerify).max(2);
-    let messages: Vec<Vec<u8>> = (0..n).map(|i| format!("selftest message {i}").into_bytes()).collect();
+    let messages: Vec<Vec<u8>> = (0..n)
+        .map(|i| format!("selftest message {i}").into_bytes())
+        .collect();
     let sig0 = G1Affine::from(
         gpu_crypto::cpu::hash_message_to_g1(BlsScheme::Threshold, &messages[0]) * sk,
     )
@@ -142,14 +156,20 @@ pub fn selftest(engine: &Engine) -> SelftestResult {
             scheme: BlsScheme::Threshold,
         })
         .collect();
-    match (engine.bls_verify_batch(&items), reference.bls_verify_batch(&items)) {
+    match (
+        engine.bls_verify_batch(&items),
+        reference.bls_verify_batch(&items),
+    ) {
         (Ok(got), Ok(want)) => {
             c.check(
                 matches!(got.first(), Some(Ok(())))
                     && matches!(got.get(1), Some(Err(VerifyError::Invalid))),
                 "bls_verify: valid signature accepted, wrong message rejected",
             );
-            c.check(got == want, format!("bls_verify: {n} verdicts equal the CPU reference"));
+            c.check(
+                got == want,
+                format!("bls_verify: {n} verdicts equal the CPU reference"),
+            );
         }
         (Err(e), _) | (_, Err(e)) => c.check(false, format!("bls_verify: {e}")),
     }

@@ -70,9 +70,9 @@ impl<'a> Family<'_, 'a> {
         if samples.is_empty() {
             return Ok(());
         }
-        let mut metric = self
-            .encoder
-            .encode_descriptor(name, help, unit.as_ref(), MetricType::Gauge)?;
+        let mut metric =
+            self.encoder
+                .encode_descriptor(name, help, unit.as_ref(), MetricType::Gauge)?;
         for (labels, value) in samples {
             ConstGauge::new(*value).encode(metric.encode_family(labels)?)?;
         }
@@ -377,11 +377,19 @@ fn encode_snapshot(s: &Snapshot, encoder: &mut DescriptorEncoder) -> fmt::Result
         &s.gpus
             .iter()
             .flat_map(|g| {
-                [("gpu", g.utilization_gpu_ratio), ("memory", g.utilization_memory_ratio)]
-                    .into_iter()
-                    .filter_map(|(kind, v)| {
-                        v.map(|v| (vec![("gpu", g.index.to_string()), ("kind", kind.to_string())], v))
+                [
+                    ("gpu", g.utilization_gpu_ratio),
+                    ("memory", g.utilization_memory_ratio),
+                ]
+                .into_iter()
+                .filter_map(|(kind, v)| {
+                    v.map(|v| {
+                        (
+                            vec![("gpu", g.index.to_string()), ("kind", kind.to_string())],
+                            v,
+                        )
                     })
+                })
             })
             .collect::<Vec<_>>(),
     )?;
@@ -411,7 +419,12 @@ fn encode_snapshot(s: &Snapshot, encoder: &mut DescriptorEncoder) -> fmt::Result
                 ]
                 .into_iter()
                 .filter_map(|(clock, v)| {
-                    v.map(|v| (vec![("gpu", g.index.to_string()), ("clock", clock.to_string())], v))
+                    v.map(|v| {
+                        (
+                            vec![("gpu", g.index.to_string()), ("clock", clock.to_string())],
+                            v,
+                        )
+                    })
                 })
             })
             .collect::<Vec<_>>(),
@@ -423,9 +436,12 @@ fn encode_snapshot(s: &Snapshot, encoder: &mut DescriptorEncoder) -> fmt::Result
         &s.gpus
             .iter()
             .flat_map(|g| {
-                g.throttle_reasons_active
-                    .iter()
-                    .map(|r| (vec![("gpu", g.index.to_string()), ("reason", r.clone())], 1.0))
+                g.throttle_reasons_active.iter().map(|r| {
+                    (
+                        vec![("gpu", g.index.to_string()), ("reason", r.clone())],
+                        1.0,
+                    )
+                })
             })
             .collect::<Vec<_>>(),
     )?;
@@ -442,7 +458,12 @@ fn encode_snapshot(s: &Snapshot, encoder: &mut DescriptorEncoder) -> fmt::Result
                 ]
                 .into_iter()
                 .filter_map(|(kind, v)| {
-                    v.map(|v| (vec![("gpu", g.index.to_string()), ("type", kind.to_string())], v as f64))
+                    v.map(|v| {
+                        (
+                            vec![("gpu", g.index.to_string()), ("type", kind.to_string())],
+                            v as f64,
+                        )
+                    })
                 })
             })
             .collect::<Vec<_>>(),
@@ -455,7 +476,10 @@ fn encode_snapshot(s: &Snapshot, encoder: &mut DescriptorEncoder) -> fmt::Result
             .iter()
             .flat_map(|g| {
                 g.xid_errors.iter().map(|(xid, n)| {
-                    (vec![("gpu", g.index.to_string()), ("xid", xid.to_string())], *n as f64)
+                    (
+                        vec![("gpu", g.index.to_string()), ("xid", xid.to_string())],
+                        *n as f64,
+                    )
                 })
             })
             .collect::<Vec<_>>(),
@@ -491,7 +515,12 @@ fn encode_snapshot(s: &Snapshot, encoder: &mut DescriptorEncoder) -> fmt::Result
         None,
         &p.pools
             .iter()
-            .map(|x| (vec![("pool", x.pool.clone()), ("cpus", x.cpus.clone())], x.threads as f64))
+            .map(|x| {
+                (
+                    vec![("pool", x.pool.clone()), ("cpus", x.cpus.clone())],
+                    x.threads as f64,
+                )
+            })
             .collect::<Vec<_>>(),
     )?;
     f.gauge(

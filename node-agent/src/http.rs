@@ -109,12 +109,21 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
         ([(header::CONTENT_TYPE, exposition::CONTENT_TYPE)], body).into_response()
     } else {
         let classic = exposition::to_classic_text(&body);
-        ([(header::CONTENT_TYPE, exposition::CLASSIC_CONTENT_TYPE)], classic).into_response()
+        (
+            [(header::CONTENT_TYPE, exposition::CLASSIC_CONTENT_TYPE)],
+            classic,
+        )
+            .into_response()
     }
 }
 
 fn text(status: StatusCode, body: String) -> Response {
-    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        body,
+    )
+        .into_response()
 }
 
 async fn healthz(State(state): State<AppState>) -> Response {
@@ -131,7 +140,10 @@ async fn readyz(State(state): State<AppState>) -> Response {
         reasons.push("crypto selftest failed".to_string());
     }
     if reasons.is_empty() {
-        text(StatusCode::OK, format!("ready: profile {}\n", s.node.profile))
+        text(
+            StatusCode::OK,
+            format!("ready: profile {}\n", s.node.profile),
+        )
     } else {
         let mut body = format!("not ready: profile {}\n", s.node.profile);
         for r in reasons {
@@ -167,6 +179,9 @@ async fn status(State(state): State<AppState>) -> Response {
     };
     match serde_json::to_string(&body) {
         Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
-        Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, format!("status encoding: {e}\n")),
+        Err(e) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("status encoding: {e}\n"),
+        ),
     }
 }

@@ -343,8 +343,7 @@ impl Pinner {
             let target = &self.pools[pool].cpus;
             threads[pool] += 1;
             seen.insert(tid);
-            let outside =
-                !state.allowed.is_subset(target) || !target.contains(state.last_cpu);
+            let outside = !state.allowed.is_subset(target) || !target.contains(state.last_cpu);
             if self.known.contains(&tid) && outside {
                 drifted[pool] += 1;
             }

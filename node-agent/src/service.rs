@@ -117,14 +117,20 @@ pub fn node_collectors(
             // Keep the collector, failing, so the missing GPU shows as gpu up=0.
             c.gpu = Some(Box::new(UnavailableGpu(format!("NVML: {e}"))));
         }
-        Err(e) => c.disable("gpu", format!("NVML not available ({e}) and the profile uses no GPU")),
+        Err(e) => c.disable(
+            "gpu",
+            format!("NVML not available ({e}) and the profile uses no GPU"),
+        ),
     }
 
     let powercap = config.root.join("sys/class/powercap");
     if powercap.is_dir() {
         c.rapl = Some(crate::collect::rapl::RaplReader::new(&config.root));
     } else {
-        c.disable("cpu_energy", format!("{} does not exist (no RAPL)", powercap.display()));
+        c.disable(
+            "cpu_energy",
+            format!("{} does not exist (no RAPL)", powercap.display()),
+        );
     }
 
     if config.replica.metrics_url.is_empty() {
@@ -176,7 +182,9 @@ pub async fn run(
     facts: FactsSource,
     profiles_dir: Option<PathBuf>,
 ) -> anyhow::Result<()> {
-    notify(&[NotifyState::Status("probing the machine and selecting the profile")]);
+    notify(&[NotifyState::Status(
+        "probing the machine and selecting the profile",
+    )]);
     let node = assess_node(&facts, profiles_dir.as_deref(), &config.profile)?;
     for line in &node.explanation {
         tracing::info!("{line}");
@@ -210,28 +218,34 @@ pub async fn run(
     let state = AppState::new(first, heartbeat.clone());
 
     let stop = Arc::new(AtomicBool::new(false));
-    let collection = std::thread::Builder::new().name("collectors".into()).spawn({
-        let state = state.clone();
-        let stop = stop.clone();
-        move || {
-            while !stop.load(Ordering::Relaxed) {
-                let mut slept = Duration::ZERO;
-                while slept < interval && !stop.load(Ordering::Relaxed) {
-                    let step = Duration::from_millis(200).min(interval - slept);
-                    std::thread::sleep(step);
-                    slept += step;
+    let collection = std::thread::Builder::new()
+        .name("collectors".into())
+        .spawn({
+            let state = state.clone();
+            let stop = stop.clone();
+            move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let mut slept = Duration::ZERO;
+                    while slept < interval && !stop.load(Ordering::Relaxed) {
+                        let step = Duration::from_millis(200).min(interval - slept);
+                        std::thread::sleep(step);
+                        slept += step;
+                    }
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    state.publish(collectors.collect());
                 }
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                state.publish(collectors.collect());
             }
-        }
-    })?;
+        })?;
 
     let status = format!(
         "serving on {bound}; profile {profile}; {}",
-        if ready { "node ready" } else { "node NOT ready (see /readyz)" }
+        if ready {
+            "node ready"
+        } else {
+            "node NOT ready (see /readyz)"
+        }
     );
     tracing::info!("{status}");
     notify(&[NotifyState::Ready, NotifyState::Status(&status)]);
@@ -299,7 +313,11 @@ pub fn check(
         let mark = if c.satisfied { "ok  " } else { "FAIL" };
         writeln!(out, "  {mark} {}: {}", c.requirement, c.detail)?;
     }
-    writeln!(out, "SEV-SNP: {} (guest device: {})", node.sev_snp.state, node.sev_snp.guest_device)?;
+    writeln!(
+        out,
+        "SEV-SNP: {} (guest device: {})",
+        node.sev_snp.state, node.sev_snp.guest_device
+    )?;
     writeln!(out, "crypto paths:")?;
     for op in engine.report().operations {
         writeln!(out, "  {}: {}", op.operation, op.explanation)?;
@@ -315,7 +333,11 @@ pub fn check(
     writeln!(
         out,
         "{}",
-        if fit { "node is FIT" } else { "node is NOT FIT" }
+        if fit {
+            "node is FIT"
+        } else {
+            "node is NOT FIT"
+        }
     )?;
     Ok(fit)
 }

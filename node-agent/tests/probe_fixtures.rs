@@ -255,3 +255,103 @@ fn garbage_files_are_unknown_facts() {
     assert!(matches!(facts.memory_total_bytes, Fact::Unknown(_)));
     assert!(matches!(facts.sev_snp.kvm_amd_sev_snp, Fact::Unknown(_)));
 }
+
+fn h200_topology() -> Topology {
+    Topology {
+        vendor: "GenuineIntel",
+        model_name: "Intel(R) Xeon(R) Processor",
+        family: 6,
+        model: 207,
+        online: "0-15",
+        cores: 16,
+        sockets: 1,
+        numa: 1,
+        hypervisor: true,
+        mem_kib: 131_981_020,
+    }
+}
+
+#[test]
+fn h200_lab_vm_without_nvml() {
+    let facts = probe_fixture("h200-lab");
+    assert_topology(&facts, h200_topology());
+    assert!(facts.cpu.features.sha_ni && facts.cpu.features.adx && facts.cpu.features.avx512f);
+    assert_eq!(facts.sev_snp.state, SevSnpState::Absent);
+    assert_eq!(facts.gpus.pci_nvidia.len(), 1);
+    assert_eq!(facts.gpus.pci_nvidia[0].device_id, "0x2335");
+
+    // Recognised by its CPU shape and the H200 on the bus, but the GPU is required.
+    let selection = ProfileSet::embedded().unwrap().select(&facts, None).unwrap();
+    assert_eq!(selection.profile.name, "h200-lab");
+    assert_eq!(selection.unverified.len(), 2);
+    let readiness = selection.readiness(&facts);
+    assert!(!readiness.ready);
+    assert_eq!(
+        readiness.reasons(),
+        ["GPU required but not usable: no GPU: NVML unavailable: fixture tree; 1 NVIDIA GPU(s) on the PCI bus"]
+    );
+}
+
+/// NVML facts recorded on the H200 lab machine in the same run that captured the tree
+/// (fixtures/README.md): real data, not a stand-in for NVML.
+fn recorded_h200_facts() -> MachineFacts {
+    serde_json::from_str(include_str!("fixtures/h200-lab-facts.json")).unwrap()
+}
+
+#[test]
+fn h200_lab_with_its_recorded_nvml_facts_is_ready() {
+    let recorded = recorded_h200_facts();
+    let probed = probe_fixture("h200-lab");
+    // The tree and the facts come from one run: everything but NVML agrees.
+    assert_eq!(probed.cpu, recorded.cpu);
+    assert_eq!(probed.memory_total_bytes, recorded.memory_total_bytes);
+    assert_eq!(probed.sev_snp.state, recorded.sev_snp.state);
+    assert_eq!(probed.gpus.pci_nvidia, recorded.gpus.pci_nvidia);
+
+    let gpu = &recorded.gpus.gpus[0];
+    assert_eq!(gpu.name, Fact::Known("NVIDIA H200".into()));
+    assert_eq!(gpu.memory_total_bytes, Fact::Known(143_771 << 20));
+    assert_eq!(gpu.compute_capability, Fact::Known("9.0".into()));
+    // CC-capable, CC off, so not in the ready state; ECC on.
+    assert_eq!(gpu.cc_capable, Fact::Known(true));
+    assert_eq!(gpu.cc_enabled, Fact::Known(false));
+    assert_eq!(gpu.cc_ready, Fact::Known(false));
+    assert_eq!(gpu.ecc_enabled, Fact::Known(true));
+
+    let facts = MachineFacts {
+        gpus: recorded.gpus.clone(),
+        ..probed
+    };
+    let set = ProfileSet::embedded().unwrap();
+    let selection = set.select(&facts, None).unwrap();
+    assert_eq!(selection.profile.name, "h200-lab");
+    assert!(selection.unverified.is_empty());
+    assert_eq!(
+        selection.explain()[0],
+        "selected `h200-lab` (embedded:h200-lab.toml): the matching profile with the most criteria (6)"
+    );
+    let readiness = selection.readiness(&facts);
+    assert!(readiness.ready, "{:?}", readiness.reasons());
+    assert_eq!(readiness.checks[0].detail, "GPU 0 usable: NVIDIA H200");
+    let config = selection.runtime_config(&facts);
+    assert!(config.crypto.wants_gpu());
+    assert!(config.crypto_notes.is_empty());
+
+    // The same machine pinned as a sovereign node: refused without force, and with force
+    // not ready (no SEV-SNP, CC off, CPU sets beyond its 16 CPUs).
+    let pin = |force| hardware_profiles::Pin {
+        name: "sovereign-node",
+        force,
+    };
+    assert!(set.select(&facts, Some(pin(false))).is_err());
+    let forced = set.select(&facts, Some(pin(true))).unwrap();
+    assert_eq!(forced.selected_by, SelectedBy::ForcedPin);
+    let reasons = forced.readiness(&facts).reasons();
+    assert_eq!(reasons.len(), 3, "{reasons:#?}");
+    assert!(reasons[0].starts_with("SEV-SNP required but absent"));
+    assert_eq!(
+        reasons[1],
+        "GPU CC required but GPU 0 is not in production CC mode (cc_enabled false, dev_tools_mode false, ready false)"
+    );
+    assert!(reasons[2].starts_with("pools.execution.cpus `4-27`"));
+}

@@ -20,7 +20,11 @@ use tower::ServiceExt;
 /// `gpu`: recorded NVML samples (testdata path) or none. Runs on a thread of its own:
 /// the collectors own a tokio runtime, which must not be dropped inside an async test.
 fn fixed_snapshot(fixture: &str, profile: &str, gpu: Option<&str>) -> Snapshot {
-    let (fixture, profile, gpu) = (fixture.to_string(), profile.to_string(), gpu.map(str::to_string));
+    let (fixture, profile, gpu) = (
+        fixture.to_string(),
+        profile.to_string(),
+        gpu.map(str::to_string),
+    );
     std::thread::spawn(move || collect_fixed(&fixture, &profile, gpu.as_deref()))
         .join()
         .unwrap()
@@ -33,7 +37,9 @@ fn collect_fixed(fixture: &str, profile: &str, gpu: Option<&str>) -> Snapshot {
     write_rapl(sys.path(), 1_000_000_000);
     c.rapl = Some(RaplReader::new(sys.path()));
     if let Some(path) = gpu {
-        c.gpu = Some(Box::new(RecordedGpuSource::from_json(&read_testdata(path)).unwrap()));
+        c.gpu = Some(Box::new(
+            RecordedGpuSource::from_json(&read_testdata(path)).unwrap(),
+        ));
     } else {
         c.disable("gpu", "no NVML in the fixture");
     }
@@ -92,14 +98,22 @@ fn promtool_check(text: &str) {
             return;
         }
     };
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     let report = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success() && report.trim().is_empty(), "promtool: {report}");
+    assert!(
+        out.status.success() && report.trim().is_empty(),
+        "promtool: {report}"
+    );
 }
 
 #[test]
@@ -108,7 +122,9 @@ fn golden_metrics_development_node() {
     assert_eq!(s.node.profile, "development");
     let text = node_agent::exposition::encode(&Arc::new(s));
     // What the page must say, independent of the golden file.
-    assert!(text.contains("sovereign_profile_info{profile=\"development\",selection=\"development_default\"} 1"));
+    assert!(text.contains(
+        "sovereign_profile_info{profile=\"development\",selection=\"development_default\"} 1"
+    ));
     assert!(text.contains("sovereign_replica_finalized_height 481236"));
     assert!(text.contains("sovereign_replica_certification_lag_blocks 1"));
     assert!(text.contains("sovereign_cpu_package_power_watts 100.0"));
@@ -179,7 +195,10 @@ async fn endpoints_of_a_ready_development_node() {
     let (code, ctype, body) = get(&st, "/metrics").await;
     assert_eq!(code, StatusCode::OK);
     assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
-    assert_eq!(body, node_agent::exposition::to_classic_text(&expected_metrics));
+    assert_eq!(
+        body,
+        node_agent::exposition::to_classic_text(&expected_metrics)
+    );
     assert!(body.contains("# TYPE sovereign_crypto_calls_total counter\n"));
     assert!(!body.contains("# EOF"));
 
@@ -199,14 +218,22 @@ async fn endpoints_of_a_ready_development_node() {
     assert_eq!(v["healthy"], true);
     assert_eq!(v["replica"]["health"]["certified_height"], 481235.0);
     assert_eq!(v["crypto"]["selftest"]["passed"], true);
-    assert!(v["node"]["explanation"][0].as_str().unwrap().contains("development"));
+    assert!(
+        v["node"]["explanation"][0]
+            .as_str()
+            .unwrap()
+            .contains("development")
+    );
     assert_eq!(v["disabled_collectors"][0]["name"], "gpu");
 
     let (code, ctype, body) = get(&st, "/").await;
     assert_eq!(code, StatusCode::OK);
     assert!(ctype.starts_with("text/html"));
     assert!(body.contains("id=\"profile-name\""));
-    assert!(!body.contains("http://") && !body.contains("https://"), "dashboard must be self-contained");
+    assert!(
+        !body.contains("http://") && !body.contains("https://"),
+        "dashboard must be self-contained"
+    );
 
     let (code, _, _) = get(&st, "/nope").await;
     assert_eq!(code, StatusCode::NOT_FOUND);
@@ -246,7 +273,10 @@ async fn readyz_fails_when_a_required_capability_is_missing() {
     let st = state(s.clone(), Duration::from_secs(60), true);
     let (code, _, body) = get(&st, "/readyz").await;
     assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
-    assert!(body.starts_with("not ready: profile sovereign-node\n"), "{body}");
+    assert!(
+        body.starts_with("not ready: profile sovereign-node\n"),
+        "{body}"
+    );
     for reason in s.node.reasons() {
         assert!(body.contains(&reason), "{body} lacks {reason}");
     }

@@ -260,7 +260,11 @@ unsafe fn stage_and_upload(
     // Pieces of at most UPLOAD_GROUP points of one MSM, in the global point order.
     let mut pieces: Vec<(&[G1Affine], &[ic_bls12_381::Scalar])> = Vec::new();
     for m in msms {
-        for (p, s) in m.points.chunks(UPLOAD_GROUP).zip(m.scalars.chunks(UPLOAD_GROUP)) {
+        for (p, s) in m
+            .points
+            .chunks(UPLOAD_GROUP)
+            .zip(m.scalars.chunks(UPLOAD_GROUP))
+        {
             pieces.push((p, s));
         }
     }
@@ -280,25 +284,26 @@ unsafe fn stage_and_upload(
         if group_points < UPLOAD_GROUP && i != last {
             continue;
         }
-        let convert = |(p, s, pd, sd): &mut (&[G1Affine], &[ic_bls12_381::Scalar], &mut [u8], &mut [u8])| {
-            if p.len() >= PARALLEL_CONVERT {
-                p.par_iter()
-                    .zip(s.par_iter())
-                    .zip(pd.par_chunks_exact_mut(POINT_BYTES))
-                    .zip(sd.par_chunks_exact_mut(SCALAR_BYTES))
-                    .with_min_len(256)
-                    .for_each(|(((p, s), pd), sd)| fill(p, s, pd, sd));
-            } else {
-                for (((p, s), pd), sd) in p
-                    .iter()
-                    .zip(s.iter())
-                    .zip(pd.chunks_exact_mut(POINT_BYTES))
-                    .zip(sd.chunks_exact_mut(SCALAR_BYTES))
-                {
-                    fill(p, s, pd, sd);
+        let convert =
+            |(p, s, pd, sd): &mut (&[G1Affine], &[ic_bls12_381::Scalar], &mut [u8], &mut [u8])| {
+                if p.len() >= PARALLEL_CONVERT {
+                    p.par_iter()
+                        .zip(s.par_iter())
+                        .zip(pd.par_chunks_exact_mut(POINT_BYTES))
+                        .zip(sd.par_chunks_exact_mut(SCALAR_BYTES))
+                        .with_min_len(256)
+                        .for_each(|(((p, s), pd), sd)| fill(p, s, pd, sd));
+                } else {
+                    for (((p, s), pd), sd) in p
+                        .iter()
+                        .zip(s.iter())
+                        .zip(pd.chunks_exact_mut(POINT_BYTES))
+                        .zip(sd.chunks_exact_mut(SCALAR_BYTES))
+                    {
+                        fill(p, s, pd, sd);
+                    }
                 }
-            }
-        };
+            };
         if group.len() > 1 && group_points >= PARALLEL_CONVERT {
             group.par_iter_mut().for_each(convert);
         } else {
@@ -481,11 +486,7 @@ pub(crate) fn run(
             .arg(&plan.seg_len)
             .arg(&d_partials)
             .launch(LaunchConfig {
-                grid_dim: (
-                    plan.blocks_per_window,
-                    plan.msms as u32 * plan.windows,
-                    1,
-                ),
+                grid_dim: (plan.blocks_per_window, plan.msms as u32 * plan.windows, 1),
                 block_dim: (plan.reduce_block, 1, 1),
                 shared_mem_bytes: 0,
             })
@@ -585,4 +586,51 @@ fn combine_windows(chunk: &[u8], plan: &Plan) -> Result<G1Projective, GpuError> 
         .filter(|p| bool::from(p.is_on_curve()))
         .ok_or_else(|| GpuError::BadOutput("MSM result is not on the curve".into()))?;
     Ok(G1Projective::from(affine))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// r - 1, little-endian: the largest scalar.
+    const R_MINUS_1: [u8; 32] = [
+        0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xfe, 0x5b, 0xfe, 0xff, 0x02, 0xa4, 0xbd,
+        0x53, 0x05, 0xd8, 0xa1, 0x09, 0x08, 0xd8, 0x39, 0x33, 0x48, 0x7d, 0x9d, 0x29, 0x53, 0xa7,
+        0xed, 0x73,
+    ];
+
+    #[test]
+    fn r_minus_1_is_scalar_minus_one() {
+        assert_eq!((-ic_bls12_381::Scalar::one()).to_bytes(), R_MINUS_1);
+    }
+
+    /// The kernels' window layout: widths sum to 256, every width fits the buckets, and the
+    /// top window of the largest scalar leaves room for the carry (digit <= 2^(c-1)) while
+    /// still using a large share of its buckets (no pile-up in a few buckets).
+    #[test]
+    fn windows_cover_256_bits_and_the_top_window_is_full() {
+        for c in 4..=MAX_WINDOW_BITS {
+            let w = window_count(c);
+            let widths: Vec<u32> = (0..w).map(|i| window_width(i, c)).collect();
+            assert_eq!(widths.iter().sum::<u32>(), 256, "c={c}");
+            assert!(widths.iter().all(|&x| x == c || x == c - 1), "c={c}");
+            let top = widths[w as usize - 1];
+            assert_eq!(top, c, "c={c}: the top window is a full one");
+            let top_raw = {
+                let v = u32::from_le_bytes(R_MINUS_1[28..32].try_into().unwrap());
+                v >> (32 - top)
+            };
+            assert!(top_raw < 1 << (c - 1), "c={c}: carry would overflow");
+            assert!(top_raw > 1 << (c - 3), "c={c}: top window uses few buckets");
+        }
+    }
+
+    #[test]
+    fn window_bits_grow_with_size_within_bounds() {
+        assert_eq!(window_bits(1), 8);
+        assert_eq!(window_bits(448), 8);
+        assert_eq!(window_bits(1 << 12), 10);
+        assert_eq!(window_bits(1 << 16), 14);
+        assert_eq!(window_bits(1 << 24), 16);
+    }
 }

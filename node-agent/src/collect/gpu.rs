@@ -3,7 +3,9 @@
 
 use crate::snapshot::GpuSample;
 use nvml_wrapper::Nvml;
-use nvml_wrapper::enum_wrappers::device::{Clock, ClockId, EccCounter, MemoryError, TemperatureSensor};
+use nvml_wrapper::enum_wrappers::device::{
+    Clock, ClockId, EccCounter, MemoryError, TemperatureSensor,
+};
 use nvml_wrapper::error::NvmlError;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -73,13 +75,16 @@ fn start_xid_watcher(counts: XidCounts) -> Result<(), String> {
                 }
             };
             for (_, i) in &uuids {
-                let registered = nvml.device_by_index(*i).map_err(|e| e.to_string()).and_then(|d| {
-                    d.register_events(
-                        nvml_wrapper::bitmasks::event::EventTypes::CRITICAL_XID_ERROR,
-                        set,
-                    )
+                let registered = nvml
+                    .device_by_index(*i)
                     .map_err(|e| e.to_string())
-                });
+                    .and_then(|d| {
+                        d.register_events(
+                            nvml_wrapper::bitmasks::event::EventTypes::CRITICAL_XID_ERROR,
+                            set,
+                        )
+                        .map_err(|e| e.to_string())
+                    });
                 match registered {
                     Ok(s) => set = s,
                     Err(e) => {
@@ -127,14 +132,20 @@ impl GpuSource for NvmlSource {
         let xid = self.xid.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut out = Vec::new();
         for index in 0..count {
-            let d = nvml.device_by_index(index).map_err(|e| format!("GPU {index}: {e}"))?;
+            let d = nvml
+                .device_by_index(index)
+                .map_err(|e| format!("GPU {index}: {e}"))?;
             let mut s = GpuSample {
                 index,
                 driver_version: driver_version.clone(),
                 ..GpuSample::default()
             };
             let mut unsupported = Vec::new();
-            fn get<T>(what: &str, r: Result<T, NvmlError>, unsupported: &mut Vec<String>) -> Option<T> {
+            fn get<T>(
+                what: &str,
+                r: Result<T, NvmlError>,
+                unsupported: &mut Vec<String>,
+            ) -> Option<T> {
                 r.map_err(|e| unsupported.push(format!("{what}: {e}"))).ok()
             }
             let u = &mut unsupported;
@@ -154,8 +165,12 @@ impl GpuSource for NvmlSource {
                 s.memory_total_bytes = Some(mem.total);
             }
             let mhz = |v: u32| f64::from(v) * 1e6;
-            s.clock_graphics_hertz =
-                get("clock graphics", d.clock(Clock::Graphics, ClockId::Current), u).map(mhz);
+            s.clock_graphics_hertz = get(
+                "clock graphics",
+                d.clock(Clock::Graphics, ClockId::Current),
+                u,
+            )
+            .map(mhz);
             s.clock_sm_hertz = get("clock sm", d.clock(Clock::SM, ClockId::Current), u).map(mhz);
             s.clock_memory_hertz =
                 get("clock memory", d.clock(Clock::Memory, ClockId::Current), u).map(mhz);

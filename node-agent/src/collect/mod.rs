@@ -76,7 +76,10 @@ impl Clock for ManualClock {
 pub enum ReplicaSource {
     Http(replica::ReplicaScraper),
     /// Pages recorded from a replica, replayed in order (the last one repeats).
-    Recorded { pages: Vec<String>, next: usize },
+    Recorded {
+        pages: Vec<String>,
+        next: usize,
+    },
 }
 
 /// How the pinning collector finds the replica process.

@@ -34,8 +34,8 @@ impl RaplReader {
 
     /// Package zones (`intel-rapl:N` whose name starts with "package").
     fn zones(&self) -> Result<Vec<PathBuf>, String> {
-        let entries = std::fs::read_dir(&self.dir)
-            .map_err(|e| format!("{}: {e}", self.dir.display()))?;
+        let entries =
+            std::fs::read_dir(&self.dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
         let mut zones: Vec<PathBuf> = entries
             .filter_map(|e| e.ok())
             .map(|e| e.path())

@@ -94,12 +94,18 @@ pub fn parse_page(text: &str) -> Result<ReplicaHealth, ReplicaScrapeError> {
         .map_err(|e| ReplicaScrapeError::Parse(e.to_string()))?;
     let samples = &scrape.samples;
     let gauge = |metric: &str, labels: &[(&str, &str)]| {
-        find(samples, metric, labels).filter_map(value).reduce(f64::max)
+        find(samples, metric, labels)
+            .filter_map(value)
+            .reduce(f64::max)
     };
     let health = ReplicaHealth {
         finalized_height: gauge(
             "artifact_pool_consensus_height_stat",
-            &[("pool_type", "validated"), ("stat", "max"), ("type", "finalization")],
+            &[
+                ("pool_type", "validated"),
+                ("stat", "max"),
+                ("type", "finalization"),
+            ],
         ),
         certified_height: gauge("state_manager_latest_certified_height", &[]),
         batch_height: gauge("consensus_batch_height", &[]),
@@ -129,12 +135,12 @@ pub struct ReplicaScraper {
 
 impl ReplicaScraper {
     pub fn new(url: &str, timeout: Duration) -> Result<ReplicaScraper, ReplicaScrapeError> {
-        let uri: hyper::Uri = url.parse().map_err(|e: hyper::http::uri::InvalidUri| {
-            ReplicaScrapeError::Url {
-                url: url.to_string(),
-                detail: e.to_string(),
-            }
-        })?;
+        let uri: hyper::Uri =
+            url.parse()
+                .map_err(|e: hyper::http::uri::InvalidUri| ReplicaScrapeError::Url {
+                    url: url.to_string(),
+                    detail: e.to_string(),
+                })?;
         if uri.scheme_str() != Some("http") {
             return Err(ReplicaScrapeError::Url {
                 url: url.to_string(),

@@ -20,14 +20,15 @@ pub fn probe_sev_snp(root: &Path) -> SevSnpFacts {
     let flags = super::cpu::first_flags(root);
     let cpuinfo_flag = flags.iter().any(|f| f == "sev_snp");
     let hypervisor = flags.iter().any(|f| f == "hypervisor");
-    let kvm_amd_sev_snp: Fact<bool> =
-        read_value(root, "/sys/module/kvm_amd/parameters/sev_snp", |text| {
-            match text {
-                "Y" | "y" | "1" => Some(true),
-                "N" | "n" | "0" => Some(false),
-                _ => None,
-            }
-        });
+    let kvm_amd_sev_snp: Fact<bool> = read_value(
+        root,
+        "/sys/module/kvm_amd/parameters/sev_snp",
+        |text| match text {
+            "Y" | "y" | "1" => Some(true),
+            "N" | "n" | "0" => Some(false),
+            _ => None,
+        },
+    );
 
     let mut evidence = Vec::new();
     evidence.push(if guest_device {
@@ -38,7 +39,11 @@ pub fn probe_sev_snp(root: &Path) -> SevSnpFacts {
     evidence.push(format!(
         "cpuinfo flag sev_snp {}{}",
         if cpuinfo_flag { "set" } else { "not set" },
-        if hypervisor { " (under a hypervisor)" } else { "" }
+        if hypervisor {
+            " (under a hypervisor)"
+        } else {
+            ""
+        }
     ));
     match &kvm_amd_sev_snp {
         Fact::Known(on) => evidence.push(format!(

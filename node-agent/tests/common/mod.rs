@@ -149,7 +149,10 @@ impl Agent {
             }
             // Nothing queued: only now can an exited agent send nothing more.
             if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("agent exited ({status}) before {needle:?}; got {:?}", self.messages);
+                panic!(
+                    "agent exited ({status}) before {needle:?}; got {:?}",
+                    self.messages
+                );
             }
         }
         panic!("no {needle:?} within {timeout:?}; got {:?}", self.messages);
@@ -184,7 +187,11 @@ impl Drop for Agent {
 pub fn http_get(port: u16, path: &str) -> (u16, String) {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut raw = String::new();
     s.read_to_string(&mut raw).unwrap();
     let status = raw
@@ -192,7 +199,10 @@ pub fn http_get(port: u16, path: &str) -> (u16, String) {
         .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
-    let body = raw.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
     (status, body)
 }
 
