@@ -32,7 +32,10 @@ fn supports_decompress_and_sha256_but_not_bls_verify() {
     // MSM is the GPU MSM work's to report (tests/gpu_msm*.rs); BLS verification has no
     // GPU implementation.
     assert!(!gpu.supports(Operation::BlsVerify));
-    assert_eq!(gpu.bls_verify_batch(&[]).unwrap_err(), GpuError::Unsupported);
+    assert_eq!(
+        gpu.bls_verify_batch(&[]).unwrap_err(),
+        GpuError::Unsupported
+    );
     let d = gpu.describe();
     assert!(d.contains("sm_"), "describe: {d}");
     eprintln!("device: {d}; programs: {:?}", gpu.program_loads());

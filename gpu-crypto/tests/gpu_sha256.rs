@@ -49,6 +49,9 @@ fn every_length_near_block_boundaries_and_every_prefix_alignment() {
 
 #[test]
 fn ic_chunk_hash_of_full_mebibyte_chunks() {
+    if gpu().is_none() {
+        return;
+    }
     let mut r = rng(11);
     let prefix = DomainSeparator::new("ic-state-chunk").expect("separator");
     assert_eq!(prefix.prefix()[0], 14);
@@ -58,6 +61,9 @@ fn ic_chunk_hash_of_full_mebibyte_chunks() {
 
 #[test]
 fn batches_spanning_segments_and_slots() {
+    if gpu().is_none() {
+        return;
+    }
     let mut r = rng(12);
     // 70 x 1 MiB + odd sizes: more than one 64 MiB segment.
     let mut chunks: Vec<Vec<u8>> = (0..70)

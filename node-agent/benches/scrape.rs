@@ -22,7 +22,8 @@ use tower::ServiceExt;
 
 fn full_state() -> AppState {
     let clock = Arc::new(ManualClock::new(common::T0));
-    let mut c = common::fixed_collectors(common::node("epyc-9354p-snp-guest", "auto"), clock.clone());
+    let mut c =
+        common::fixed_collectors(common::node("epyc-9354p-snp-guest", "auto"), clock.clone());
     let sys = tempfile::tempdir().unwrap();
     common::write_rapl(sys.path(), 1_000_000_000);
     c.rapl = Some(RaplReader::new(sys.path()));
@@ -39,16 +40,23 @@ fn full_state() -> AppState {
         enabled: true,
         replica_pid: Some(4242),
         slice_allowed_cpus: Some("2-31".into()),
-        pools: ["consensus", "execution", "query", "idkg", "checkpoint", "p2p_http"]
-            .iter()
-            .enumerate()
-            .map(|(i, p)| PoolPinning {
-                pool: p.to_string(),
-                cpus: format!("{}-{}", 2 + 5 * i, 6 + 5 * i),
-                threads: 4,
-                drifted_threads: 0,
-            })
-            .collect(),
+        pools: [
+            "consensus",
+            "execution",
+            "query",
+            "idkg",
+            "checkpoint",
+            "p2p_http",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, p)| PoolPinning {
+            pool: p.to_string(),
+            cpus: format!("{}-{}", 2 + 5 * i, 6 + 5 * i),
+            threads: 4,
+            drifted_threads: 0,
+        })
+        .collect(),
         ..PinningStatus::default()
     };
     let hb = Arc::new(Heartbeat::new(Duration::from_secs(3600)));
@@ -67,7 +75,9 @@ async fn scrape(state: &AppState) -> usize {
 
 fn bench(c: &mut Criterion) {
     let state = full_state();
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let bytes = rt.block_on(scrape(&state));
     c.bench_function("metrics_request_all_collectors", |b| {
         b.iter(|| rt.block_on(scrape(&state)))

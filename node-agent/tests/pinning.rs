@@ -50,7 +50,13 @@ struct Workload {
 impl Workload {
     fn start() -> Workload {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "pinning_workload", "--ignored", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "pinning_workload",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_ENV, "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -61,7 +67,10 @@ impl Workload {
         let mut line = String::new();
         loop {
             line.clear();
-            assert!(out.read_line(&mut line).unwrap() > 0, "workload ended early");
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "workload ended early"
+            );
             // libtest may print "test pinning_workload ... " on the same line.
             if line.trim_end().ends_with("ready") {
                 break;
@@ -135,7 +144,11 @@ fn pinning_follows_profile_sets() {
     let (tid, _) = thread(w.pid(), "execution-0");
     let got = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(tid as i32)).unwrap();
     for cpu in online.iter() {
-        assert_eq!(got.is_set(cpu as usize).unwrap(), cpu == second, "cpu {cpu}");
+        assert_eq!(
+            got.is_set(cpu as usize).unwrap(),
+            cpu == second,
+            "cpu {cpu}"
+        );
     }
 
     // Let the threads run on their new CPUs, then a second pass finds no drift.

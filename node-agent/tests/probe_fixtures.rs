@@ -156,7 +156,7 @@ fn ryzen_9900x_research_box() {
     assert!(!config.crypto.wants_gpu());
     assert_eq!(
         config.crypto_notes,
-        ["GPU preferred but not usable (no GPU: NVML unavailable: fixture tree; 1 NVIDIA GPU(s) on the PCI bus): all crypto paths set to cpu"]
+        ["GPU preferred but not usable (NVML unavailable: fixture tree; 1 NVIDIA GPU(s) on the PCI bus): all crypto paths set to cpu"]
     );
 }
 

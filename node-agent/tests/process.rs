@@ -19,9 +19,17 @@ fn run_speaks_sd_notify_and_serves() {
     let mut agent = Agent::start(TEST_CONFIG, &["--root", &ci_root()], Some(1_000_000));
     let ready = agent.messages.last().unwrap().clone();
     assert!(ready.contains("READY=1\n"), "{ready:?}");
-    assert!(ready.contains("profile development; node ready"), "{ready:?}");
+    assert!(
+        ready.contains("profile development; node ready"),
+        "{ready:?}"
+    );
     // STATUS lines came before READY (probe, selftest).
-    assert!(agent.messages.iter().any(|m| m.contains("STATUS=running the crypto selftest")));
+    assert!(
+        agent
+            .messages
+            .iter()
+            .any(|m| m.contains("STATUS=running the crypto selftest"))
+    );
     agent.wait_for("WATCHDOG=1", Duration::from_secs(3));
     agent.wait_for("WATCHDOG=1", Duration::from_secs(3));
 
@@ -31,9 +39,16 @@ fn run_speaks_sd_notify_and_serves() {
     assert_eq!(code, 200, "{body}");
     let (code, body) = agent.get("/metrics");
     assert_eq!(code, 200);
-    assert!(body.contains("sovereign_crypto_selftest_passed 1"), "{body}");
+    assert!(
+        body.contains("sovereign_crypto_selftest_passed 1"),
+        "{body}"
+    );
     // The collectors keep running: the cycle count grows.
-    let cycle = |body: &str| serde_json::from_str::<serde_json::Value>(body).unwrap()["cycle"].as_u64().unwrap();
+    let cycle = |body: &str| {
+        serde_json::from_str::<serde_json::Value>(body).unwrap()["cycle"]
+            .as_u64()
+            .unwrap()
+    };
     let first = cycle(&agent.get("/v1/status").1);
     std::thread::sleep(Duration::from_millis(700));
     assert!(cycle(&agent.get("/v1/status").1) > first);
@@ -46,14 +61,26 @@ fn run_speaks_sd_notify_and_serves() {
 #[test]
 fn check_exit_status_follows_readiness() {
     let bin = env!("CARGO_BIN_EXE_node-agent");
-    let out = Command::new(bin).args(["check", "--root", &ci_root()]).output().unwrap();
+    let out = Command::new(bin)
+        .args(["check", "--root", &ci_root()])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("profile: development (development_default)"), "{text}");
+    assert!(
+        text.contains("profile: development (development_default)"),
+        "{text}"
+    );
     assert!(text.trim_end().ends_with("node is FIT"), "{text}");
 
     let out = Command::new(bin)
-        .args(["check", "--root", &ci_root(), "--profile", "sovereign-node!"])
+        .args([
+            "check",
+            "--root",
+            &ci_root(),
+            "--profile",
+            "sovereign-node!",
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -84,13 +111,15 @@ fn check_exit_status_follows_readiness() {
 }
 
 fn chromium() -> Option<PathBuf> {
-    ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|name| {
-        std::env::var_os("PATH").and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|p| p.join(name))
-                .find(|p| p.is_file())
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|p| p.join(name))
+                    .find(|p| p.is_file())
+            })
         })
-    })
 }
 
 #[test]
@@ -103,7 +132,10 @@ fn dashboard_renders_in_headless_chromium() {
         eprintln!("SKIP dashboard_renders_in_headless_chromium: chromium not installed");
         return;
     };
-    let config = TEST_CONFIG.replace("metrics_url = \"\"", "metrics_url = \"http://127.0.0.1:1/metrics\"");
+    let config = TEST_CONFIG.replace(
+        "metrics_url = \"\"",
+        "metrics_url = \"http://127.0.0.1:1/metrics\"",
+    );
     let agent = Agent::start(&config, &["--root", &ci_root()], None);
     let profile_dir = tempfile::tempdir().unwrap();
     let out = Command::new(browser)
@@ -126,9 +158,19 @@ fn dashboard_renders_in_headless_chromium() {
         .output()
         .unwrap();
     let dom = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(dom.contains(r#"<b id="profile-name">development</b>"#), "{dom}");
-    assert!(dom.contains(r#"<b id="node-status" class="ok">READY</b>"#), "{dom}");
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        dom.contains(r#"<b id="profile-name">development</b>"#),
+        "{dom}"
+    );
+    assert!(
+        dom.contains(r#"<b id="node-status" class="ok">READY</b>"#),
+        "{dom}"
+    );
     // Sections filled from /v1/status: the replica is down (nothing on port 1), the
     // crypto paths are listed, the GPU collector is off with its reason.
     assert!(dom.contains("http://127.0.0.1:1/metrics"), "{dom}");

@@ -45,12 +45,21 @@ async fn scrapes_the_recorded_replica_page() {
     let ops: Vec<&str> = h.checkpoint_ops.iter().map(|o| o.label.as_str()).collect();
     assert_eq!(ops, ["compute_manifest", "create"]);
     assert_eq!(h.checkpoint_ops[1].count, 12.0);
-    assert!((h.checkpoint_ops[1].sum_seconds - 8.7561).abs() < 1e-9, "{:?}", h.checkpoint_ops);
+    assert!(
+        (h.checkpoint_ops[1].sum_seconds - 8.7561).abs() < 1e-9,
+        "{:?}",
+        h.checkpoint_ops
+    );
     // Only the ni_dkg domain, full scope, successful calls.
     let methods: Vec<&str> = h.ni_dkg_ops.iter().map(|o| o.label.as_str()).collect();
     assert_eq!(
         methods,
-        ["create_dealing", "create_transcript", "load_transcript", "verify_dealing"]
+        [
+            "create_dealing",
+            "create_transcript",
+            "load_transcript",
+            "verify_dealing"
+        ]
     );
     assert_eq!(h.ni_dkg_ops[3].count, 52.0);
 }
