@@ -153,11 +153,16 @@ impl Policy {
     }
 }
 
-/// Default crossovers (items per batch from which the GPU is used under `Auto`).
-/// Hardware profiles carry measured values; these are the fallback for unprofiled machines.
+/// Default crossovers (items per batch from which the GPU is used under `Auto`), measured
+/// on the H200 lab machine against the CPU path on its 16 cores (docs/benchmarks.md).
+/// Hardware profiles carry their own measured values; these serve unprofiled machines.
 pub mod defaults {
+    /// GPU faster from 256 points, CPU faster at 128 (gpu-crypto/device/results/run3-final).
     pub const DECOMPRESS_GPU_MIN_BATCH: usize = 256;
-    pub const MSM_GPU_MIN_BATCH: usize = 4096;
+    /// GPU faster from 128 points for one MSM (gpu-crypto/device/results/msm-run2).
+    pub const MSM_GPU_MIN_BATCH: usize = 128;
+    /// No GPU BLS verification exists yet; the value only matters once it does.
     pub const BLS_VERIFY_GPU_MIN_BATCH: usize = 256;
-    pub const SHA256_GPU_MIN_BATCH: usize = 64;
+    /// GPU faster from 1,024 chunks of 1 MiB, CPU faster at 512 (run3-final).
+    pub const SHA256_GPU_MIN_BATCH: usize = 1024;
 }

@@ -78,7 +78,10 @@ fn assert_invalid(
 fn base_is_valid() {
     let profile = Profile::parse("base.toml", BASE).unwrap();
     assert_eq!(profile.name, "test-node");
-    assert_eq!(profile.pools.query.cpus.as_ref().unwrap().to_string(), "8-9");
+    assert_eq!(
+        profile.pools.query.cpus.as_ref().unwrap().to_string(),
+        "8-9"
+    );
     assert!(profile.pools.checkpoint.cpus.is_none());
     // bls_verify without gpu_min_batch takes the gpu-crypto default.
     assert_eq!(
@@ -90,17 +93,41 @@ fn base_is_valid() {
 #[test]
 fn unknown_key() {
     let text = with_line(9, "gpu = \"required\"\ngpu_count = 2");
-    assert_invalid(&text, 10, 1, InvalidKind::UnknownKey, "unknown field `gpu_count`");
+    assert_invalid(
+        &text,
+        10,
+        1,
+        InvalidKind::UnknownKey,
+        "unknown field `gpu_count`",
+    );
     let text = with_line(20, "execution = { threads = 6, cpu = \"2-7\" }");
-    assert_invalid(&text, 20, 28, InvalidKind::UnknownKey, "unknown field `cpu`");
+    assert_invalid(
+        &text,
+        20,
+        28,
+        InvalidKind::UnknownKey,
+        "unknown field `cpu`",
+    );
 }
 
 #[test]
 fn wrong_type() {
     let text = with_line(20, "execution = { threads = \"six\", cpus = \"2-7\" }");
-    assert_invalid(&text, 20, 25, InvalidKind::WrongType, "invalid type: string");
+    assert_invalid(
+        &text,
+        20,
+        25,
+        InvalidKind::WrongType,
+        "invalid type: string",
+    );
     let text = with_line(14, "msm = { backend = \"fpga\", gpu_min_batch = 4096 }");
-    assert_invalid(&text, 14, 19, InvalidKind::WrongType, "unknown variant `fpga`");
+    assert_invalid(
+        &text,
+        14,
+        19,
+        InvalidKind::WrongType,
+        "unknown variant `fpga`",
+    );
 }
 
 #[test]
@@ -171,7 +198,13 @@ fn pool_size_must_match_cpu_set() {
     );
     // The P2P/HTTP pool may oversubscribe its CPUs, but not leave some unused.
     let text = with_line(24, "p2p_http = { threads = 1, cpus = \"12-13\" }");
-    assert_invalid(&text, 24, 34, InvalidKind::PoolSizeMismatch, "1 threads cannot use 2 CPUs");
+    assert_invalid(
+        &text,
+        24,
+        34,
+        InvalidKind::PoolSizeMismatch,
+        "1 threads cannot use 2 CPUs",
+    );
 }
 
 #[test]
@@ -185,15 +218,45 @@ fn thresholds_out_of_range() {
         "crypto.decompress.gpu_min_batch 0 is outside 1..=16777216",
     );
     let text = with_line(14, "msm = { backend = \"auto\", gpu_min_batch = 16777217 }");
-    assert_invalid(&text, 14, 43, InvalidKind::OutOfRange, "16777217 is outside");
+    assert_invalid(
+        &text,
+        14,
+        43,
+        InvalidKind::OutOfRange,
+        "16777217 is outside",
+    );
     let text = with_line(28, "amortisation_months = 0");
-    assert_invalid(&text, 28, 23, InvalidKind::OutOfRange, "amortisation_months 0");
+    assert_invalid(
+        &text,
+        28,
+        23,
+        InvalidKind::OutOfRange,
+        "amortisation_months 0",
+    );
     let text = with_line(29, "power_price_eur_per_kwh = -0.1");
-    assert_invalid(&text, 29, 27, InvalidKind::OutOfRange, "power_price_eur_per_kwh -0.1");
+    assert_invalid(
+        &text,
+        29,
+        27,
+        InvalidKind::OutOfRange,
+        "power_price_eur_per_kwh -0.1",
+    );
     let text = with_line(21, "query = { threads = 0, cpus = \"8,9\" }");
-    assert_invalid(&text, 21, 21, InvalidKind::OutOfRange, "threads 0 is outside 1..=1024");
+    assert_invalid(
+        &text,
+        21,
+        21,
+        InvalidKind::OutOfRange,
+        "threads 0 is outside 1..=1024",
+    );
     let text = with_line(6, "logical_cpus = { min = 17, max = 16 }");
-    assert_invalid(&text, 6, 16, InvalidKind::OutOfRange, "min 17 is above max 16");
+    assert_invalid(
+        &text,
+        6,
+        16,
+        InvalidKind::OutOfRange,
+        "min 17 is above max 16",
+    );
 }
 
 #[test]
@@ -206,10 +269,25 @@ fn bad_values() {
         InvalidKind::BadSyntaxValue,
         "`8-x` is not a CPU id or range",
     );
-    let text = with_line(5, "cpu_vendor = \"AuthenticAMD\"\ncpu_model = \"AMD [EPYC\"");
-    assert_invalid(&text, 6, 13, InvalidKind::BadSyntaxValue, "pattern `AMD [EPYC`");
+    let text = with_line(
+        5,
+        "cpu_vendor = \"AuthenticAMD\"\ncpu_model = \"AMD [EPYC\"",
+    );
+    assert_invalid(
+        &text,
+        6,
+        13,
+        InvalidKind::BadSyntaxValue,
+        "pattern `AMD [EPYC`",
+    );
     let text = with_line(1, "name = \"Test Node\"");
-    assert_invalid(&text, 1, 8, InvalidKind::BadSyntaxValue, "profile name `Test Node`");
+    assert_invalid(
+        &text,
+        1,
+        8,
+        InvalidKind::BadSyntaxValue,
+        "profile name `Test Node`",
+    );
 }
 
 #[test]
@@ -223,7 +301,13 @@ fn contradictory_settings() {
         "crypto.decompress.backend = \"auto\" but require.gpu is \"off\"",
     );
     let text = with_line(9, "gpu = \"preferred\"\ngpu_cc = true");
-    assert_invalid(&text, 10, 10, InvalidKind::Inconsistent, "gpu_cc = true needs gpu = \"required\"");
+    assert_invalid(
+        &text,
+        10,
+        10,
+        InvalidKind::Inconsistent,
+        "gpu_cc = true needs gpu = \"required\"",
+    );
 }
 
 #[test]
@@ -263,8 +347,10 @@ fn load_dir_reports_the_bad_file_by_path() {
     std::fs::write(dir.path().join("good.toml"), BASE).unwrap();
     std::fs::write(
         dir.path().join("worse.toml"),
-        BASE.replace("test-node", "other-node")
-            .replace("threads = 2, cpus = \"0-1\"", "threads = 2, cpus = \"0-1\", nice = 5"),
+        BASE.replace("test-node", "other-node").replace(
+            "threads = 2, cpus = \"0-1\"",
+            "threads = 2, cpus = \"0-1\", nice = 5",
+        ),
     )
     .unwrap();
     std::fs::write(dir.path().join("notes.txt"), "not a profile").unwrap();

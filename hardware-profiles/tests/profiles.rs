@@ -12,7 +12,12 @@ fn profiles_dir() -> std::path::PathBuf {
 fn every_profile_file_validates_and_is_embedded() {
     let from_dir = ProfileSet::load_dir(&profiles_dir()).unwrap();
     let embedded = ProfileSet::embedded().unwrap();
-    let names = |set: &ProfileSet| set.profiles().iter().map(|p| p.name.clone()).collect::<Vec<_>>();
+    let names = |set: &ProfileSet| {
+        set.profiles()
+            .iter()
+            .map(|p| p.name.clone())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(names(&from_dir), names(&embedded));
     assert_eq!(
         names(&embedded),
@@ -45,7 +50,11 @@ fn every_profile_file_validates_and_is_embedded() {
         });
     }
     assert_eq!(
-        embedded.profiles().iter().filter(|p| p.development_default).count(),
+        embedded
+            .profiles()
+            .iter()
+            .filter(|p| p.development_default)
+            .count(),
         1
     );
 }
@@ -65,9 +74,15 @@ fn sovereign_node_translates_to_the_gpu_policy() {
 
     let config = sovereign.runtime_config();
     assert_eq!(config.pools[&PoolKind::Execution].threads, 24);
-    assert_eq!(config.pools[&PoolKind::Execution].cpus, (4..28).collect::<Vec<u32>>());
+    assert_eq!(
+        config.pools[&PoolKind::Execution].cpus,
+        (4..28).collect::<Vec<u32>>()
+    );
     let json = config.to_json().unwrap();
-    assert_eq!(hardware_profiles::RuntimeConfig::from_json(&json).unwrap(), config);
+    assert_eq!(
+        hardware_profiles::RuntimeConfig::from_json(&json).unwrap(),
+        config
+    );
 }
 
 #[test]

@@ -85,11 +85,18 @@ fn a_healthy_sovereign_node_is_ready() {
     assert_eq!(selection.selected_by, SelectedBy::MostSpecificMatch);
     let readiness = selection.readiness(&facts);
     assert!(readiness.ready, "{:?}", readiness.reasons());
-    let requirements: Vec<_> = readiness.checks.iter().map(|c| c.requirement.as_str()).collect();
+    let requirements: Vec<_> = readiness
+        .checks
+        .iter()
+        .map(|c| c.requirement.as_str())
+        .collect();
     assert_eq!(requirements, ["sev_snp", "gpu", "gpu_cc", "pool_cpus"]);
     let explanation = selection.explain().join("\n");
     assert!(explanation.starts_with("selected `sovereign-node` (embedded:sovereign-node.toml): the matching profile with the most criteria (8)"), "{explanation}");
-    assert!(explanation.contains("`development` is the development default"), "{explanation}");
+    assert!(
+        explanation.contains("`development` is the development default"),
+        "{explanation}"
+    );
     assert!(explanation.contains("`h200-lab` does not match:\n  cpu_vendor: expected `GenuineIntel`, found `AuthenticAMD`"), "{explanation}");
 }
 
@@ -107,9 +114,16 @@ fn sovereign_node_without_snp_is_recognised_but_not_ready() {
     );
 
     facts.sev_snp = sev(SevSnpState::Host);
-    let reasons = set().select(&facts, None).unwrap().readiness(&facts).reasons();
+    let reasons = set()
+        .select(&facts, None)
+        .unwrap()
+        .readiness(&facts)
+        .reasons();
     assert_eq!(reasons.len(), 1);
-    assert!(reasons[0].contains("SNP-capable host, not an SNP guest"), "{reasons:?}");
+    assert!(
+        reasons[0].contains("SNP-capable host, not an SNP guest"),
+        "{reasons:?}"
+    );
 }
 
 #[test]
@@ -125,7 +139,9 @@ fn gpu_cc_off_or_not_ready_refuses_ready() {
     let readiness = selection.readiness(&facts);
     assert_eq!(
         readiness.reasons(),
-        ["GPU CC required but GPU 0 is not in production CC mode (cc_enabled false, dev_tools_mode false, ready false)"]
+        [
+            "GPU CC required but GPU 0 is not in production CC mode (cc_enabled false, dev_tools_mode false, ready false)"
+        ]
     );
 
     // CC on but the ready state not set: the GPU itself is unusable.
@@ -135,7 +151,11 @@ fn gpu_cc_off_or_not_ready_refuses_ready() {
         true,
         false,
     )]);
-    let reasons = set().select(&facts, None).unwrap().readiness(&facts).reasons();
+    let reasons = set()
+        .select(&facts, None)
+        .unwrap()
+        .readiness(&facts)
+        .reasons();
     assert_eq!(reasons.len(), 2, "{reasons:?}");
     assert!(reasons[0].starts_with("GPU required but not usable: GPU 0: confidential compute is on but the GPUs ready state is not set"), "{reasons:?}");
 }
@@ -157,7 +177,11 @@ fn nvml_broken_with_gpu_on_the_bus_keeps_the_profile_and_refuses_ready() {
     assert!(selection.explain().iter().any(|l| l.contains("`sovereign-node` not verified: gpu_model: expected `NVIDIA RTX PRO 6000 Blackwell*`, found unverifiable: NVML unavailable (NVML init failed")));
     let reasons = selection.readiness(&facts).reasons();
     assert_eq!(reasons.len(), 2, "{reasons:?}");
-    assert!(reasons[0].starts_with("GPU required but not usable: no GPU: NVML unavailable: NVML init failed"), "{reasons:?}");
+    assert!(
+        reasons[0]
+            .starts_with("GPU required but not usable: no GPU: NVML unavailable: NVML init failed"),
+        "{reasons:?}"
+    );
     assert_eq!(reasons[1], "GPU CC required but there is no GPU");
 }
 
@@ -177,7 +201,12 @@ fn no_gpu_at_all_falls_back_to_the_development_default() {
 #[test]
 fn preferred_gpu_absent_switches_paths_to_cpu_explicitly() {
     let facts = MachineFacts {
-        cpu: cpu("AuthenticAMD", "AMD Ryzen 9 9900X 12-Core Processor", 12, 24),
+        cpu: cpu(
+            "AuthenticAMD",
+            "AMD Ryzen 9 9900X 12-Core Processor",
+            12,
+            24,
+        ),
         memory_total_bytes: Fact::Known(62 << 30),
         sev_snp: sev(SevSnpState::Absent),
         gpus: GpuInventory::nvml_absent(
@@ -193,7 +222,11 @@ fn preferred_gpu_absent_switches_paths_to_cpu_explicitly() {
     assert_eq!(selection.profile.name, "research-box");
     let readiness = selection.readiness(&facts);
     assert!(readiness.ready);
-    assert!(readiness.checks[0].detail.contains("every crypto path runs on the CPU"));
+    assert!(
+        readiness.checks[0]
+            .detail
+            .contains("every crypto path runs on the CPU")
+    );
     let config = selection.runtime_config(&facts);
     assert!(!config.crypto.wants_gpu());
     assert_eq!(config.crypto_notes.len(), 1);
@@ -227,8 +260,18 @@ fn most_specific_match_wins_and_ties_go_by_name() {
     let selection = set.select(&facts, None).unwrap();
     assert_eq!(selection.profile.name, "l4-alpha");
     let explanation = selection.explain();
-    assert!(explanation.contains(&"`l4-beta` also matches with as many criteria (4); `l4-alpha` comes first by name".to_string()), "{explanation:#?}");
-    assert!(explanation.contains(&"`cpu-baseline-64` also matches, with fewer criteria (3 < 4)".to_string()), "{explanation:#?}");
+    assert!(
+        explanation.contains(
+            &"`l4-beta` also matches with as many criteria (4); `l4-alpha` comes first by name"
+                .to_string()
+        ),
+        "{explanation:#?}"
+    );
+    assert!(
+        explanation
+            .contains(&"`cpu-baseline-64` also matches, with fewer criteria (3 < 4)".to_string()),
+        "{explanation:#?}"
+    );
 }
 
 #[test]
@@ -236,29 +279,74 @@ fn pins() {
     let facts = sovereign_machine();
     let set = set();
     let pinned = set
-        .select(&facts, Some(Pin { name: "development", force: false }))
+        .select(
+            &facts,
+            Some(Pin {
+                name: "development",
+                force: false,
+            }),
+        )
         .unwrap();
     assert_eq!(pinned.selected_by, SelectedBy::Pinned);
 
-    match set.select(&facts, Some(Pin { name: "h200-lab", force: false })) {
+    match set.select(
+        &facts,
+        Some(Pin {
+            name: "h200-lab",
+            force: false,
+        }),
+    ) {
         Err(SelectError::PinMismatch { name, mismatches }) => {
             assert_eq!(name, "h200-lab");
             let criteria: Vec<_> = mismatches.iter().map(|m| m.criterion.as_str()).collect();
-            assert_eq!(criteria, ["cpu_vendor", "cpu_model", "logical_cpus", "gpu_model", "gpu_memory_gib"]);
+            assert_eq!(
+                criteria,
+                [
+                    "cpu_vendor",
+                    "cpu_model",
+                    "logical_cpus",
+                    "gpu_model",
+                    "gpu_memory_gib"
+                ]
+            );
         }
         other => panic!("expected a pin mismatch, got {other:?}"),
     }
 
     let forced = set
-        .select(&facts, Some(Pin { name: "h200-lab", force: true }))
+        .select(
+            &facts,
+            Some(Pin {
+                name: "h200-lab",
+                force: true,
+            }),
+        )
         .unwrap();
     assert_eq!(forced.selected_by, SelectedBy::ForcedPin);
     assert_eq!(forced.mismatches.len(), 5);
-    assert!(forced.explain()[0].contains("WITH FORCE although it does not match this machine (5 mismatches)"));
-    assert!(forced.explain()[1].contains("`h200-lab` mismatch: cpu_vendor: expected `GenuineIntel`, found `AuthenticAMD`"));
+    assert!(
+        forced.explain()[0]
+            .contains("WITH FORCE although it does not match this machine (5 mismatches)")
+    );
+    assert!(forced.explain()[1].contains(
+        "`h200-lab` mismatch: cpu_vendor: expected `GenuineIntel`, found `AuthenticAMD`"
+    ));
 
-    let unknown = set.select(&facts, Some(Pin { name: "nope", force: true })).unwrap_err();
-    assert!(unknown.to_string().starts_with("pinned profile `nope` does not exist (profiles: constrained-gpu, "), "{unknown}");
+    let unknown = set
+        .select(
+            &facts,
+            Some(Pin {
+                name: "nope",
+                force: true,
+            }),
+        )
+        .unwrap_err();
+    assert!(
+        unknown
+            .to_string()
+            .starts_with("pinned profile `nope` does not exist (profiles: constrained-gpu, "),
+        "{unknown}"
+    );
 }
 
 #[test]
@@ -267,14 +355,31 @@ fn forced_pin_with_cpus_the_machine_lacks_is_not_ready() {
     let mut facts = sovereign_machine();
     facts.cpu.online_cpus = Fact::Known("0-15".parse::<CpuSet>().unwrap());
     let selection = set()
-        .select(&facts, Some(Pin { name: "sovereign-node", force: true }))
+        .select(
+            &facts,
+            Some(Pin {
+                name: "sovereign-node",
+                force: true,
+            }),
+        )
         .unwrap();
-    assert!(selection.mismatches.iter().any(|m| m.criterion == "pools.execution.cpus"
-        && m.expected == "CPUs 4-27 online (embedded:sovereign-node.toml:40:36)"
-        && m.found == "online CPUs 0-15"), "{:#?}", selection.mismatches);
+    assert!(
+        selection
+            .mismatches
+            .iter()
+            .any(|m| m.criterion == "pools.execution.cpus"
+                && m.expected == "CPUs 4-27 online (embedded:sovereign-node.toml:40:36)"
+                && m.found == "online CPUs 0-15"),
+        "{:#?}",
+        selection.mismatches
+    );
     let readiness = selection.readiness(&facts);
     assert!(!readiness.ready);
-    let pool_check = readiness.checks.iter().find(|c| c.requirement == "pool_cpus").unwrap();
+    let pool_check = readiness
+        .checks
+        .iter()
+        .find(|c| c.requirement == "pool_cpus")
+        .unwrap();
     assert!(pool_check.detail.contains("pools.execution.cpus `4-27` (embedded:sovereign-node.toml:40:36) names CPUs 16-27 that are not online (online: 0-15)"), "{}", pool_check.detail);
 }
 
@@ -303,12 +408,21 @@ fn runtime_config_is_written_atomically() {
     std::fs::write(&path, "old").unwrap();
     config.write_atomic(&path).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
-    assert_eq!(hardware_profiles::RuntimeConfig::from_json(&text).unwrap(), config);
-    assert!(text.contains("\"p2p_http\": {\n      \"threads\": 16,"), "{text}");
+    assert_eq!(
+        hardware_profiles::RuntimeConfig::from_json(&text).unwrap(),
+        config
+    );
+    assert!(
+        text.contains("\"p2p_http\": {\n      \"threads\": 16,"),
+        "{text}"
+    );
     // Only the target is left: the temporary file was renamed, not copied.
     let entries: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(entries.len(), 1);
     use std::os::unix::fs::PermissionsExt;
-    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o644
+    );
     assert_eq!(config.pools[&PoolKind::Consensus].cpus, [0, 1, 2, 3]);
 }

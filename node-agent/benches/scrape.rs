@@ -4,7 +4,6 @@
 //! individually timed requests.
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use axum::body::Body;

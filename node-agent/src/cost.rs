@@ -95,12 +95,10 @@ impl CostTracker {
                 energy += w * dt;
             }
         }
-        if let Some(c) = cpu {
-            if let Some(w) = c.power_watts {
-                power += w;
-                sources.push("cpu_package".to_string());
-                energy += w * dt;
-            }
+        if let Some(w) = cpu.and_then(|c| c.power_watts) {
+            power += w;
+            sources.push("cpu_package".to_string());
+            energy += w * dt;
         }
         if self.params.unmeasured_power_watts > 0.0 {
             power += self.params.unmeasured_power_watts;

@@ -36,10 +36,10 @@ pub fn to_classic_text(openmetrics: &str) -> String {
             } else {
                 name.to_string()
             };
-            if let Some((help_name, text)) = help.take() {
-                if help_name == name {
-                    out.push_str(&format!("# HELP {family} {text}\n"));
-                }
+            if let Some((help_name, text)) = help.take()
+                && help_name == name
+            {
+                out.push_str(&format!("# HELP {family} {text}\n"));
             }
             out.push_str(&format!("# TYPE {family} {kind}\n"));
         } else if line.starts_with("# UNIT ") || line == "# EOF" {
@@ -616,7 +616,7 @@ fn encode_snapshot(s: &Snapshot, encoder: &mut DescriptorEncoder) -> fmt::Result
         "sovereign_cost_eur_per_hour",
         "Running cost of the node: amortised purchase plus energy at the configured price.",
         None,
-        &vec![
+        &[
             (vec![("part", "capex".to_string())], k.capex_eur_per_hour),
             (vec![("part", "energy".to_string())], k.energy_eur_per_hour),
             (vec![("part", "total".to_string())], k.eur_per_hour),

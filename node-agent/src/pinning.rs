@@ -347,11 +347,10 @@ impl Pinner {
             if self.known.contains(&tid) && outside {
                 drifted[pool] += 1;
             }
-            if state.allowed != *target {
-                if let Err(e) = set_thread_affinity(tid, target) {
-                    errors.push(e);
-                    continue;
-                }
+            if state.allowed != *target
+                && let Err(e) = set_thread_affinity(tid, target)
+            {
+                errors.push(e);
             }
         }
         for e in &errors {

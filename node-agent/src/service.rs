@@ -141,7 +141,7 @@ pub fn node_collectors(
             Duration::from_secs_f64(config.replica.scrape_timeout_seconds),
         )?;
         c.replica_url = config.replica.metrics_url.clone();
-        c.replica = Some(ReplicaSource::Http(scraper));
+        c.replica = Some(ReplicaSource::Http(Box::new(scraper)));
     }
 
     if !config.pinning.enabled {

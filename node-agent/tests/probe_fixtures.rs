@@ -4,8 +4,7 @@
 //! exercised separately.
 
 use hardware_profiles::{
-    CpuFeatures, Fact, GpuInventory, MachineFacts, NvmlStatus, ProfileSet, SelectedBy,
-    SevSnpState,
+    CpuFeatures, Fact, GpuInventory, MachineFacts, NvmlStatus, ProfileSet, SelectedBy, SevSnpState,
 };
 use node_agent::probe::{NvmlMode, probe};
 use std::path::{Path, PathBuf};
@@ -93,7 +92,10 @@ fn epyc_9354p_snp_guest() {
 
     // Recognised as the sovereign node by its CPU, memory and the NVIDIA GPU on the bus;
     // the GPU criteria cannot be verified without NVML, and readiness refuses.
-    let selection = ProfileSet::embedded().unwrap().select(&facts, None).unwrap();
+    let selection = ProfileSet::embedded()
+        .unwrap()
+        .select(&facts, None)
+        .unwrap();
     assert_eq!(selection.profile.name, "sovereign-node");
     assert_eq!(selection.selected_by, SelectedBy::MostSpecificMatch);
     let explanation = selection.explain();
@@ -147,7 +149,10 @@ fn ryzen_9900x_research_box() {
     // The GPU's HDMI audio function (class 0x0403) is not a GPU.
     assert_eq!(facts.gpus.pci_nvidia.len(), 1);
 
-    let selection = ProfileSet::embedded().unwrap().select(&facts, None).unwrap();
+    let selection = ProfileSet::embedded()
+        .unwrap()
+        .select(&facts, None)
+        .unwrap();
     assert_eq!(selection.profile.name, "research-box");
     // GPU preferred: ready, with every path on the CPU, said so.
     let readiness = selection.readiness(&facts);
@@ -156,7 +161,9 @@ fn ryzen_9900x_research_box() {
     assert!(!config.crypto.wants_gpu());
     assert_eq!(
         config.crypto_notes,
-        ["GPU preferred but not usable (NVML unavailable: fixture tree; 1 NVIDIA GPU(s) on the PCI bus): all crypto paths set to cpu"]
+        [
+            "GPU preferred but not usable (NVML unavailable: fixture tree; 1 NVIDIA GPU(s) on the PCI bus): all crypto paths set to cpu"
+        ]
     );
 }
 
@@ -182,7 +189,10 @@ fn this_ci_machine() {
     assert_eq!(facts.sev_snp.state, SevSnpState::Absent);
     assert!(facts.gpus.pci_nvidia.is_empty());
 
-    let selection = ProfileSet::embedded().unwrap().select(&facts, None).unwrap();
+    let selection = ProfileSet::embedded()
+        .unwrap()
+        .select(&facts, None)
+        .unwrap();
     assert_eq!(selection.profile.name, "development");
     assert_eq!(selection.selected_by, SelectedBy::DevelopmentDefault);
     let explanation = selection.explain();
@@ -223,14 +233,20 @@ fn an_empty_root_is_all_unknown_not_a_crash() {
     let Fact::Unknown(reason) = &facts.cpu.vendor else {
         panic!("{:?}", facts.cpu.vendor)
     };
-    assert!(reason.ends_with("proc/cpuinfo: No such file or directory (os error 2)"), "{reason}");
+    assert!(
+        reason.ends_with("proc/cpuinfo: No such file or directory (os error 2)"),
+        "{reason}"
+    );
     assert!(matches!(facts.cpu.online_cpus, Fact::Unknown(_)));
     assert!(matches!(facts.cpu.physical_cores, Fact::Unknown(_)));
     assert!(matches!(facts.memory_total_bytes, Fact::Unknown(_)));
     assert_eq!(facts.sev_snp.state, SevSnpState::Absent);
     assert_eq!(facts.gpus, GpuInventory::nvml_absent("test", Vec::new()));
     // Nothing known: only the development default matches.
-    let selection = ProfileSet::embedded().unwrap().select(&facts, None).unwrap();
+    let selection = ProfileSet::embedded()
+        .unwrap()
+        .select(&facts, None)
+        .unwrap();
     assert_eq!(selection.profile.name, "development");
 }
 
@@ -242,15 +258,27 @@ fn garbage_files_are_unknown_facts() {
         std::fs::create_dir_all(full.parent().unwrap()).unwrap();
         std::fs::write(full, text).unwrap();
     };
-    write("proc/cpuinfo", "processor : 0\ncpu family : six\n\nprocessor : 1\n");
+    write(
+        "proc/cpuinfo",
+        "processor : 0\ncpu family : six\n\nprocessor : 1\n",
+    );
     write("proc/meminfo", "MemTotal: lots\n");
     write("sys/devices/system/cpu/online", "0-\n");
     write("sys/module/kvm_amd/parameters/sev_snp", "maybe\n");
     let facts = probe(root.path(), &NvmlMode::absent("test"));
-    assert_eq!(facts.cpu.family, Fact::Unknown("/proc/cpuinfo: `cpu family` is `six`".into()));
-    assert_eq!(facts.cpu.vendor, Fact::Unknown("/proc/cpuinfo: no `vendor_id` field".into()));
+    assert_eq!(
+        facts.cpu.family,
+        Fact::Unknown("/proc/cpuinfo: `cpu family` is `six`".into())
+    );
+    assert_eq!(
+        facts.cpu.vendor,
+        Fact::Unknown("/proc/cpuinfo: no `vendor_id` field".into())
+    );
     // sysfs online unreadable: the processor ids of /proc/cpuinfo are used.
-    assert_eq!(facts.cpu.online_cpus.known().map(|s| s.to_string()), Some("0-1".into()));
+    assert_eq!(
+        facts.cpu.online_cpus.known().map(|s| s.to_string()),
+        Some("0-1".into())
+    );
     assert!(matches!(facts.cpu.physical_cores, Fact::Unknown(_)));
     assert!(matches!(facts.memory_total_bytes, Fact::Unknown(_)));
     assert!(matches!(facts.sev_snp.kvm_amd_sev_snp, Fact::Unknown(_)));
@@ -281,14 +309,19 @@ fn h200_lab_vm_without_nvml() {
     assert_eq!(facts.gpus.pci_nvidia[0].device_id, "0x2335");
 
     // Recognised by its CPU shape and the H200 on the bus, but the GPU is required.
-    let selection = ProfileSet::embedded().unwrap().select(&facts, None).unwrap();
+    let selection = ProfileSet::embedded()
+        .unwrap()
+        .select(&facts, None)
+        .unwrap();
     assert_eq!(selection.profile.name, "h200-lab");
     assert_eq!(selection.unverified.len(), 2);
     let readiness = selection.readiness(&facts);
     assert!(!readiness.ready);
     assert_eq!(
         readiness.reasons(),
-        ["GPU required but not usable: no GPU: NVML unavailable: fixture tree; 1 NVIDIA GPU(s) on the PCI bus"]
+        [
+            "GPU required but not usable: no GPU: NVML unavailable: fixture tree; 1 NVIDIA GPU(s) on the PCI bus"
+        ]
     );
 }
 

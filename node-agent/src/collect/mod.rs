@@ -74,7 +74,7 @@ impl Clock for ManualClock {
 
 /// Where the replica's metrics come from.
 pub enum ReplicaSource {
-    Http(replica::ReplicaScraper),
+    Http(Box<replica::ReplicaScraper>),
     /// Pages recorded from a replica, replayed in order (the last one repeats).
     Recorded {
         pages: Vec<String>,
