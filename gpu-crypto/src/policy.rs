@@ -159,8 +159,9 @@ impl Policy {
 pub mod defaults {
     /// GPU faster from 256 points, CPU faster at 128 (gpu-crypto/device/results/run3-final).
     pub const DECOMPRESS_GPU_MIN_BATCH: usize = 256;
-    /// GPU faster from 128 points for one MSM (gpu-crypto/device/results/msm-run2).
-    pub const MSM_GPU_MIN_BATCH: usize = 128;
+    /// GPU faster from 128 points for one MSM, CPU faster at 64 (msm-run2); 256 keeps a
+    /// margin over the GPU's ~0.8 ms floor.
+    pub const MSM_GPU_MIN_BATCH: usize = 256;
     /// No GPU BLS verification exists yet; the value only matters once it does.
     pub const BLS_VERIFY_GPU_MIN_BATCH: usize = 256;
     /// GPU faster from 1,024 chunks of 1 MiB, CPU faster at 512 (run3-final).

@@ -65,8 +65,8 @@ fn sovereign_node_translates_to_the_gpu_policy() {
     let sovereign = set.get("sovereign-node").unwrap();
     let policy = sovereign.crypto_policy();
     assert_eq!(policy.msm.backend, BackendChoice::Auto);
-    assert_eq!(policy.msm.gpu_min_batch, 4096);
-    assert_eq!(policy.sha256.gpu_min_batch, 64);
+    assert_eq!(policy.msm.gpu_min_batch, 256);
+    assert_eq!(policy.sha256.gpu_min_batch, 1024);
     assert_eq!(policy.fallback, Fallback::Never);
     assert!(policy.wants_gpu());
     assert!(sovereign.requirements.sev_snp && sovereign.requirements.gpu_cc);

@@ -25,6 +25,8 @@ const PARALLEL_CONVERT: usize = 2048;
 /// Widest window: 2^15 buckets per window keep the bucket array small and the sort's
 /// histogram in L2 for the largest MSMs.
 const MAX_WINDOW_BITS: u32 = 16;
+/// Upper bound on the bucket array of one call (2^(c-1) buckets per window per MSM).
+const MAX_BUCKET_BYTES: usize = 1 << 31;
 const ALIGN: usize = 256;
 const POINT_BYTES: usize = 96;
 const SCALAR_BYTES: usize = 32;
@@ -138,6 +140,11 @@ struct Plan {
     device_bytes: usize,
 }
 
+/// Buckets of a batch of `msms` MSMs with c-bit windows.
+fn bucket_count(msms: usize, c: u32) -> u128 {
+    ((msms as u128) * (window_count(c) as u128)) << (c - 1)
+}
+
 fn round_up(v: usize, to: usize) -> usize {
     v.div_ceil(to) * to
 }
@@ -146,7 +153,13 @@ impl Plan {
     fn new(msms: &[MsmInput<'_>]) -> Result<Plan, GpuError> {
         let n: usize = msms.iter().map(|m| m.points.len()).sum();
         let largest = msms.iter().map(|m| m.points.len()).max().unwrap_or(0);
-        let c = window_bits(largest);
+        // Many MSMs in one batch multiply the buckets: narrow the windows until the bucket
+        // array fits MAX_BUCKET_BYTES (a batch of thousands of tiny MSMs would otherwise
+        // ask for gigabytes).
+        let mut c = window_bits(largest);
+        while c > 4 && bucket_count(msms.len(), c) > (MAX_BUCKET_BYTES / BUCKET_BYTES) as u128 {
+            c -= 1;
+        }
         let windows = window_count(c);
         let half = 1u32 << (c - 1);
         let too_large = || {
@@ -155,6 +168,12 @@ impl Plan {
                 msms.len()
             ))
         };
+        if bucket_count(msms.len(), c) * BUCKET_BYTES as u128 > MAX_BUCKET_BYTES as u128 {
+            return Err(GpuError::InputTooLarge(format!(
+                "{} MSMs in one batch need more than {MAX_BUCKET_BYTES} bytes of buckets",
+                msms.len()
+            )));
+        }
         let buckets = msms
             .len()
             .checked_mul(windows as usize * half as usize)
@@ -623,6 +642,25 @@ mod tests {
             assert!(top_raw < 1 << (c - 1), "c={c}: carry would overflow");
             assert!(top_raw > 1 << (c - 3), "c={c}: top window uses few buckets");
         }
+    }
+
+    #[test]
+    fn many_tiny_msms_get_narrower_windows_or_an_error() {
+        let points = [G1Affine::generator()];
+        let scalars = [ic_bls12_381::Scalar::one()];
+        let one = MsmInput {
+            points: &points,
+            scalars: &scalars,
+        };
+        let plan = Plan::new(&vec![one; 32]).expect("32 MSMs");
+        assert_eq!(plan.c, 8);
+        let plan = Plan::new(&vec![one; 20_000]).expect("20k MSMs");
+        assert!(plan.c < 8, "c={}", plan.c);
+        assert!(plan.buckets * BUCKET_BYTES <= MAX_BUCKET_BYTES);
+        assert!(matches!(
+            Plan::new(&vec![one; 1_000_000]),
+            Err(GpuError::InputTooLarge(_))
+        ));
     }
 
     #[test]
