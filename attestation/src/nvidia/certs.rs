@@ -11,7 +11,7 @@
 use std::time::SystemTime;
 
 use der::asn1::{AnyRef, ObjectIdentifier, OctetStringRef};
-use der::{Decode, DecodePem, Encode, Reader, SliceReader, Tag, TagNumber, Tagged};
+use der::{Decode, Encode, Reader, SliceReader, Tag, TagNumber, Tagged};
 use p384::ecdsa::signature::DigestVerifier;
 use p384::ecdsa::{Signature, VerifyingKey};
 use p384::pkcs8::DecodePublicKey;
@@ -150,11 +150,11 @@ pub fn parse_pem_chain(bytes: &[u8]) -> Result<Vec<Certificate>, ChainError> {
         let block_end = end + END.len();
         let block = rest.get(..block_end).unwrap_or_default();
         rest = rest.get(block_end..).unwrap_or_default();
-        let block = block.trim_ascii();
-        let cert = Certificate::from_pem(block).map_err(|e| ChainError::Decode {
-            position: certs.len(),
-            reason: e.to_string(),
-        })?;
+        let cert =
+            decode_pem_certificate(block.trim_ascii()).map_err(|reason| ChainError::Decode {
+                position: certs.len(),
+                reason,
+            })?;
         certs.push(cert);
     }
     let leftover = rest
@@ -170,11 +170,24 @@ pub fn parse_pem_chain(bytes: &[u8]) -> Result<Vec<Certificate>, ChainError> {
     Ok(certs)
 }
 
+/// One PEM block to a certificate: base64 first, then DER from a slice.
+///
+/// Not `Certificate::from_pem`: der 0.7.10's streaming PEM reader never returns on some
+/// inputs (found by `pem_frame_random_der` below: a block whose body is `3Q==`, the single
+/// byte 0xDD). Decoding the base64 to a buffer and parsing that slice terminates.
+fn decode_pem_certificate(block: &[u8]) -> Result<Certificate, String> {
+    let (label, der) = der::pem::decode_vec(block).map_err(|e| format!("PEM: {e}"))?;
+    if label != "CERTIFICATE" {
+        return Err(format!("PEM label {label:?}, expected \"CERTIFICATE\""));
+    }
+    Certificate::from_der(&der).map_err(|e| format!("DER: {e}"))
+}
+
 /// The pinned root (768 bytes of PEM, decoded per call; cheap).
 pub fn pinned_root() -> Result<Certificate, ChainError> {
-    Certificate::from_pem(NVIDIA_DEVICE_ROOT_PEM).map_err(|e| ChainError::Decode {
+    decode_pem_certificate(NVIDIA_DEVICE_ROOT_PEM).map_err(|reason| ChainError::Decode {
         position: usize::MAX,
-        reason: format!("embedded NVIDIA root: {e}"),
+        reason: format!("embedded NVIDIA root: {reason}"),
     })
 }
 
@@ -528,5 +541,18 @@ mod tests {
             let pem = format!("-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n");
             let _ = parse_pem_chain(pem.as_bytes());
         }
+    }
+}
+
+#[cfg(test)]
+mod regression {
+    /// der 0.7.10's `Certificate::from_pem` does not return on this block; ours must.
+    #[test]
+    fn pem_body_of_one_byte_terminates() {
+        let pem = b"-----BEGIN CERTIFICATE-----\n3Q==\n-----END CERTIFICATE-----\n";
+        assert!(matches!(
+            super::parse_pem_chain(pem),
+            Err(super::ChainError::Decode { position: 0, .. })
+        ));
     }
 }

@@ -43,10 +43,20 @@ pub fn node(fixture: &str, profile: &str) -> NodeAssessment {
     node_agent::node::assess(facts, &profiles, profile).unwrap()
 }
 
-/// Collectors with fixed inputs: manual clock, CPU engine after its selftest, the two
+/// Collectors with fixed inputs: manual clock, the node's crypto policy with every
+/// operation on the CPU (no machine-dependent GPU state) after its selftest, the two
 /// replica pages replayed in order. GPU, RAPL and pinning are left to the caller.
 pub fn fixed_collectors(node: NodeAssessment, clock: Arc<ManualClock>) -> Collectors {
-    let engine = Arc::new(Engine::cpu_only());
+    let mut policy = node.runtime.crypto;
+    for op in [
+        &mut policy.decompress,
+        &mut policy.msm,
+        &mut policy.bls_verify,
+        &mut policy.sha256,
+    ] {
+        op.backend = gpu_crypto::BackendChoice::Cpu;
+    }
+    let engine = Arc::new(Engine::new(policy).unwrap());
     let selftest = node_agent::crypto::selftest(&engine);
     assert!(selftest.passed, "{:?}", selftest.checks);
     let config = CostConfig::default();
