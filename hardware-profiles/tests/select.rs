@@ -368,7 +368,7 @@ fn forced_pin_with_cpus_the_machine_lacks_is_not_ready() {
             .mismatches
             .iter()
             .any(|m| m.criterion == "pools.execution.cpus"
-                && m.expected == "CPUs 4-27 online (embedded:sovereign-node.toml:40:36)"
+                && m.expected == "CPUs 4-27 online (embedded:sovereign-node.toml:42:36)"
                 && m.found == "online CPUs 0-15"),
         "{:#?}",
         selection.mismatches
@@ -380,7 +380,7 @@ fn forced_pin_with_cpus_the_machine_lacks_is_not_ready() {
         .iter()
         .find(|c| c.requirement == "pool_cpus")
         .unwrap();
-    assert!(pool_check.detail.contains("pools.execution.cpus `4-27` (embedded:sovereign-node.toml:40:36) names CPUs 16-27 that are not online (online: 0-15)"), "{}", pool_check.detail);
+    assert!(pool_check.detail.contains("pools.execution.cpus `4-27` (embedded:sovereign-node.toml:42:36) names CPUs 16-27 that are not online (online: 0-15)"), "{}", pool_check.detail);
 }
 
 #[test]
