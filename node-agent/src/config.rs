@@ -39,6 +39,7 @@ pub struct Config {
     pub replica: ReplicaConfig,
     pub pinning: PinningConfig,
     pub cost: CostConfig,
+    pub attestation: AttestationConfig,
 }
 
 impl Default for Config {
@@ -52,6 +53,57 @@ impl Default for Config {
             replica: ReplicaConfig::default(),
             pinning: PinningConfig::default(),
             cost: CostConfig::default(),
+            attestation: AttestationConfig::default(),
+        }
+    }
+}
+
+/// Where `GET /v1/attestation` takes its evidence from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EvidenceSource {
+    /// /dev/sev-guest and NVML: a real node.
+    Hardware,
+    /// Reports signed by a test chain generated from `test_seed`, marked as test evidence;
+    /// only a policy that explicitly trusts that test root admits them.
+    Test,
+    /// The route answers 503.
+    Off,
+}
+
+/// Whether the bundle carries GPU evidence (NVML).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuEvidence {
+    /// When the probe found an NVIDIA GPU (NVML or the PCI bus).
+    Auto,
+    Nvml,
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AttestationConfig {
+    pub source: EvidenceSource,
+    /// The node's Ed25519 identity key (PKCS#8 PEM), created with mode 0600 on first use.
+    pub node_key: PathBuf,
+    /// Seed of the test chain (source = "test").
+    pub test_seed: PathBuf,
+    /// snpguest-style certificate cache, used when the host gives no certificate table.
+    pub cert_cache: Option<PathBuf>,
+    pub vmpl: u32,
+    pub gpu_evidence: GpuEvidence,
+}
+
+impl Default for AttestationConfig {
+    fn default() -> Self {
+        AttestationConfig {
+            source: EvidenceSource::Hardware,
+            node_key: PathBuf::from("/var/lib/sovereign-node/node-key.pem"),
+            test_seed: PathBuf::from("/var/lib/sovereign-node/test-evidence-seed"),
+            cert_cache: None,
+            vmpl: 0,
+            gpu_evidence: GpuEvidence::Auto,
         }
     }
 }

@@ -4,7 +4,7 @@
 use crate::exposition;
 use crate::snapshot::Snapshot;
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -58,11 +58,19 @@ impl Heartbeat {
     }
 }
 
+/// Where `GET /v1/attestation` gets its evidence.
+pub enum AttestationService {
+    /// Not set up; the reason is what callers get with a 503.
+    Unavailable(String),
+    Ready(Arc<attestation::collect::Attester>),
+}
+
 /// What the handlers share.
 #[derive(Clone)]
 pub struct AppState {
     pub snapshot: Arc<RwLock<Arc<Snapshot>>>,
     pub heartbeat: Arc<Heartbeat>,
+    pub attestation: Arc<AttestationService>,
 }
 
 impl AppState {
@@ -70,7 +78,15 @@ impl AppState {
         AppState {
             snapshot: Arc::new(RwLock::new(Arc::new(first))),
             heartbeat,
+            attestation: Arc::new(AttestationService::Unavailable(
+                "no evidence source configured".into(),
+            )),
         }
+    }
+
+    pub fn with_attestation(mut self, service: AttestationService) -> AppState {
+        self.attestation = Arc::new(service);
+        self
     }
 
     pub fn latest(&self) -> Arc<Snapshot> {
@@ -90,6 +106,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/v1/status", get(status))
+        .route("/v1/attestation", get(attestation_evidence))
         .with_state(state)
 }
 
@@ -124,6 +141,53 @@ fn text(status: StatusCode, body: String) -> Response {
         body,
     )
         .into_response()
+}
+
+/// `GET /v1/attestation?nonce=<64 hex>`: a fresh evidence bundle bound to the nonce
+/// (docs/attestation.md). Collection blocks (ioctl, NVML), so it runs off the async workers.
+async fn attestation_evidence(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let nonce = query
+        .as_deref()
+        .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("nonce=")))
+        .and_then(attestation::bundle::parse_nonce);
+    let Some(nonce) = nonce else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "expected ?nonce=<64 hex digits>\n".into(),
+        );
+    };
+    let attester = match state.attestation.as_ref() {
+        AttestationService::Ready(a) => Arc::clone(a),
+        AttestationService::Unavailable(reason) => {
+            return text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("attestation unavailable: {reason}\n"),
+            );
+        }
+    };
+    match tokio::task::spawn_blocking(move || attester.attest(&nonce)).await {
+        Ok(Ok(bundle)) => match serde_json::to_vec(&bundle) {
+            Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+            Err(e) => text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("cannot encode the bundle: {e}\n"),
+            ),
+        },
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "attestation evidence could not be collected");
+            text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("cannot collect evidence: {e}\n"),
+            )
+        }
+        Err(e) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("evidence task failed: {e}\n"),
+        ),
+    }
 }
 
 async fn healthz(State(state): State<AppState>) -> Response {

@@ -2,9 +2,9 @@
 //! crypto path, then serve telemetry under systemd (Type=notify with watchdog).
 
 use crate::collect::{Clock, Collectors, ReplicaProcess, ReplicaSource, SystemClock};
-use crate::config::Config;
+use crate::config::{AttestationConfig, Config, EvidenceSource, GpuEvidence};
 use crate::cost::{CostParams, CostTracker};
-use crate::http::{AppState, Heartbeat, router};
+use crate::http::{AppState, AttestationService, Heartbeat, router};
 use crate::node::NodeAssessment;
 use crate::snapshot::SelftestResult;
 use anyhow::Context;
@@ -213,9 +213,10 @@ pub async fn run(
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::default());
     let ready = node.ready && selftest.passed;
     let profile = node.profile.clone();
+    let attestation = attestation_service(&config.attestation, &node.facts);
     let mut collectors = node_collectors(&config, node, engine, selftest, clock)?;
     let first = tokio::task::block_in_place(|| collectors.collect());
-    let state = AppState::new(first, heartbeat.clone());
+    let state = AppState::new(first, heartbeat.clone()).with_attestation(attestation);
 
     let stop = Arc::new(AtomicBool::new(false));
     let collection = std::thread::Builder::new()
@@ -340,4 +341,51 @@ pub fn check(
         }
     )?;
     Ok(fit)
+}
+
+/// The evidence source of `GET /v1/attestation`. A source that cannot be set up is served as
+/// a 503 with the reason (and logged), never as a quietly different source.
+pub fn attestation_service(config: &AttestationConfig, facts: &MachineFacts) -> AttestationService {
+    use attestation::collect::{Attester, GpuSource, SnpSource, load_or_create_node_key};
+    use attestation::test_source::TestSigner;
+
+    let gpu = match config.gpu_evidence {
+        GpuEvidence::Nvml => GpuSource::Nvml,
+        GpuEvidence::None => GpuSource::None,
+        GpuEvidence::Auto if facts.gpus.gpus.is_empty() && facts.gpus.pci_nvidia.is_empty() => {
+            GpuSource::None
+        }
+        GpuEvidence::Auto => GpuSource::Nvml,
+    };
+    let snp = match config.source {
+        EvidenceSource::Off => {
+            return AttestationService::Unavailable("disabled in the configuration".into());
+        }
+        EvidenceSource::Hardware => SnpSource::Hardware {
+            vmpl: config.vmpl,
+            cert_cache: config.cert_cache.clone(),
+        },
+        EvidenceSource::Test => {
+            let signer =
+                TestSigner::load_or_create_seed(&config.test_seed).and_then(TestSigner::from_seed);
+            match signer {
+                Ok(signer) => {
+                    tracing::warn!(seed = %config.test_seed.display(),
+                        "attestation serves TEST evidence: no governing body policy admits it");
+                    SnpSource::Test(Box::new(signer))
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "test evidence source unusable");
+                    return AttestationService::Unavailable(format!("test evidence source: {e}"));
+                }
+            }
+        }
+    };
+    match load_or_create_node_key(&config.node_key) {
+        Ok(node_key) => AttestationService::Ready(Arc::new(Attester { node_key, snp, gpu })),
+        Err(e) => {
+            tracing::warn!(error = %e, "node identity key unusable; /v1/attestation answers 503");
+            AttestationService::Unavailable(e.to_string())
+        }
+    }
 }

@@ -10,7 +10,7 @@ use http_body_util::BodyExt;
 use node_agent::collect::ManualClock;
 use node_agent::collect::gpu::RecordedGpuSource;
 use node_agent::collect::rapl::RaplReader;
-use node_agent::http::{AppState, Heartbeat, router};
+use node_agent::http::{AppState, AttestationService, Heartbeat, router};
 use node_agent::snapshot::Snapshot;
 use std::sync::Arc;
 use std::time::Duration;
@@ -295,4 +295,91 @@ async fn readyz_fails_when_the_selftest_failed() {
     let (code, _, body) = get(&st, "/readyz").await;
     assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
     assert!(body.contains("crypto selftest failed"), "{body}");
+}
+
+/// The agent's own router on loopback serves evidence that the governing body's fleet
+/// verifier admits only under a policy that trusts the test root.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attestation_route_serves_evidence_the_fleet_verifier_checks() {
+    use attestation::collect::{Attester, GpuSource, SnpSource, load_or_create_node_key};
+    use attestation::fleet::{self, FleetOptions, NodeEntry, NodeList, NodeStatus};
+    use attestation::policy::Policy;
+    use attestation::snp::amd::{ChainVerifier, parse_time};
+    use attestation::test_source::TestSigner;
+
+    let signer = TestSigner::from_seed([7; 32]).unwrap();
+    let anchor = signer.authority.anchor();
+    let dir = tempfile::tempdir().unwrap();
+    let node_key = load_or_create_node_key(&dir.path().join("node-key.pem")).unwrap();
+    let st = state(
+        fixed_snapshot("ci-2core", "auto", None),
+        Duration::from_secs(60),
+        true,
+    )
+    .with_attestation(AttestationService::Ready(Arc::new(Attester {
+        node_key,
+        snp: SnpSource::Test(Box::new(signer)),
+        gpu: GpuSource::None,
+    })));
+
+    assert_eq!(get(&st, "/v1/attestation").await.0, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        get(&st, "/v1/attestation?nonce=00ff").await.0,
+        StatusCode::BAD_REQUEST
+    );
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let app = router(st);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let nodes = NodeList {
+        node: vec![NodeEntry {
+            name: "agent".into(),
+            url,
+            chip_id: None,
+            node_public_key: None,
+        }],
+    };
+    let verify = |policy: Policy| {
+        let policy = Arc::new(policy);
+        let chains = Arc::new(ChainVerifier::new(policy.trust_store()));
+        let opts = FleetOptions {
+            concurrency: 1,
+            timeout: Duration::from_secs(30),
+            now: parse_time("2026-11-29T00:00:00Z").unwrap(),
+        };
+        fleet::run(&nodes, policy, chains, opts)
+    };
+    let mut trusting = Policy::default_policy();
+    trusting.test_root = Some(anchor);
+    let admitted = verify(trusting).await;
+    assert_eq!(
+        admitted[0].status,
+        NodeStatus::Admitted,
+        "{}",
+        fleet::table(&admitted)
+    );
+    let rejected = verify(Policy::default_policy()).await;
+    assert_eq!(
+        rejected[0].status,
+        NodeStatus::Rejected,
+        "{}",
+        fleet::table(&rejected)
+    );
+}
+
+#[tokio::test]
+async fn attestation_route_without_a_source_is_503_with_the_reason() {
+    let st = state(
+        fixed_snapshot("ci-2core", "auto", None),
+        Duration::from_secs(60),
+        true,
+    )
+    .with_attestation(AttestationService::Unavailable(
+        "disabled in the configuration".into(),
+    ));
+    let nonce = "11".repeat(32);
+    let (status, _, body) = get(&st, &format!("/v1/attestation?nonce={nonce}")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(body.contains("disabled in the configuration"), "{body}");
 }
