@@ -75,11 +75,28 @@ pub struct Bundle {
     /// The node's Ed25519 public key, 32 bytes, lowercase hex.
     pub node_public_key: String,
     pub snp: SnpEvidence,
-    /// One entry per GPU, in NVML index order (the nvidia module's evidence).
+    /// One entry per GPU whose evidence was collected, in NVML index order (the nvidia
+    /// module's evidence).
     pub gpus: Vec<GpuEvidence>,
+    /// GPUs NVML listed whose evidence could not be collected, with the reason. Bound into
+    /// REPORT_DATA with the evidence; each one fails `gpu.<index>.collection`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_failures: Vec<GpuFailure>,
     /// Ed25519 signature by the node key over NODE_SIGNATURE_TAG || raw SNP report, hex.
     pub node_signature: String,
 }
+
+/// A GPU whose evidence the node could not collect.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuFailure {
+    pub nvml_index: u32,
+    /// The collection error, as text.
+    pub error: String,
+}
+
+/// First bytes of the GPU failure list in the GPU evidence digest (only when there is one).
+pub const GPU_FAILURES_TAG: &[u8] = b"sovereign-node-gpu-failures-v1";
 
 #[derive(Debug, Error)]
 pub enum BundleError {
@@ -114,6 +131,13 @@ fn put_bytes(h: &mut Sha512, bytes: &[u8]) {
 /// SHA-512 over GPU_DIGEST_TAG, the GPU count (u32 LE), then for each GPU its fields in a
 /// fixed order, each as u64 LE length then bytes (see docs/attestation.md).
 pub fn gpu_evidence_digest(gpus: &[GpuEvidence]) -> [u8; 64] {
+    gpu_digest(gpus, &[])
+}
+
+/// [`gpu_evidence_digest`] over the evidence, followed, only when some GPU failed, by
+/// GPU_FAILURES_TAG, the failure count (u32 LE) and each failure's index and error text
+/// (length-prefixed as above). Without failures it is exactly [`gpu_evidence_digest`].
+pub fn gpu_digest(gpus: &[GpuEvidence], failures: &[GpuFailure]) -> [u8; 64] {
     let mut h = Sha512::new();
     h.update(GPU_DIGEST_TAG);
     h.update((gpus.len() as u32).to_le_bytes());
@@ -149,6 +173,14 @@ pub fn gpu_evidence_digest(gpus: &[GpuEvidence]) -> [u8; 64] {
         put_bytes(&mut h, certificate_chain);
         put_bytes(&mut h, &[u8::from(*cc_enabled), u8::from(*dev_tools_mode)]);
         put_bytes(&mut h, environment.as_bytes());
+    }
+    if !failures.is_empty() {
+        h.update(GPU_FAILURES_TAG);
+        h.update((failures.len() as u32).to_le_bytes());
+        for GpuFailure { nvml_index, error } in failures {
+            put_bytes(&mut h, &nvml_index.to_le_bytes());
+            put_bytes(&mut h, error.as_bytes());
+        }
     }
     h.finalize().into()
 }
@@ -323,7 +355,7 @@ pub fn verify_bundle(
     });
 
     // REPORT_DATA recomputed from the nonce we sent, the node key and the GPU evidence.
-    let gpu_digest = gpu_evidence_digest(&bundle.gpus);
+    let gpu_digest = gpu_digest(&bundle.gpus, &bundle.gpu_failures);
     checks.push(match (&outcome.report, node_key) {
         (Some(report), Some(key)) => {
             let want = report_data(expected_nonce, &key, &gpu_digest);
@@ -380,23 +412,66 @@ fn gpu_checks(
     checks: &mut Vec<Check>,
 ) {
     let n = bundle.gpus.len();
+    let failed = match bundle.gpu_failures.len() {
+        0 => String::new(),
+        f => format!(" (and {f} whose evidence could not be collected)"),
+    };
     checks.push(match policy.gpu_count {
         None => Check::skip(
             "gpu.count",
-            format!("{n} GPU(s); no count required by policy"),
+            format!("{n} GPU(s) with evidence{failed}; no count required by policy"),
         ),
-        Some(want) if want == n => Check::pass("gpu.count", format!("{n} GPU(s) as required")),
-        Some(want) => Check::fail("gpu.count", format!("{n} GPU(s), policy requires {want}")),
+        Some(want) if want == n => Check::pass(
+            "gpu.count",
+            format!("{n} GPU(s) with evidence as required{failed}"),
+        ),
+        Some(want) => Check::fail(
+            "gpu.count",
+            format!("{n} GPU(s) with evidence{failed}, policy requires {want}"),
+        ),
     });
+    // Each GPU is named, and its SPDM nonce derived, by its NVML index; an index given twice
+    // would let one GPU's report stand for two.
+    let mut indices: Vec<u32> = bundle
+        .gpus
+        .iter()
+        .map(|g| g.device.nvml_index)
+        .chain(bundle.gpu_failures.iter().map(|f| f.nvml_index))
+        .collect();
+    indices.sort_unstable();
+    if !indices.is_empty() {
+        let listed = indices
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        checks.push(if indices.windows(2).all(|w| w[0] != w[1]) {
+            Check::pass("gpu.indices", format!("NVML indices {listed}, each once"))
+        } else {
+            Check::fail(
+                "gpu.indices",
+                format!("NVML indices {listed}: an index appears twice"),
+            )
+        });
+    }
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(now);
-    for (i, gpu) in bundle.gpus.iter().enumerate() {
-        let Ok(index) = u32::try_from(i) else { break };
+    for gpu in &bundle.gpus {
+        let index = gpu.device.nvml_index;
         checks.extend(nvidia::verify(
             gpu,
             &gpu_nonce(nonce, index),
             &policy.gpu,
             time,
-            i,
+            index as usize,
+        ));
+    }
+    for failure in &bundle.gpu_failures {
+        checks.push(Check::fail(
+            format!("gpu.{}.collection", failure.nvml_index),
+            format!(
+                "the node could not collect this GPU's evidence: {}",
+                failure.error
+            ),
         ));
     }
 }

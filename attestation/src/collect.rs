@@ -11,8 +11,8 @@ use ed25519_dalek::{Signer as _, SigningKey};
 use thiserror::Error;
 
 use crate::bundle::{
-    BUNDLE_FORMAT, Bundle, CertificateSource, EvidenceSource, SnpCertificates, SnpEvidence,
-    gpu_evidence_digest, gpu_nonce, node_signature_message, report_data, to_pem,
+    BUNDLE_FORMAT, Bundle, CertificateSource, EvidenceSource, GpuFailure, SnpCertificates,
+    SnpEvidence, gpu_digest, gpu_nonce, node_signature_message, report_data, to_pem,
 };
 use crate::nvidia::{self, GpuEvidence};
 use crate::snp::amd::{AmdCert, parse_certs};
@@ -37,10 +37,6 @@ pub enum CollectError {
     Certificate { path: String, message: String },
     #[error("GPU evidence: {0}")]
     Gpu(#[from] nvidia::CollectError),
-    #[error(
-        "GPU evidence: {0} GPUs found, but per-GPU nonces need the nvidia module's per-device collection (one GPU is supported)"
-    )]
-    MultiGpu(usize),
     #[error("node key {path}: {message}")]
     NodeKey { path: PathBuf, message: String },
     #[error("SNP report from the test source: {0}")]
@@ -111,12 +107,12 @@ impl Attester {
     /// Collect a bundle for `nonce`: GPU evidence first (its digest goes into REPORT_DATA),
     /// then the SNP report over REPORT_DATA, then the node key's signature over the report.
     pub fn attest(&self, nonce: &[u8; 32]) -> Result<Bundle, CollectError> {
-        let gpus = match self.gpu {
-            GpuSource::None => Vec::new(),
-            GpuSource::Nvml => collect_gpus(nonce)?,
+        let (gpus, gpu_failures) = match self.gpu {
+            GpuSource::None => (Vec::new(), Vec::new()),
+            GpuSource::Nvml => split_gpus(nvidia::collect_each(|i| gpu_nonce(nonce, i))?),
         };
         let public = self.node_key.verifying_key().to_bytes();
-        let rd = report_data(nonce, &public, &gpu_evidence_digest(&gpus));
+        let rd = report_data(nonce, &public, &gpu_digest(&gpus, &gpu_failures));
         let (report, certificates, source) = match &self.snp {
             SnpSource::Hardware { vmpl, cert_cache } => {
                 let (report, certs) = hardware_report(rd, *vmpl, cert_cache.as_deref())?;
@@ -144,20 +140,28 @@ impl Attester {
                 certificates,
             },
             gpus,
+            gpu_failures,
             node_signature: hex::encode(signature.to_bytes()),
         })
     }
 }
 
-/// GPU evidence with each GPU's report over `gpu_nonce(nonce, index)`. The nvidia module's
-/// collection takes one nonce for all GPUs, so more than one GPU is refused (typed) rather
-/// than bound with a nonce the verifier would not expect.
-fn collect_gpus(nonce: &[u8; 32]) -> Result<Vec<GpuEvidence>, CollectError> {
-    let gpus = nvidia::collect(&gpu_nonce(nonce, 0))?;
-    if gpus.len() > 1 {
-        return Err(CollectError::MultiGpu(gpus.len()));
+/// Splits per-GPU collection outcomes into the bundle's evidence and failure lists, both in
+/// NVML index order. A GPU that failed is listed with its reason (the verifier fails it as
+/// `gpu.<index>.collection`); it never hides the others' evidence.
+pub fn split_gpus(devices: Vec<nvidia::DeviceCollection>) -> (Vec<GpuEvidence>, Vec<GpuFailure>) {
+    let mut gpus = Vec::with_capacity(devices.len());
+    let mut failures = Vec::new();
+    for device in devices {
+        match device.evidence {
+            Ok(evidence) => gpus.push(evidence),
+            Err(e) => failures.push(GpuFailure {
+                nvml_index: device.nvml_index,
+                error: e.to_string(),
+            }),
+        }
     }
-    Ok(gpus)
+    (gpus, failures)
 }
 
 fn hardware_report(

@@ -256,3 +256,179 @@ fn hardware_source_without_sev_guest_is_a_typed_error() {
         "{err}"
     );
 }
+
+fn recorded_gpu(
+    index: u32,
+    report_file: &str,
+    chain_file: &str,
+) -> attestation::nvidia::GpuEvidence {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let report_hex =
+        std::fs::read_to_string(format!("{dir}/testdata/nvidia/{report_file}")).unwrap();
+    attestation::nvidia::GpuEvidence {
+        device: attestation::nvidia::GpuDevice {
+            nvml_index: index,
+            name: format!("recorded {report_file}"),
+            ..Default::default()
+        },
+        attestation_report: hex::decode(report_hex.trim()).unwrap(),
+        certificate_chain: std::fs::read(format!("{dir}/testdata/nvidia/{chain_file}")).unwrap(),
+        cc_state: attestation::nvidia::CcState {
+            cc_enabled: true,
+            dev_tools_mode: false,
+            environment: "prod".into(),
+        },
+    }
+}
+
+/// A test-source bundle whose REPORT_DATA binds `gpus` and `failures` (as the agent does).
+fn bound_bundle(
+    nonce: &[u8; 32],
+    gpus: Vec<attestation::nvidia::GpuEvidence>,
+    failures: Vec<attestation::bundle::GpuFailure>,
+) -> Bundle {
+    use ed25519_dalek::Signer as _;
+    let SnpSource::Test(signer) = &attester().snp else {
+        unreachable!()
+    };
+    let key = &attester().node_key;
+    let rd = attestation::bundle::report_data(
+        nonce,
+        &key.verifying_key().to_bytes(),
+        &attestation::bundle::gpu_digest(&gpus, &failures),
+    );
+    let report = signer.report(rd);
+    let mut b = attester().attest(nonce).unwrap();
+    b.gpus = gpus;
+    b.gpu_failures = failures;
+    b.snp.report = hex::encode(report.as_bytes());
+    b.node_signature = hex::encode(
+        key.sign(&attestation::bundle::node_signature_message(
+            report.as_bytes(),
+        ))
+        .to_bytes(),
+    );
+    b
+}
+
+#[test]
+fn one_gpu_failing_is_reported_per_gpu_and_the_others_still_verify() {
+    use attestation::collect::split_gpus;
+    use attestation::nvidia::{CollectError, DeviceCollection};
+    // Three GPUs as `nvidia::collect_each` returns them: recorded Hopper evidence at NVML
+    // index 0, an NVML failure at index 1, recorded Blackwell evidence at index 2.
+    let devices = vec![
+        DeviceCollection {
+            nvml_index: 0,
+            evidence: Ok(recorded_gpu(
+                0,
+                "hopperAttestationReport.txt",
+                "hopper_cert_chain_case1.txt",
+            )),
+        },
+        DeviceCollection {
+            nvml_index: 1,
+            evidence: Err(CollectError::Nvml {
+                call: "nvmlDeviceGetConfComputeGpuAttestationReport",
+                gpu: Some(1),
+                source: nvml_wrapper::error::NvmlError::GpuLost,
+            }),
+        },
+        DeviceCollection {
+            nvml_index: 2,
+            evidence: Ok(recorded_gpu(
+                2,
+                "blackwellAttestationReport.txt",
+                "blackwell_cert_chain_case1.txt",
+            )),
+        },
+    ];
+    let (gpus, failures) = split_gpus(devices);
+    assert_eq!(gpus.len(), 2);
+    assert_eq!(failures.len(), 1);
+    assert_eq!(failures[0].nvml_index, 1);
+    assert!(failures[0].error.contains("GPU 1"), "{}", failures[0].error);
+
+    let nonce = [0x33; 32];
+    let b = bound_bundle(&nonce, gpus, failures);
+    // As served: JSON round trip keeps the failure list.
+    let b = Bundle::from_json(&serde_json::to_vec(&b).unwrap()).unwrap();
+    let v = verify(&b, &nonce, &test_policy(), &ExpectedNode::default());
+    let outcome = |name: &str| v.check(name).map(|c| c.outcome);
+    assert_eq!(
+        outcome("binding.report_data"),
+        Some(Outcome::Pass),
+        "{}",
+        v.to_table()
+    );
+    assert_eq!(
+        outcome("gpu.indices"),
+        Some(Outcome::Pass),
+        "{}",
+        v.to_table()
+    );
+    // The two recorded GPUs are checked under their own NVML index: genuine signatures and
+    // chains pass; their SPDM nonces are the recorders', not gpu_nonce(nonce, index).
+    for i in [0, 2] {
+        for check in ["report.signature", "cert_chain"] {
+            assert_eq!(
+                outcome(&format!("gpu.{i}.{check}")),
+                Some(Outcome::Pass),
+                "gpu.{i}.{check}\n{}",
+                v.to_table()
+            );
+        }
+    }
+    let failed: Vec<&str> = v.failed().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        failed,
+        vec![
+            "gpu.0.report.nonce",
+            "gpu.2.report.nonce",
+            "gpu.1.collection"
+        ],
+        "{}",
+        v.to_table()
+    );
+    assert!(
+        v.check("gpu.1.collection")
+            .unwrap()
+            .detail
+            .contains("GPU 1")
+    );
+
+    // The failure list is bound: dropping it (hiding the failed GPU) breaks REPORT_DATA.
+    let mut hidden = b.clone();
+    hidden.gpu_failures.clear();
+    rejects(
+        &verify(&hidden, &nonce, &test_policy(), &ExpectedNode::default()),
+        "binding.report_data",
+    );
+    // One GPU's evidence presented under two indices fails gpu.indices.
+    let twice = bound_bundle(
+        &nonce,
+        vec![
+            recorded_gpu(
+                0,
+                "hopperAttestationReport.txt",
+                "hopper_cert_chain_case1.txt",
+            ),
+            recorded_gpu(
+                0,
+                "hopperAttestationReport.txt",
+                "hopper_cert_chain_case1.txt",
+            ),
+        ],
+        Vec::new(),
+    );
+    rejects(
+        &verify(&twice, &nonce, &test_policy(), &ExpectedNode::default()),
+        "gpu.indices",
+    );
+    // Without failures the digest is the evidence digest (bundles without GPU failures are
+    // bound exactly as before).
+    assert_eq!(
+        attestation::bundle::gpu_digest(&b.gpus, &[]),
+        attestation::bundle::gpu_evidence_digest(&b.gpus)
+    );
+}

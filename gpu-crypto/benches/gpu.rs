@@ -10,7 +10,7 @@
 
 use gpu_crypto::cuda::GpuBackend;
 use gpu_crypto::cuda::bench::{
-    ShaKernel, h2d_bandwidth, sha256_device_resident, sha256_from_pinned,
+    ShaKernel, decompress_kernels, h2d_bandwidth, sha256_device_resident, sha256_from_pinned,
 };
 use gpu_crypto::{G1Affine, G1Projective};
 use group::Group;
@@ -143,6 +143,33 @@ fn main() -> anyhow::Result<()> {
         });
     }
 
+    // Kernel-only decompression time on device-resident points: the production kernel
+    // and the benchmark variants (other formulas, other register budgets), each checked.
+    for &n in &[448usize, 16384, 1 << max_log] {
+        if n > all_points.len() {
+            continue;
+        }
+        let reps = if n >= 1 << 20 { 5 } else { 20 };
+        for k in decompress_kernels(&gpu, &all_points[..n], reps)
+            .map_err(|e| anyhow::anyhow!("decompression kernels: {e}"))?
+        {
+            anyhow::ensure!(
+                k.mismatches == 0,
+                "{} n={n}: {} items differ from the CPU",
+                k.function,
+                k.mismatches
+            );
+            println!(
+                "decompress kernel {:<32} n={n:>8}: {:>9.3} ms median ({:.3}-{:.3}), {:>11.0} pts/s; all {n} equal the CPU",
+                k.function,
+                k.seconds.median * 1e3,
+                k.seconds.min * 1e3,
+                k.seconds.max * 1e3,
+                k.points_per_second()
+            );
+        }
+    }
+
     // SHA-256 of 1 MiB chunks from ordinary (pageable) host memory, engine-level call.
     let max_chunks = if quick { 64 } else { 4096 };
     let data: Vec<Vec<u8>> = (0..max_chunks)
@@ -191,28 +218,26 @@ fn main() -> anyhow::Result<()> {
 
     // SHA-256 kernel over device-resident chunks, and streamed from pinned host memory.
     let resident_chunks = if quick { 512 } else { 16384 };
-    let alu = sha256_device_resident(
-        &gpu,
-        ShaKernel::AluAdds,
-        resident_chunks,
-        1 << 20,
-        IC_PREFIX,
-        5,
-    )
-    .map_err(|e| anyhow::anyhow!("device-resident (ALU adds): {e}"))?;
-    anyhow::ensure!(
-        alu.mismatches == 0,
-        "device-resident ALU: {} mismatches",
-        alu.mismatches
-    );
-    println!(
-        "sha256 device-resident {} x 1 MiB, variant with all adds on the ALU: {:.2} ms median ({:.2}-{:.2}), {:.1} GB/s; all digests equal the CPU's",
-        alu.chunks,
-        alu.seconds.median * 1e3,
-        alu.seconds.min * 1e3,
-        alu.seconds.max * 1e3,
-        alu.gbps()
-    );
+    for (variant, what) in [
+        (ShaKernel::AluAdds, "all adds on the ALU"),
+        (ShaKernel::ShrOnFma, "schedule shifts on the FMA pipe too"),
+    ] {
+        let v = sha256_device_resident(&gpu, variant, resident_chunks, 1 << 20, IC_PREFIX, 5)
+            .map_err(|e| anyhow::anyhow!("device-resident ({what}): {e}"))?;
+        anyhow::ensure!(
+            v.mismatches == 0,
+            "device-resident ({what}): {} mismatches",
+            v.mismatches
+        );
+        println!(
+            "sha256 device-resident {} x 1 MiB, variant with {what}: {:.2} ms median ({:.2}-{:.2}), {:.1} GB/s; all digests equal the CPU's",
+            v.chunks,
+            v.seconds.median * 1e3,
+            v.seconds.min * 1e3,
+            v.seconds.max * 1e3,
+            v.gbps()
+        );
+    }
     let dr = sha256_device_resident(
         &gpu,
         ShaKernel::Production,

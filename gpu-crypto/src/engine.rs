@@ -260,7 +260,20 @@ impl Engine {
         cpu: impl FnOnce() -> T,
         gpu: impl FnOnce(&GpuBackend) -> Result<T, GpuError>,
     ) -> Result<T, EngineError> {
-        match self.route(op, items)? {
+        self.dispatch_sized(op, items, items, cpu, gpu)
+    }
+
+    /// [`Engine::dispatch`] routing by `route_size` (the work that decides the
+    /// crossover) while counting `items`.
+    fn dispatch_sized<T>(
+        &self,
+        op: Operation,
+        route_size: usize,
+        items: usize,
+        cpu: impl FnOnce() -> T,
+        gpu: impl FnOnce(&GpuBackend) -> Result<T, GpuError>,
+    ) -> Result<T, EngineError> {
+        match self.route(op, route_size)? {
             Route::Cpu => {
                 self.stats.record(op, Executed::Cpu, items);
                 Ok(cpu())
@@ -342,12 +355,20 @@ impl Engine {
     }
 
     /// Verifies BLS signatures (G1) under public keys (G2); one verdict per item.
+    ///
+    /// Strategy under `Auto` (docs/bls.md): the GPU path pays one Miller loop per item,
+    /// the CPU path one per distinct message (items sharing a message combine into one
+    /// pairing), so the GPU is chosen by the number of distinct messages
+    /// ([`crate::policy::bls_distinct_messages`]) against the measured crossover;
+    /// same-message batches (certification shares) stay on the CPU.
     pub fn bls_verify_batch(
         &self,
         items: &[BlsItem<'_>],
     ) -> Result<Vec<Result<(), VerifyError>>, EngineError> {
-        self.dispatch(
+        let route_size = crate::policy::bls_distinct_messages(items);
+        self.dispatch_sized(
             Operation::BlsVerify,
+            route_size,
             items.len(),
             || cpu::bls_verify_batch(items),
             |g| g.bls_verify_batch(items),

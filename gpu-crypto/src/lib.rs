@@ -12,6 +12,7 @@ pub mod error;
 pub mod ffi;
 pub mod manifest;
 pub mod policy;
+pub mod selftest;
 pub mod stats;
 
 pub use engine::{

@@ -86,7 +86,7 @@ pub struct OperationPolicy {
     pub backend: BackendChoice,
     /// Under `Auto`, batches with fewer items than this run on the CPU (the GPU only
     /// wins with batches). Items: points (decompress, msm: all points of the batch),
-    /// signatures (bls_verify), chunks (sha256).
+    /// distinct messages (bls_verify, see [`bls_distinct_messages`]), chunks (sha256).
     pub gpu_min_batch: usize,
 }
 
@@ -153,17 +153,32 @@ impl Policy {
     }
 }
 
+/// The size BLS verification's crossover is compared with: the number of distinct
+/// (scheme, message) pairs of the batch. The CPU path combines items that share a message
+/// into one pairing (a same-message batch of n shares costs two pairings and two MSMs),
+/// while the GPU pays a Miller loop per item, so the GPU only wins with many messages.
+pub fn bls_distinct_messages(items: &[crate::engine::BlsItem<'_>]) -> usize {
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
+    items
+        .iter()
+        .filter(|i| seen.insert((i.scheme, i.message)))
+        .count()
+}
+
 /// Default crossovers (items per batch from which the GPU is used under `Auto`), measured
 /// on the H200 lab machine against the CPU path on its 16 cores (docs/benchmarks.md).
 /// Hardware profiles carry their own measured values; these serve unprofiled machines.
 pub mod defaults {
     /// GPU faster from 256 points, CPU faster at 128 (gpu-crypto/device/results/run3-final).
     pub const DECOMPRESS_GPU_MIN_BATCH: usize = 256;
-    /// GPU faster from 128 points for one MSM, CPU faster at 64 (msm-run2); 256 keeps a
-    /// margin over the GPU's ~0.8 ms floor.
+    /// One MSM: GPU faster from 128 points in msm-run2 and msm-run3b, from 256 in
+    /// msm-run3a (128 points: within 15 % either way); CPU faster at 64 in all three. 256
+    /// keeps a margin over the GPU's ~0.8 ms floor (gpu-crypto/device/results/).
     pub const MSM_GPU_MIN_BATCH: usize = 256;
-    /// No GPU BLS verification exists yet; the value only matters once it does.
-    pub const BLS_VERIFY_GPU_MIN_BATCH: usize = 256;
+    /// Distinct messages per batch (see [`super::bls_distinct_messages`]) from which BLS
+    /// verification runs on the GPU: GPU faster at 512 distinct messages (49.4 vs 62.2 ms),
+    /// CPU faster at 256 (34.7 vs 47.8 ms) (gpu-crypto/device/results/bls-run2; docs/bls.md).
+    pub const BLS_VERIFY_GPU_MIN_BATCH: usize = 512;
     /// GPU faster from 1,024 chunks of 1 MiB, CPU faster at 512 (run3-final).
     pub const SHA256_GPU_MIN_BATCH: usize = 1024;
 }

@@ -65,7 +65,11 @@ fn check_one(what: &str, points: &[G1Affine], scalars: &[Scalar]) -> Option<G1Pr
 #[test]
 fn sizes_from_0_to_2_pow_16_match_the_cpu() {
     let mut r = rng(60);
-    for n in [0usize, 1, 2, 3, 17, 100, 1000, 4097, 1 << 16] {
+    // Fixed edge sizes, then random ones (non-powers of two, across the staging pieces of
+    // 4096 points and the upload groups of 2^16).
+    let mut sizes = vec![0usize, 1, 2, 3, 17, 100, 1000, 4095, 4097, 1 << 16];
+    sizes.extend((0..4).map(|_| rand::Rng::gen_range(&mut r, 5..140_000usize)));
+    for n in sizes {
         let points = random_points(n, &mut r);
         let scalars = random_scalars(n, &mut r);
         if check_one(&format!("n={n}"), &points, &scalars).is_none() {
@@ -110,6 +114,66 @@ fn identity_points_zero_and_extreme_scalars() {
     let s = random_scalars(1, &mut r)[0];
     let g = check_one("P and -P cancel", &cancel_points, &vec![s; 64]);
     assert_eq!(g, Some(G1Projective::identity()));
+}
+
+/// (0, 2) is on the curve (order 3, outside G1) and `from_uncompressed_unchecked` accepts
+/// it: the identity is told by ic_bls12_381's flag, never by x = 0, so this point must be
+/// added like any other.
+#[test]
+fn on_curve_point_with_x_zero_is_not_the_identity() {
+    let Some(gpu) = gpu() else { return };
+    let mut enc = [0u8; 96];
+    enc[95] = 2;
+    let t = Option::<G1Affine>::from(G1Affine::from_uncompressed_unchecked(&enc))
+        .expect("(0, 2) is on the curve");
+    let mut r = rng(65);
+    let mut points = random_points(40, &mut r);
+    points[3] = t;
+    points[17] = t;
+    let scalars = random_scalars(40, &mut r);
+    let got = gpu
+        .g1_msm_batch(&[MsmInput {
+            points: &points,
+            scalars: &scalars,
+        }])
+        .expect("GPU call");
+    assert_eq!(got[0], cpu::g1_msm_naive(&points, &scalars));
+}
+
+/// Batches above 2^18 points cross in chunks that are sorted and added into the buckets one
+/// after the other: one MSM over several chunks, and a batch whose MSMs straddle chunk
+/// boundaries, with identities, zero and r - 1 scalars and repeated points among them.
+#[test]
+fn large_batches_cross_in_chunks() {
+    if gpu().is_none() {
+        return;
+    }
+    let mut r = rng(66);
+    let n = (1 << 19) + 12_345;
+    let mut points = random_points(n, &mut r);
+    let mut scalars = random_scalars(n, &mut r);
+    let minus_one = -Scalar::ONE;
+    for i in (0..n - 5).step_by(997) {
+        points[i] = G1Affine::identity();
+        scalars[i + 1] = Scalar::ZERO;
+        scalars[i + 2] = minus_one;
+        points[i + 3] = points[i + 4];
+    }
+    check_one("one MSM of 2^19 + 12345 points", &points, &scalars);
+    let sizes = [200_000usize, 0, 3, 150_001, 1, 174_000];
+    let mut at = 0;
+    let msms: Vec<MsmInput<'_>> = sizes
+        .iter()
+        .map(|&len| {
+            let m = MsmInput {
+                points: &points[at..at + len],
+                scalars: &scalars[at..at + len],
+            };
+            at += len;
+            m
+        })
+        .collect();
+    check_batch("MSMs straddling chunks", &msms);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! which makes that a failure.
 
 use gpu_crypto::cuda::compile::{compile_program, nvrtc_version};
-use gpu_crypto::cuda::sources::{PROGRAMS, TARGET_ARCHS};
+use gpu_crypto::cuda::sources::{BENCH_PROGRAMS, PROGRAMS, TARGET_ARCHS};
 
 #[test]
 fn every_kernel_compiles_without_warnings_for_every_target_arch() {
@@ -24,6 +24,7 @@ fn every_kernel_compiles_without_warnings_for_every_target_arch() {
     let results: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = PROGRAMS
             .iter()
+            .chain(BENCH_PROGRAMS)
             .flat_map(|p| TARGET_ARCHS.iter().map(move |a| (p, *a)))
             .map(|(p, a)| s.spawn(move || (p.name, a, compile_program(p, a))))
             .collect();

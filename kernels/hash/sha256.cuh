@@ -33,19 +33,32 @@ __device__ __forceinline__ u32 sha256_add_fma(u32 x, u32 y, u32 one) {
     return r;
 }
 
-// `one` must be 1. FMA_ADDS puts every addition of the rounds and of the message schedule
+// x >> n on the FMA pipe: the high word of x * 2^(32-n), with the multiplier built from
+// `one` so the compiler cannot turn it back into a shift.
+__device__ __forceinline__ u32 sha256_shr_fma(u32 x, u32 pow2) {
+    u32 r;
+    asm("mul.hi.u32 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(pow2));
+    return r;
+}
+
+// `one` must be 1. FMA_SHR also moves the message schedule's two plain shifts to the FMA
+// pipe (a benchmark variant: fewer ALU operations, two more IMADs per word).
+// FMA_ADDS puts every addition of the rounds and of the message schedule
 // on the FMA pipe, leaving the ALU the rotations and the logic ops (measured on the H200:
 // 655 GB/s against 462 GB/s with the additions on the ALU). Regrouping the additions to
 // shorten the e -> e' chain measured slower (590 GB/s), so they stay in this order.
-template <bool FMA_ADDS>
+template <bool FMA_ADDS, bool FMA_SHR = false>
 __device__ __forceinline__ void sha256_compress(u32 st[8], u32 w[16], u32 one) {
+    const u32 pow2_29 = one << 29, pow2_22 = one << 22;
     u32 a = st[0], b = st[1], c = st[2], d = st[3], e = st[4], f = st[5], g = st[6], h = st[7];
 #pragma unroll
     for (int r = 0; r < 64; r++) {
         if (r >= 16) {
             const u32 w15 = w[(r + 1) & 15], w2 = w[(r + 14) & 15];
-            const u32 s0 = sha256_rotr(w15, 7) ^ sha256_rotr(w15, 18) ^ (w15 >> 3);
-            const u32 s1 = sha256_rotr(w2, 17) ^ sha256_rotr(w2, 19) ^ (w2 >> 10);
+            const u32 sh3 = FMA_SHR ? sha256_shr_fma(w15, pow2_29) : w15 >> 3;
+            const u32 sh10 = FMA_SHR ? sha256_shr_fma(w2, pow2_22) : w2 >> 10;
+            const u32 s0 = sha256_rotr(w15, 7) ^ sha256_rotr(w15, 18) ^ sh3;
+            const u32 s1 = sha256_rotr(w2, 17) ^ sha256_rotr(w2, 19) ^ sh10;
             if (FMA_ADDS)
                 w[r & 15] = sha256_add_fma(
                     sha256_add_fma(w[r & 15], s0, one),

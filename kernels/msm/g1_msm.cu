@@ -1,14 +1,19 @@
-// Pippenger multi-scalar multiplication on G1 for a batch of independent MSMs, in five
-// steps (host side: gpu-crypto/src/cuda/msm.rs; design: docs/msm.md):
-//   1. msm_load_points: 96-byte big-endian (x, y) encodings -> Montgomery affine, in place.
-//   2. msm_histogram: signed c-bit digits of every scalar; count the points of each bucket.
-//   3. msm_scan_*: exclusive prefix sum of the counts -> first slot of each bucket.
-//   4. msm_scatter: point indices (sign in bit 31) into their bucket's slots (counting sort).
-//   5. msm_accumulate: one thread per bucket sums its points (XYZZ, mixed addition).
-//   6. msm_reduce: per window, sum_d d * B_d by segmented running sums, then a tree in
-//      shared memory; each block emits one Jacobian point. The host adds the blocks and
-//      combines the windows (a few hundred additions, faster on one CPU core than on one
-//      GPU thread).
+// Pippenger multi-scalar multiplication on G1 for a batch of independent MSMs (host side:
+// gpu-crypto/src/cuda/msm.rs; design: docs/msm.md). Large batches arrive in chunks of
+// points: each chunk is sorted and added into the buckets while the next one crosses the
+// bus, so the sort kernels and msm_accumulate take a range of global point indices.
+//   scalars: msm_scalars_from_mont (raw ic_bls12_381 Montgomery limbs -> integers, when the
+//            host uploaded them raw), msm_histogram (signed c-bit digits; count the points
+//            of each bucket), msm_scan_* (exclusive prefix sum -> first slot of each
+//            bucket), msm_scatter (point indices, sign in bit 31, into their bucket's slots).
+//   points:  either ic_bls12_381's Montgomery x and y as they are in memory (the host copies
+//            them out of each G1Affine at offsets it probed once), used as they are, or
+//            96-byte big-endian encodings converted in place by msm_load_points.
+//   then:    msm_accumulate (one thread per bucket sums its points, XYZZ mixed addition),
+//            msm_reduce (per window, sum_d d * B_d by segmented running sums and a tree in
+//            shared memory; each block emits one Jacobian point). The host adds the blocks
+//            and combines the windows (a few hundred additions, faster on CPU cores than on
+//            one GPU thread).
 // Bucket key of digit d != 0 of window w of MSM b: (b * windows + w) * 2^(c-1) + |d| - 1.
 #include "common.cuh"
 #include "ff/fp.cuh"
@@ -43,6 +48,39 @@ msm_load_points(u8* __restrict__ points, u32 n) {
     for (int k = 0; k < FP_LIMBS; k++) out[k] = x.l[k];
 #pragma unroll
     for (int k = 0; k < FP_LIMBS; k++) out[FP_LIMBS + k] = y.l[k];
+}
+
+// r, the order of G1, as 8 x 32-bit little-endian limbs. r = 1 mod 2^32, so
+// -r^-1 mod 2^32 = 2^32 - 1 and the Montgomery factor of each round is m = -t0.
+__device__ __constant__ u32 FR_MODULUS[8] = {
+    0x00000001u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u,
+    0x09a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u};
+
+// Scalars uploaded as ic_bls12_381's raw limbs (a * 2^256 mod r, little-endian) become the
+// integers a, in place: one Montgomery reduction t * 2^-256 mod r. For t < r the result
+// (t + M r) / 2^256 is at most r and equals r only for t = 0 (then it is 0), so no final
+// subtraction is needed. One thread per scalar; a few hundred integer operations.
+extern "C" __global__ void __launch_bounds__(256)
+msm_scalars_from_mont(u32* __restrict__ scalars, u32 n) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    uint4* p = reinterpret_cast<uint4*>(scalars + (u64)i * 8);
+    const uint4 a = p[0], b = p[1];
+    u32 t[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int round = 0; round < 8; round++) {
+        const u32 m = 0u - t[0];
+        u64 c = ((u64)m * FR_MODULUS[0] + t[0]) >> 32;  // the low word is zero by design
+#pragma unroll
+        for (int j = 1; j < 8; j++) {
+            c += (u64)m * FR_MODULUS[j] + t[j];
+            t[j - 1] = (u32)c;
+            c >>= 32;
+        }
+        t[7] = (u32)c;  // (t + m r) / 2^32 < 2^256, so the carry fits one limb
+    }
+    p[0] = make_uint4(t[0], t[1], t[2], t[3]);
+    p[1] = make_uint4(t[4], t[5], t[6], t[7]);
 }
 
 // The MSM that global point i belongs to: the last b with start[b] <= i.
@@ -94,10 +132,12 @@ __device__ __forceinline__ int next_digit(const u32 s[8], u32 w, u32 c, u32 narr
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-msm_histogram(const u32* __restrict__ scalars, u32 n, const u32* __restrict__ msm_start,
-              u32 n_msms, u32 c, u32 windows, u32 narrow, u32* __restrict__ counts) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+msm_histogram(const u32* __restrict__ scalars, u32 first, u32 n,
+              const u32* __restrict__ msm_start, u32 n_msms, u32 c, u32 windows, u32 narrow,
+              u32* __restrict__ counts) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const u32 i = first + t;
     u32 s[8];
     load_scalar(s, scalars, i);
     const u32 half = 1u << (c - 1);
@@ -112,11 +152,12 @@ msm_histogram(const u32* __restrict__ scalars, u32 n, const u32* __restrict__ ms
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-msm_scatter(const u32* __restrict__ scalars, u32 n, const u32* __restrict__ msm_start,
-            u32 n_msms, u32 c, u32 windows, u32 narrow, u32* __restrict__ cursor,
-            u32* __restrict__ sorted) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+msm_scatter(const u32* __restrict__ scalars, u32 first, u32 n,
+            const u32* __restrict__ msm_start, u32 n_msms, u32 c, u32 windows, u32 narrow,
+            u32* __restrict__ cursor, u32* __restrict__ sorted) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const u32 i = first + t;
     u32 s[8];
     load_scalar(s, scalars, i);
     const u32 half = 1u << (c - 1);
@@ -159,7 +200,7 @@ __device__ __forceinline__ u32 block_exclusive_scan(u32 v, u32& total) {
     return before + x - v;
 }
 
-// Step 3a: each tile of SCAN_TILE counts -> exclusive scan within the tile, tile totals.
+// Scan, step a: each tile of SCAN_TILE counts -> exclusive scan within the tile, tile totals.
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
 msm_scan_tiles(const u32* __restrict__ counts, u32 k, u32* __restrict__ starts,
                u32* __restrict__ tile_sums) {
@@ -181,7 +222,7 @@ msm_scan_tiles(const u32* __restrict__ counts, u32 k, u32* __restrict__ starts,
     if (threadIdx.x == 0) tile_sums[blockIdx.x] = total;
 }
 
-// Step 3b: exclusive scan of the tile totals, in place, by one block.
+// Scan, step b: exclusive scan of the tile totals, in place, by one block.
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
 msm_scan_tile_sums(u32* __restrict__ tile_sums, u32 tiles) {
     u32 carry = 0;
@@ -195,7 +236,7 @@ msm_scan_tile_sums(u32* __restrict__ tile_sums, u32 tiles) {
     }
 }
 
-// Step 3c: add each tile's offset; the scatter cursor starts as a copy of the starts.
+// Scan, step c: add each tile's offset; the scatter cursor starts as a copy of the starts.
 extern "C" __global__ void __launch_bounds__(256)
 msm_scan_add(u32* __restrict__ starts, u32* __restrict__ cursor, u32 k,
              const u32* __restrict__ tile_sums) {
@@ -206,18 +247,28 @@ msm_scan_add(u32* __restrict__ starts, u32* __restrict__ cursor, u32 k,
     cursor[i] = v;
 }
 
-// Step 5: bucket k sums the points sorted[starts[k] .. ends[k]) (ends = the cursors after
-// the scatter), negating those whose digit was negative.
-extern "C" __global__ void __launch_bounds__(128)
-msm_accumulate(const g1_affine_t* __restrict__ points, const u32* __restrict__ sorted,
-               const u32* __restrict__ starts, const u32* __restrict__ ends, u32 k,
-               g1_xyzz_t* __restrict__ buckets) {
+// Bucket b adds the points sorted[starts[b] .. ends[b]) (ends = the cursors after the
+// scatter), negating those whose digit was negative, to its sum so far: the identity for
+// the first chunk of points (`resume` = 0), the stored bucket for the later ones.
+__device__ __forceinline__ void accumulate_bucket(const g1_affine_t* __restrict__ points,
+                                                  const u32* __restrict__ sorted,
+                                                  const u32* __restrict__ starts,
+                                                  const u32* __restrict__ ends, u32 k,
+                                                  u32 resume,
+                                                  g1_xyzz_t* __restrict__ buckets) {
     const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= k) return;
     g1_xyzz_t acc;
-    xyzz_set_identity(acc);
+    const u32 begin = starts[b];
     const u32 end = ends[b];
-    for (u32 j = starts[b]; j < end; j++) {
+    if (!resume) {
+        xyzz_set_identity(acc);
+    } else if (begin == end) {
+        return;  // nothing of this chunk: the stored sum stands
+    } else {
+        acc = buckets[b];
+    }
+    for (u32 j = begin; j < end; j++) {
         const u32 e = sorted[j];
         g1_affine_t a = points[e & 0x7fffffffu];
         if (e >> 31) fp_neg(a.y, a.y);
@@ -226,11 +277,20 @@ msm_accumulate(const g1_affine_t* __restrict__ points, const u32* __restrict__ s
     buckets[b] = acc;
 }
 
+// At most 168 registers, so that 3 blocks of 128 threads fit an SM (left alone, the
+// compiler takes a few more and only 2 fit).
+extern "C" __global__ void __launch_bounds__(128, 3)
+msm_accumulate(const g1_affine_t* __restrict__ points, const u32* __restrict__ sorted,
+               const u32* __restrict__ starts, const u32* __restrict__ ends, u32 k,
+               u32 resume, g1_xyzz_t* __restrict__ buckets) {
+    accumulate_bucket(points, sorted, starts, ends, k, resume, buckets);
+}
+
 struct g1_jacobian_t {
     fp_t x, y, z;
 };
 
-// Step 6: window win = blockIdx.y has `half` buckets (digit d in bucket d - 1). Thread j of
+// Reduction: window win = blockIdx.y has `half` buckets (digit d in bucket d - 1). Thread j of
 // the window takes buckets [j*len, (j+1)*len): with running sums from the top,
 // acc = sum (d - j*len) B_d and run = sum B_d, so its share is acc + (j*len) * run. The
 // block's shares are summed in shared memory and emitted as Jacobian (X*ZZ^2, Y*ZZZ^2,

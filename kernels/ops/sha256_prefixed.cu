@@ -9,9 +9,9 @@
 // vectors (the next block prefetched while the current one is compressed) and builds each
 // big-endian message word with one byte-permute from two neighbouring loaded words.
 // The few blocks that hold prefix bytes or padding go through a byte-wise path.
-// Two entry points of the same function: sha256_prefixed moves every addition to the FMA
-// pipe (hash/sha256.cuh says why); sha256_prefixed_alu keeps them on the ALU, for the
-// bench's comparison.
+// Three entry points of the same function: sha256_prefixed moves every addition to the
+// FMA pipe (hash/sha256.cuh says why); for the bench's comparison, sha256_prefixed_alu
+// keeps them on the ALU and sha256_prefixed_shr_fma also moves the schedule's shifts.
 #include "common.cuh"
 #include "hash/sha256.cuh"
 
@@ -54,7 +54,7 @@ __device__ __forceinline__ uint4 load16(const u8* p) {
 // Blocks [first, first + count) lie wholly inside the chunk. `base` is the 16-byte-aligned
 // address just below the first block's first byte, which lies QW words + (selector) bytes
 // above it.
-template <int QW, bool FMA_ADDS>
+template <int QW, bool FMA_ADDS, bool FMA_SHR>
 __device__ __forceinline__ void compress_bulk(u32 st[8], const u8* base, u64 count, u32 sel,
                                               u32 one) {
     uint4 v0 = load16(base);
@@ -74,12 +74,12 @@ __device__ __forceinline__ void compress_bulk(u32 st[8], const u8* base, u64 cou
         u32 w[16];
 #pragma unroll
         for (int j = 0; j < 16; j++) w[j] = __byte_perm(lw[QW + j], lw[QW + j + 1], sel);
-        sha256_compress<FMA_ADDS>(st, w, one);
+        sha256_compress<FMA_ADDS, FMA_SHR>(st, w, one);
         v0 = v4;
     }
 }
 
-template <bool FMA_ADDS>
+template <bool FMA_ADDS, bool FMA_SHR>
 __device__ __forceinline__ void sha256_prefixed_body(const u8* __restrict__ data,
                                                      const u64* __restrict__ offsets,
                                                      const u32* __restrict__ lens, u32 n,
@@ -117,10 +117,10 @@ __device__ __forceinline__ void sha256_prefixed_body(const u8* __restrict__ data
         const u8* base = m.chunk + (d - q);
         const u64 count = bulk_end - bulk_first;
         switch (q >> 2) {
-            case 0: compress_bulk<0, FMA_ADDS>(st, base, count, sel, one); break;
-            case 1: compress_bulk<1, FMA_ADDS>(st, base, count, sel, one); break;
-            case 2: compress_bulk<2, FMA_ADDS>(st, base, count, sel, one); break;
-            default: compress_bulk<3, FMA_ADDS>(st, base, count, sel, one); break;
+            case 0: compress_bulk<0, FMA_ADDS, FMA_SHR>(st, base, count, sel, one); break;
+            case 1: compress_bulk<1, FMA_ADDS, FMA_SHR>(st, base, count, sel, one); break;
+            case 2: compress_bulk<2, FMA_ADDS, FMA_SHR>(st, base, count, sel, one); break;
+            default: compress_bulk<3, FMA_ADDS, FMA_SHR>(st, base, count, sel, one); break;
         }
         k = bulk_end;
     }
@@ -131,18 +131,25 @@ __device__ __forceinline__ void sha256_prefixed_body(const u8* __restrict__ data
     for (int j = 0; j < 8; j++) digests[8 * (u64)i + j] = __byte_perm(st[j], 0, 0x0123);
 }
 
-// `one` must be 1 (see sha256_add_fma). Two variants of the same function: the bench
-// measures both; the backend uses sha256_prefixed.
+// `one` must be 1 (see sha256_add_fma). Variants of the same function: the bench measures
+// all; the backend uses sha256_prefixed.
 extern "C" __global__ void __launch_bounds__(64)
 sha256_prefixed(const u8* __restrict__ data, const u64* __restrict__ offsets,
                 const u32* __restrict__ lens, u32 n, const u8* __restrict__ prefix,
                 u32 prefix_len, u32* __restrict__ digests, u32 one) {
-    sha256_prefixed_body<true>(data, offsets, lens, n, prefix, prefix_len, digests, one);
+    sha256_prefixed_body<true, false>(data, offsets, lens, n, prefix, prefix_len, digests, one);
 }
 
 extern "C" __global__ void __launch_bounds__(64)
 sha256_prefixed_alu(const u8* __restrict__ data, const u64* __restrict__ offsets,
                     const u32* __restrict__ lens, u32 n, const u8* __restrict__ prefix,
                     u32 prefix_len, u32* __restrict__ digests, u32 one) {
-    sha256_prefixed_body<false>(data, offsets, lens, n, prefix, prefix_len, digests, one);
+    sha256_prefixed_body<false, false>(data, offsets, lens, n, prefix, prefix_len, digests, one);
+}
+
+extern "C" __global__ void __launch_bounds__(64)
+sha256_prefixed_shr_fma(const u8* __restrict__ data, const u64* __restrict__ offsets,
+                        const u32* __restrict__ lens, u32 n, const u8* __restrict__ prefix,
+                        u32 prefix_len, u32* __restrict__ digests, u32 one) {
+    sha256_prefixed_body<true, true>(data, offsets, lens, n, prefix, prefix_len, digests, one);
 }

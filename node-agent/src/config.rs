@@ -85,10 +85,14 @@ pub enum GpuEvidence {
 #[serde(deny_unknown_fields, default)]
 pub struct AttestationConfig {
     pub source: EvidenceSource,
+    /// Directory of the node key and the test seed; unset: see [`AttestationConfig::state_dir`].
+    pub state_dir: Option<PathBuf>,
     /// The node's Ed25519 identity key (PKCS#8 PEM), created with mode 0600 on first use.
-    pub node_key: PathBuf,
-    /// Seed of the test chain (source = "test").
-    pub test_seed: PathBuf,
+    /// Default: `node-key.pem` in the state directory.
+    pub node_key: Option<PathBuf>,
+    /// Seed of the test chain (source = "test"). Default: `test-evidence-seed` in the state
+    /// directory.
+    pub test_seed: Option<PathBuf>,
     /// snpguest-style certificate cache, used when the host gives no certificate table.
     pub cert_cache: Option<PathBuf>,
     pub vmpl: u32,
@@ -99,13 +103,117 @@ impl Default for AttestationConfig {
     fn default() -> Self {
         AttestationConfig {
             source: EvidenceSource::Hardware,
-            node_key: PathBuf::from("/var/lib/sovereign-node/node-key.pem"),
-            test_seed: PathBuf::from("/var/lib/sovereign-node/test-evidence-seed"),
+            state_dir: None,
+            node_key: None,
+            test_seed: None,
             cert_cache: None,
             vmpl: 0,
             gpu_evidence: GpuEvidence::Auto,
         }
     }
+}
+
+/// The node's state directory on a production node.
+pub const SYSTEM_STATE_DIR: &str = "/var/lib/sovereign-node";
+
+/// The directory that holds the node key and the test seed, and why it was chosen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StateDir {
+    pub path: PathBuf,
+    /// Where the choice came from, in words (reported in /v1/status and the log).
+    pub origin: String,
+}
+
+impl AttestationConfig {
+    /// The state directory, first of:
+    /// 1. `state_dir` from the configuration;
+    /// 2. `$STATE_DIRECTORY`, set by systemd for the unit's `StateDirectory=` (first entry);
+    /// 3. [`SYSTEM_STATE_DIR`] when it is (or can be created) writable;
+    /// 4. only when `development` is true (the development profile): the user's XDG state
+    ///    directory, `$XDG_STATE_HOME/sovereign-node` or `~/.local/state/sovereign-node`.
+    ///
+    /// Every choice is reported with its origin; none is made silently. Without any, the
+    /// error says what was tried.
+    pub fn state_dir(
+        &self,
+        env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+        system_dir: &Path,
+        development: bool,
+    ) -> Result<StateDir, String> {
+        if let Some(dir) = &self.state_dir {
+            return Ok(StateDir {
+                path: dir.clone(),
+                origin: "configured (attestation.state_dir)".into(),
+            });
+        }
+        let nonempty = |name: &str| env(name).filter(|v| !v.is_empty());
+        if let Some(dirs) = nonempty("STATE_DIRECTORY") {
+            // systemd lists several StateDirectory= entries separated by ':'.
+            let first = dirs
+                .to_string_lossy()
+                .split(':')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            return Ok(StateDir {
+                path: PathBuf::from(first),
+                origin: "systemd StateDirectory= ($STATE_DIRECTORY)".into(),
+            });
+        }
+        let system_problem = match writable_dir(system_dir) {
+            Ok(()) => {
+                return Ok(StateDir {
+                    path: system_dir.to_owned(),
+                    origin: format!("system default ({} is writable)", system_dir.display()),
+                });
+            }
+            Err(e) => format!("{} is not writable: {e}", system_dir.display()),
+        };
+        if !development {
+            return Err(format!(
+                "no state directory: {system_problem}; set attestation.state_dir, or run under systemd with StateDirectory=sovereign-node"
+            ));
+        }
+        let user_dir = nonempty("XDG_STATE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| nonempty("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+            .map(|d| d.join("sovereign-node"));
+        let Some(path) = user_dir else {
+            return Err(format!(
+                "no state directory: {system_problem}, and neither XDG_STATE_HOME nor HOME is set"
+            ));
+        };
+        match create_private_dir(&path) {
+            Ok(()) => Ok(StateDir {
+                origin: format!("development profile: user state directory ({system_problem})"),
+                path,
+            }),
+            Err(e) => Err(format!(
+                "no state directory: {system_problem}; {}: {e}",
+                path.display()
+            )),
+        }
+    }
+}
+
+/// Ok when `dir` exists (or can be created) and a file can be created in it.
+fn writable_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let probe = dir.join(format!(".write-test-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)?;
+    std::fs::remove_file(&probe)
+}
+
+/// Creates `dir` (and parents) with mode 0700 for the last component, if missing.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -297,6 +405,62 @@ mod tests {
         assert!(err.to_string().contains("capex"), "{err}");
         let err = toml::from_str::<Config>("[replica]\nurl = \"x\"\n").unwrap_err();
         assert!(err.to_string().contains("url"), "{err}");
+    }
+
+    #[test]
+    fn state_dir_is_chosen_explicitly_and_says_why() {
+        use std::ffi::OsString;
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().unwrap();
+        let system = tmp.path().join("var-lib-sovereign-node");
+        let env_of = |vars: Vec<(&'static str, String)>| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| OsString::from(v))
+            }
+        };
+        let a = AttestationConfig::default();
+        // systemd's StateDirectory= wins over the system default.
+        let sd = env_of(vec![("STATE_DIRECTORY", "/run/sd/a:/run/sd/b".into())]);
+        let d = a.state_dir(&sd, &system, false).unwrap();
+        assert_eq!(d.path, PathBuf::from("/run/sd/a"));
+        assert!(d.origin.contains("StateDirectory"), "{}", d.origin);
+        // A writable (creatable) system directory.
+        let none = env_of(Vec::new());
+        let d = a.state_dir(&none, &system, false).unwrap();
+        assert_eq!(d.path, system);
+        assert!(d.origin.contains("system default"), "{}", d.origin);
+        // The configured one wins over everything.
+        let c = AttestationConfig {
+            state_dir: Some(PathBuf::from("/srv/node")),
+            ..AttestationConfig::default()
+        };
+        assert_eq!(
+            c.state_dir(&sd, &system, false).unwrap().path,
+            PathBuf::from("/srv/node")
+        );
+        // Not writable (a file stands where its parent would be): a production profile
+        // gets an error naming the problem, the development profile the XDG directory.
+        let blocked = tmp.path().join("blocked");
+        std::fs::write(&blocked, "").unwrap();
+        let not_dir = blocked.join("sovereign-node");
+        let err = a.state_dir(&none, &not_dir, false).unwrap_err();
+        assert!(err.contains("not writable"), "{err}");
+        let xdg = tmp.path().join("xdg");
+        let with_xdg = env_of(vec![("XDG_STATE_HOME", xdg.display().to_string())]);
+        let d = a.state_dir(&with_xdg, &not_dir, true).unwrap();
+        assert_eq!(d.path, xdg.join("sovereign-node"));
+        assert!(d.origin.contains("development profile"), "{}", d.origin);
+        assert!(d.origin.contains("not writable"), "{}", d.origin);
+        let mode = std::fs::metadata(&d.path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        // HOME when XDG_STATE_HOME is unset; neither is an error.
+        let home = tmp.path().join("home");
+        let with_home = env_of(vec![("HOME", home.display().to_string())]);
+        let d = a.state_dir(&with_home, &not_dir, true).unwrap();
+        assert_eq!(d.path, home.join(".local/state/sovereign-node"));
+        assert!(a.state_dir(&none, &not_dir, true).is_err());
     }
 
     #[test]

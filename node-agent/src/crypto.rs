@@ -1,182 +1,220 @@
-//! The agent's own crypto engine, built from the profile's policy, and the known-answer
-//! selftest it runs at start so the crypto path the node reports is proven, not assumed.
-//! Where an operation may run on the GPU, the selftest sends a batch large enough to be
-//! routed there and compares it with the CPU reference item by item.
+//! The node's crypto selftest: `gpu_crypto::selftest` (the same one `gpu-crypto selftest`
+//! runs) through an engine built from the profile's policy, so the crypto path the node
+//! reports is proven, not assumed. Where an operation may run on the GPU, its data is at
+//! least the operation's GPU crossover, so the batch really runs there and is compared
+//! with the CPU reference item by item.
+//!
+//! `node-agent run` runs it in a short-lived child process (the agent's own binary, hidden
+//! `selftest` subcommand) with a timeout and reads the report from its standard output:
+//! the CUDA context, NVRTC and the kernels (over 100 MB of RSS on the H200) then never live
+//! in the long-running daemon, and a GPU fault or hang cannot take the agent down with it.
 
 use crate::snapshot::SelftestResult;
-use gpu_crypto::{
-    BackendChoice, BlsItem, BlsScheme, DomainSeparator, Engine, G1Affine, G1Projective, G2Affine,
-    GpuStatus, MsmInput, Operation, Scalar, VerifyError,
-};
+use gpu_crypto::selftest::{self, SelftestReport};
+use gpu_crypto::stats::StatsSnapshot;
+use gpu_crypto::{Engine, EngineReport, GpuStatus, Operation, Policy};
+use serde::{Deserialize, Serialize};
+use std::io::{Read as _, Write as _};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-const SEPARATOR: &str = "sovereign-node-selftest";
-/// SHA-256(len || "sovereign-node-selftest" || "abc") and of the empty chunk (python hashlib).
-const SHA_ABC: &str = "c726891aae3d8121fb7a7521e9123d5b1e221443867f8934a6387fcf9d56fdfb";
-const SHA_EMPTY: &str = "754502c9b567b180d8c9afe84d0ec2ad6ba1de5c27b0a7d93e8a639371739466";
-/// The compressed BLS12-381 G1 generator (zkcrypto/IETF serialisation).
-const G1_GENERATOR: &str = "97f1d3a73197d7942695638c4fa9ac0fc3688c4f9774b905a14e3a3f171bac586c55e83ff97a1aeffb3af00adb22c6bb";
+/// Items per operation where the operation runs on the CPU.
+const CPU_ITEMS: usize = 8;
+/// Seed of the selftest's data.
+const SEED: u64 = 0x5eed;
+/// Longest a selftest child may take (GPU: context creation and kernel compilation, a few
+/// seconds on the H200) before it is killed and the selftest counted as failed.
+pub const SELFTEST_TIMEOUT: Duration = Duration::from_secs(120);
 
-struct Checks(Vec<String>, bool);
+/// What the node reports about its crypto path: the engine's report (paths, GPU state), the
+/// selftest's verdict, and the selftest engine's counters (where each operation ran).
+#[derive(Debug, Clone)]
+pub struct CryptoOutcome {
+    pub report: EngineReport,
+    pub selftest: SelftestResult,
+    pub stats: StatsSnapshot,
+}
 
-impl Checks {
-    fn check(&mut self, ok: bool, what: impl Into<String>) {
-        let what = what.into();
-        if ok {
-            self.0.push(format!("ok: {what}"));
-        } else {
-            self.1 = false;
-            self.0.push(format!("FAILED: {what}"));
+/// What the `selftest` child prints on standard output (one JSON object).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ChildOutput {
+    Report {
+        report: Box<SelftestReport>,
+    },
+    /// The engine could not start under the policy (e.g. a GPU-pinned operation, no GPU).
+    EngineFailed {
+        reason: String,
+    },
+}
+
+/// The selftest's data size per operation for `engine`.
+fn items_for(engine: &Engine) -> impl Fn(Operation) -> usize + '_ {
+    move |op| selftest::gpu_batch(engine, op).map_or(CPU_ITEMS, |n| n.max(CPU_ITEMS))
+}
+
+/// Builds the engine of `policy` and runs the selftest in this process. This is what the
+/// child does; `node-agent check` (one-shot) and the tests call it directly.
+pub fn run_selftest(policy: Policy) -> ChildOutput {
+    match Engine::new(policy) {
+        Ok(engine) => ChildOutput::Report {
+            report: Box::new(selftest::run(&engine, &[], items_for(&engine), SEED)),
+        },
+        Err(e) => ChildOutput::EngineFailed {
+            reason: e.to_string(),
+        },
+    }
+}
+
+/// The hidden `node-agent selftest` subcommand: the policy as JSON on standard input, the
+/// [`ChildOutput`] as JSON on standard output.
+pub fn child_main() -> anyhow::Result<()> {
+    let mut input = String::new();
+    std::io::stdin().read_to_string(&mut input)?;
+    let policy: Policy = serde_json::from_str(&input)?;
+    let output = run_selftest(policy);
+    let mut stdout = std::io::stdout().lock();
+    serde_json::to_writer(&mut stdout, &output)?;
+    stdout.write_all(b"\n")?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Runs the selftest of `policy` in `command` (normally `node-agent selftest`), giving it
+/// `timeout`. A child that fails, hangs or prints something unreadable is a failed selftest
+/// saying why, never a pass.
+pub fn selftest_in_child(
+    mut command: Command,
+    policy: &Policy,
+    timeout: Duration,
+) -> CryptoOutcome {
+    match run_child(&mut command, policy, timeout) {
+        Ok(output) => outcome(policy, output),
+        Err(reason) => failed(policy, format!("the selftest process {reason}")),
+    }
+}
+
+fn run_child(
+    command: &mut Command,
+    policy: &Policy,
+    timeout: Duration,
+) -> Result<ChildOutput, String> {
+    let input = serde_json::to_vec(policy).map_err(|e| format!("input: {e}"))?;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("could not start: {e}"))?;
+    let pid = child.id();
+    // Writing and reading on their own threads: the child may print before it has read all
+    // of its input, and a full pipe must never block this thread past the timeout.
+    let writer = child.stdin.take().map(|mut stdin| {
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        })
+    });
+    let reader = child.stdout.take().map(|mut stdout| {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = stdout.read_to_end(&mut out);
+            out
+        })
+    });
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "(pid {pid}) did not finish within {} s and was killed",
+                    timeout.as_secs_f64()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(format!("(pid {pid}): waiting failed: {e}")),
         }
+    };
+    if let Some(w) = writer {
+        let _ = w.join();
     }
+    let out = reader.and_then(|r| r.join().ok()).unwrap_or_default();
+    if !status.success() {
+        return Err(format!("(pid {pid}) failed: {status}"));
+    }
+    serde_json::from_slice(&out).map_err(|e| {
+        let text = String::from_utf8_lossy(&out);
+        let shown: String = text.chars().take(200).collect();
+        format!("(pid {pid}) printed no selftest report ({e}): {shown:?}")
+    })
 }
 
-/// How many items a selftest batch of `op` needs so the engine routes it to the GPU
-/// (1 item where the operation runs on the CPU: the known answers are enough).
-fn batch_for(engine: &Engine, op: Operation) -> usize {
-    let gpu_ready = matches!(engine.gpu_status(), GpuStatus::Ready { .. });
-    let p = engine.policy().operation(op);
-    if gpu_ready && p.backend != BackendChoice::Cpu {
-        p.gpu_min_batch.max(1)
-    } else {
-        1
-    }
-}
-
-/// Runs the selftest through `engine` (its stats count these calls like any other).
-pub fn selftest(engine: &Engine) -> SelftestResult {
-    let reference = Engine::cpu_only();
-    let mut c = Checks(Vec::new(), true);
-
-    // SHA-256 with the IC's length-prefixed domain separator.
-    match DomainSeparator::new(SEPARATOR) {
-        Ok(sep) => {
-            let n = batch_for(engine, Operation::Sha256).max(2);
-            let mut chunks: Vec<Vec<u8>> = vec![b"abc".to_vec(), Vec::new()];
-            chunks.extend((2..n).map(|i| vec![(i % 251) as u8; 1 + i % 4096]));
-            let refs: Vec<&[u8]> = chunks.iter().map(|v| v.as_slice()).collect();
-            match (
-                engine.sha256_chunks(&sep, &refs),
-                reference.sha256_chunks(&sep, &refs),
-            ) {
-                (Ok(got), Ok(want)) => {
-                    c.check(
-                        got.first().map(hex::encode).as_deref() == Some(SHA_ABC)
-                            && got.get(1).map(hex::encode).as_deref() == Some(SHA_EMPTY),
-                        "sha256: known answers",
-                    );
-                    c.check(
-                        got == want,
-                        format!("sha256: {n} chunks equal the CPU reference"),
-                    );
-                }
-                (Err(e), _) | (_, Err(e)) => c.check(false, format!("sha256: {e}")),
+/// The outcome of a selftest run, in this process or read from a child.
+pub fn outcome(policy: &Policy, output: ChildOutput) -> CryptoOutcome {
+    match output {
+        ChildOutput::Report { report } => {
+            let checks = report
+                .operations
+                .iter()
+                .map(|c| {
+                    if c.passed() {
+                        format!(
+                            "ok: {}: {} items identical to the CPU reference and as expected",
+                            c.operation, c.items
+                        )
+                    } else {
+                        format!(
+                            "FAILED: {}: {} problem(s) in {} items: {}",
+                            c.operation,
+                            c.problems.len(),
+                            c.items,
+                            c.problems
+                                .iter()
+                                .take(3)
+                                .cloned()
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        )
+                    }
+                })
+                .chain(report.execution_lines())
+                .collect();
+            CryptoOutcome {
+                selftest: SelftestResult {
+                    passed: report.passed,
+                    checks,
+                },
+                report: report.engine,
+                stats: report.stats,
             }
         }
-        Err(e) => c.check(false, format!("sha256: {e}")),
+        ChildOutput::EngineFailed { reason } => failed(
+            policy,
+            format!("the crypto engine could not start: {reason}"),
+        ),
     }
+}
 
-    // G1 decompression: the generator decodes to itself; a flipped flag is rejected.
-    let g = G1Affine::generator();
-    let mut encodings = vec![g.to_compressed(), {
-        let mut bad = g.to_compressed();
-        bad[0] &= 0x7f; // compression flag cleared
-        bad
-    }];
-    let n = batch_for(engine, Operation::Decompress).max(2);
-    let mut p = G1Projective::from(g);
-    for _ in 2..n {
-        p += g;
-        encodings.push(G1Affine::from(p).to_compressed());
+/// A failed selftest: the paths as a CPU-only engine reports them, with the GPU marked
+/// unusable (for the reason) where the policy wanted one, and no counts.
+fn failed(policy: &Policy, reason: String) -> CryptoOutcome {
+    let cpu = Engine::cpu_only();
+    let mut report = cpu.report();
+    if policy.wants_gpu() {
+        report.gpu = GpuStatus::Unusable {
+            reason: reason.clone(),
+        };
     }
-    c.check(
-        hex::encode(g.to_compressed()) == G1_GENERATOR,
-        "decompress: generator encoding is the known one",
-    );
-    match (
-        engine.g1_decompress(&encodings),
-        reference.g1_decompress(&encodings),
-    ) {
-        (Ok(got), Ok(want)) => {
-            c.check(
-                matches!(got.first(), Some(Ok(x)) if *x == g) && matches!(got.get(1), Some(Err(_))),
-                "decompress: generator accepted, bad flag rejected",
-            );
-            c.check(
-                got == want,
-                format!("decompress: {n} items equal the CPU reference"),
-            );
-        }
-        (Err(e), _) | (_, Err(e)) => c.check(false, format!("decompress: {e}")),
-    }
-
-    // MSM: sum(i * (i*G)) for i = 1..=n equals (sum i^2) * G.
-    let n = batch_for(engine, Operation::Msm).max(3);
-    let mut points = Vec::with_capacity(n);
-    let mut p = G1Projective::from(g);
-    for _ in 0..n {
-        points.push(G1Affine::from(p));
-        p += g;
-    }
-    let scalars: Vec<Scalar> = (1..=n as u64).map(Scalar::from).collect();
-    // n <= a few thousand: the sum of squares fits in u64 by far.
-    let sum_sq: u64 = (1..=n as u64).map(|i| i * i).sum();
-    let expected = G1Affine::from(g * Scalar::from(sum_sq));
-    let input = [MsmInput {
-        points: &points,
-        scalars: &scalars,
-    }];
-    match (engine.g1_msm_batch(&input), reference.g1_msm_batch(&input)) {
-        (Ok(got), Ok(want)) => {
-            c.check(
-                got.first().map(G1Affine::from) == Some(expected),
-                format!("msm: {n} points, known answer"),
-            );
-            c.check(got == want, "msm: equals the CPU reference");
-        }
-        (Err(e), _) | (_, Err(e)) => c.check(false, format!("msm: {e}")),
-    }
-
-    // BLS: a signature made here verifies; the same signature on another message fails.
-    let sk = Scalar::from(0x5eed_u64);
-    let pk = G2Affine::from(G2Affine::generator() * sk).to_compressed();
-    let n = batch_for(engine, Operation::BlsVerify).max(2);
-    let messages: Vec<Vec<u8>> = (0..n)
-        .map(|i| format!("selftest message {i}").into_bytes())
-        .collect();
-    let sig0 = G1Affine::from(
-        gpu_crypto::cpu::hash_message_to_g1(BlsScheme::Threshold, &messages[0]) * sk,
-    )
-    .to_compressed();
-    let items: Vec<BlsItem> = messages
-        .iter()
-        .map(|m| BlsItem {
-            signature: &sig0,
-            public_key: &pk,
-            message: m,
-            scheme: BlsScheme::Threshold,
-        })
-        .collect();
-    match (
-        engine.bls_verify_batch(&items),
-        reference.bls_verify_batch(&items),
-    ) {
-        (Ok(got), Ok(want)) => {
-            c.check(
-                matches!(got.first(), Some(Ok(())))
-                    && matches!(got.get(1), Some(Err(VerifyError::Invalid))),
-                "bls_verify: valid signature accepted, wrong message rejected",
-            );
-            c.check(
-                got == want,
-                format!("bls_verify: {n} verdicts equal the CPU reference"),
-            );
-        }
-        (Err(e), _) | (_, Err(e)) => c.check(false, format!("bls_verify: {e}")),
-    }
-
-    SelftestResult {
-        passed: c.1,
-        checks: c.0,
+    tracing::error!(%reason, "crypto selftest failed");
+    CryptoOutcome {
+        report,
+        selftest: SelftestResult {
+            passed: false,
+            checks: vec![format!("FAILED: {reason}")],
+        },
+        stats: cpu.stats(),
     }
 }
 
@@ -185,13 +223,59 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cpu_engine_passes_and_counts() {
-        let engine = Engine::cpu_only();
-        let r = selftest(&engine);
-        assert!(r.passed, "{:#?}", r.checks);
-        assert_eq!(r.checks.len(), 9, "{:#?}", r.checks);
-        let stats = engine.stats();
-        let cpu_calls: u64 = stats.operations.iter().map(|o| o.calls).sum();
-        assert_eq!(cpu_calls, 4);
+    fn cpu_policy_passes_in_process() {
+        let policy = Policy::cpu_only();
+        let o = outcome(&policy, run_selftest(policy));
+        assert!(o.selftest.passed, "{:#?}", o.selftest.checks);
+        assert_eq!(
+            o.selftest
+                .checks
+                .iter()
+                .filter(|c| c.starts_with("ok: "))
+                .count(),
+            4,
+            "{:#?}",
+            o.selftest.checks
+        );
+        assert_eq!(o.report.gpu, GpuStatus::NotRequested);
+        let calls: u64 = o.stats.operations.iter().map(|c| c.calls).sum();
+        assert!(calls >= 4, "{:?}", o.stats);
+    }
+
+    #[test]
+    fn a_child_that_hangs_is_killed_and_fails() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30");
+        let start = Instant::now();
+        let o = selftest_in_child(cmd, &Policy::cpu_only(), Duration::from_millis(300));
+        assert!(start.elapsed() < Duration::from_secs(10));
+        assert!(!o.selftest.passed);
+        assert!(
+            o.selftest.checks[0].contains("did not finish within"),
+            "{:?}",
+            o.selftest.checks
+        );
+    }
+
+    #[test]
+    fn a_child_that_prints_garbage_or_fails_is_a_failed_selftest() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "cat >/dev/null; echo hello"]);
+        let o = selftest_in_child(cmd, &Policy::cpu_only(), SELFTEST_TIMEOUT);
+        assert!(!o.selftest.passed);
+        assert!(
+            o.selftest.checks[0].contains("printed no selftest report"),
+            "{:?}",
+            o.selftest.checks
+        );
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "exit 3"]);
+        let o = selftest_in_child(cmd, &Policy::cpu_only(), SELFTEST_TIMEOUT);
+        assert!(!o.selftest.passed);
+        assert!(
+            o.selftest.checks[0].contains("failed"),
+            "{:?}",
+            o.selftest.checks
+        );
     }
 }

@@ -65,12 +65,33 @@ pub enum AttestationService {
     Ready(Arc<attestation::collect::Attester>),
 }
 
+/// What /v1/status says about `GET /v1/attestation`: the source, where the node key (and
+/// test seed) live and why that directory was chosen, or why the route answers 503.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct AttestationStatus {
+    /// "hardware", "test" or "off".
+    pub source: String,
+    pub available: bool,
+    /// Why the route answers 503, when it does.
+    pub reason: Option<String>,
+    pub state_dir: Option<String>,
+    /// Why that state directory (configured, systemd StateDirectory=, system default, or
+    /// the development profile's user directory and why the system one was not usable).
+    pub state_dir_origin: Option<String>,
+    pub node_key: Option<String>,
+    pub node_public_key: Option<String>,
+    pub test_seed: Option<String>,
+    /// Whether bundles carry GPU evidence (NVML).
+    pub gpu_evidence: bool,
+}
+
 /// What the handlers share.
 #[derive(Clone)]
 pub struct AppState {
     pub snapshot: Arc<RwLock<Arc<Snapshot>>>,
     pub heartbeat: Arc<Heartbeat>,
     pub attestation: Arc<AttestationService>,
+    pub attestation_status: Arc<AttestationStatus>,
 }
 
 impl AppState {
@@ -81,7 +102,17 @@ impl AppState {
             attestation: Arc::new(AttestationService::Unavailable(
                 "no evidence source configured".into(),
             )),
+            attestation_status: Arc::new(AttestationStatus {
+                source: "off".into(),
+                reason: Some("no evidence source configured".into()),
+                ..AttestationStatus::default()
+            }),
         }
+    }
+
+    pub fn with_attestation_status(mut self, status: AttestationStatus) -> AppState {
+        self.attestation_status = Arc::new(status);
+        self
     }
 
     pub fn with_attestation(mut self, service: AttestationService) -> AppState {
@@ -223,6 +254,7 @@ struct StatusBody<'a> {
     health_detail: Option<String>,
     ready: bool,
     not_ready_reasons: Vec<String>,
+    attestation: &'a AttestationStatus,
     #[serde(flatten)]
     snapshot: &'a Snapshot,
 }
@@ -239,6 +271,7 @@ async fn status(State(state): State<AppState>) -> Response {
         health_detail: health.err(),
         ready: reasons.is_empty(),
         not_ready_reasons: reasons,
+        attestation: &state.attestation_status,
         snapshot: &s,
     };
     match serde_json::to_string(&body) {

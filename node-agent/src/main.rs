@@ -32,6 +32,10 @@ enum Command {
         #[arg(long, default_value_t = 15.0)]
         interval_seconds: f64,
     },
+    /// Internal: `run` starts this as a child process. Reads a crypto policy (JSON) on
+    /// standard input, runs the crypto selftest under it, prints the report as JSON.
+    #[command(hide = true)]
+    Selftest,
 }
 
 #[derive(Args)]
@@ -118,6 +122,7 @@ fn main() -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&facts)?);
             Ok(())
         }
+        Command::Selftest => node_agent::crypto::child_main(),
         Command::SampleGpu {
             count,
             interval_seconds,

@@ -2,13 +2,12 @@
 //! crypto path, then serve telemetry under systemd (Type=notify with watchdog).
 
 use crate::collect::{Clock, Collectors, ReplicaProcess, ReplicaSource, SystemClock};
-use crate::config::{AttestationConfig, Config, EvidenceSource, GpuEvidence};
+use crate::config::{AttestationConfig, Config, EvidenceSource, GpuEvidence, SYSTEM_STATE_DIR};
 use crate::cost::{CostParams, CostTracker};
-use crate::http::{AppState, AttestationService, Heartbeat, router};
+use crate::crypto::{self, CryptoOutcome};
+use crate::http::{AppState, AttestationService, AttestationStatus, Heartbeat, router};
 use crate::node::NodeAssessment;
-use crate::snapshot::SelftestResult;
 use anyhow::Context;
-use gpu_crypto::Engine;
 use hardware_profiles::{MachineFacts, ProfileSet};
 use sd_notify::NotifyState;
 use std::path::{Path, PathBuf};
@@ -72,20 +71,28 @@ pub fn assess_node(
     Ok(crate::node::assess(facts, &profiles, profile)?)
 }
 
-/// The engine of the node's crypto policy and its selftest. An engine that cannot start
-/// (a GPU-pinned operation without a usable GPU) leaves a CPU-only engine for counting
-/// and a failed selftest saying why: the node then reports not ready.
-pub fn crypto_engine(node: &NodeAssessment) -> (Arc<Engine>, SelftestResult) {
-    match Engine::new(node.runtime.crypto) {
-        Ok(engine) => {
-            let result = crate::crypto::selftest(&engine);
-            (Arc::new(engine), result)
+/// The crypto selftest of the node's policy, in this process (`node-agent check`, a
+/// one-shot). An engine that cannot start (a GPU-pinned operation without a usable GPU) is
+/// a failed selftest saying why: the node then reports not ready.
+pub fn crypto_selftest_in_process(node: &NodeAssessment) -> CryptoOutcome {
+    let policy = node.runtime.crypto;
+    crypto::outcome(&policy, crypto::run_selftest(policy))
+}
+
+/// The crypto selftest of the node's policy in a child process (`node-agent selftest`, this
+/// same executable), so that the daemon never opens a CUDA context of its own.
+pub fn crypto_selftest_in_child(node: &NodeAssessment) -> CryptoOutcome {
+    let policy = node.runtime.crypto;
+    match std::env::current_exe() {
+        Ok(exe) => {
+            let mut command = std::process::Command::new(exe);
+            command.arg("selftest");
+            crypto::selftest_in_child(command, &policy, crypto::SELFTEST_TIMEOUT)
         }
-        Err(e) => (
-            Arc::new(Engine::cpu_only()),
-            SelftestResult {
-                passed: false,
-                checks: vec![format!("FAILED: the crypto engine could not start: {e}")],
+        Err(e) => crypto::outcome(
+            &policy,
+            crypto::ChildOutput::EngineFailed {
+                reason: format!("cannot find this executable to run the selftest: {e}"),
             },
         ),
     }
@@ -95,8 +102,7 @@ pub fn crypto_engine(node: &NodeAssessment) -> (Arc<Engine>, SelftestResult) {
 pub fn node_collectors(
     config: &Config,
     node: NodeAssessment,
-    engine: Arc<Engine>,
-    selftest: SelftestResult,
+    crypto: CryptoOutcome,
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<Collectors> {
     let cost = CostTracker::new(CostParams::new(&node.cost, &config.cost));
@@ -105,8 +111,7 @@ pub fn node_collectors(
     let mut c = Collectors::new(
         clock,
         node,
-        engine,
-        selftest,
+        crypto,
         cost,
         config.cost.cpu_seconds_per_item.clone(),
     )?;
@@ -193,15 +198,18 @@ pub async fn run(
         tracing::warn!(reasons = ?node.reasons(), "node is not ready under profile {}", node.profile);
     }
 
-    notify(&[NotifyState::Status("running the crypto selftest")]);
-    let (engine, selftest) = tokio::task::spawn_blocking({
+    notify(&[NotifyState::Status(
+        "running the crypto selftest (child process)",
+    )]);
+    let crypto = tokio::task::spawn_blocking({
         let node = node.clone();
-        move || crypto_engine(&node)
+        move || crypto_selftest_in_child(&node)
     })
     .await?;
-    for line in &selftest.checks {
+    for line in &crypto.selftest.checks {
         tracing::info!("selftest {line}");
     }
+    let selftest_passed = crypto.selftest.passed;
 
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -211,12 +219,19 @@ pub async fn run(
     let interval = config.collect_interval();
     let heartbeat = Arc::new(Heartbeat::new(interval * config.stale_after_intervals));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::default());
-    let ready = node.ready && selftest.passed;
+    let ready = node.ready && selftest_passed;
     let profile = node.profile.clone();
-    let attestation = attestation_service(&config.attestation, &node.facts);
-    let mut collectors = node_collectors(&config, node, engine, selftest, clock)?;
+    let (attestation, attestation_status) = attestation_service(
+        &config.attestation,
+        &node.facts,
+        &|name| std::env::var_os(name),
+        node.profile == DEVELOPMENT_PROFILE,
+    );
+    let mut collectors = node_collectors(&config, node, crypto, clock)?;
     let first = tokio::task::block_in_place(|| collectors.collect());
-    let state = AppState::new(first, heartbeat.clone()).with_attestation(attestation);
+    let state = AppState::new(first, heartbeat.clone())
+        .with_attestation(attestation)
+        .with_attestation_status(attestation_status);
 
     let stop = Arc::new(AtomicBool::new(false));
     let collection = std::thread::Builder::new()
@@ -304,7 +319,8 @@ pub fn check(
     out: &mut dyn std::io::Write,
 ) -> anyhow::Result<bool> {
     let node = assess_node(facts, profiles_dir, &config.profile)?;
-    let (engine, selftest) = crypto_engine(&node);
+    let crypto = crypto_selftest_in_process(&node);
+    let selftest = &crypto.selftest;
     writeln!(out, "profile: {} ({})", node.profile, node.selection)?;
     for line in &node.explanation {
         writeln!(out, "  {line}")?;
@@ -320,7 +336,7 @@ pub fn check(
         node.sev_snp.state, node.sev_snp.guest_device
     )?;
     writeln!(out, "crypto paths:")?;
-    for op in engine.report().operations {
+    for op in &crypto.report.operations {
         writeln!(out, "  {}: {}", op.operation, op.explanation)?;
     }
     for note in &node.runtime.crypto_notes {
@@ -343,11 +359,37 @@ pub fn check(
     Ok(fit)
 }
 
-/// The evidence source of `GET /v1/attestation`. A source that cannot be set up is served as
-/// a 503 with the reason (and logged), never as a quietly different source.
-pub fn attestation_service(config: &AttestationConfig, facts: &MachineFacts) -> AttestationService {
+/// The profile whose node may keep its state in the user's XDG state directory.
+pub const DEVELOPMENT_PROFILE: &str = "development";
+
+/// The evidence source of `GET /v1/attestation`, and what /v1/status says about it. A source
+/// that cannot be set up is served as a 503 with the reason (and logged), never as a quietly
+/// different source. `env` reads the environment (`STATE_DIRECTORY`, `XDG_STATE_HOME`,
+/// `HOME`); `development` allows the user state directory (see `AttestationConfig::state_dir`).
+pub fn attestation_service(
+    config: &AttestationConfig,
+    facts: &MachineFacts,
+    env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    development: bool,
+) -> (AttestationService, AttestationStatus) {
     use attestation::collect::{Attester, GpuSource, SnpSource, load_or_create_node_key};
     use attestation::test_source::TestSigner;
+
+    let mut status = AttestationStatus {
+        source: match config.source {
+            EvidenceSource::Hardware => "hardware",
+            EvidenceSource::Test => "test",
+            EvidenceSource::Off => "off",
+        }
+        .to_string(),
+        ..AttestationStatus::default()
+    };
+    let unavailable = |mut status: AttestationStatus, reason: String| {
+        tracing::warn!(%reason, "/v1/attestation answers 503");
+        status.available = false;
+        status.reason = Some(reason.clone());
+        (AttestationService::Unavailable(reason), status)
+    };
 
     let gpu = match config.gpu_evidence {
         GpuEvidence::Nvml => GpuSource::Nvml,
@@ -357,35 +399,67 @@ pub fn attestation_service(config: &AttestationConfig, facts: &MachineFacts) -> 
         }
         GpuEvidence::Auto => GpuSource::Nvml,
     };
+    status.gpu_evidence = gpu == GpuSource::Nvml;
+    if config.source == EvidenceSource::Off {
+        return unavailable(status, "disabled in the configuration".into());
+    }
+    // The state directory only matters for paths the configuration leaves to it.
+    let needs_state_dir = config.node_key.is_none()
+        || (config.source == EvidenceSource::Test && config.test_seed.is_none());
+    let state_dir = if needs_state_dir {
+        match config.state_dir(env, Path::new(SYSTEM_STATE_DIR), development) {
+            Ok(dir) => {
+                tracing::info!(path = %dir.path.display(), origin = %dir.origin, "attestation state directory");
+                status.state_dir = Some(dir.path.display().to_string());
+                status.state_dir_origin = Some(dir.origin.clone());
+                Some(dir.path)
+            }
+            Err(e) => return unavailable(status, e),
+        }
+    } else {
+        None
+    };
+    let in_state_dir = |configured: &Option<PathBuf>, name: &str| {
+        configured
+            .clone()
+            .or_else(|| state_dir.as_ref().map(|d| d.join(name)))
+            .unwrap_or_default()
+    };
+    let node_key_path = in_state_dir(&config.node_key, "node-key.pem");
+    status.node_key = Some(node_key_path.display().to_string());
+
     let snp = match config.source {
         EvidenceSource::Off => {
-            return AttestationService::Unavailable("disabled in the configuration".into());
+            return unavailable(status, "disabled in the configuration".into());
         }
         EvidenceSource::Hardware => SnpSource::Hardware {
             vmpl: config.vmpl,
             cert_cache: config.cert_cache.clone(),
         },
         EvidenceSource::Test => {
+            let seed_path = in_state_dir(&config.test_seed, "test-evidence-seed");
+            status.test_seed = Some(seed_path.display().to_string());
             let signer =
-                TestSigner::load_or_create_seed(&config.test_seed).and_then(TestSigner::from_seed);
+                TestSigner::load_or_create_seed(&seed_path).and_then(TestSigner::from_seed);
             match signer {
                 Ok(signer) => {
-                    tracing::warn!(seed = %config.test_seed.display(),
+                    tracing::warn!(seed = %seed_path.display(),
                         "attestation serves TEST evidence: no governing body policy admits it");
                     SnpSource::Test(Box::new(signer))
                 }
-                Err(e) => {
-                    tracing::error!(error = %e, "test evidence source unusable");
-                    return AttestationService::Unavailable(format!("test evidence source: {e}"));
-                }
+                Err(e) => return unavailable(status, format!("test evidence source: {e}")),
             }
         }
     };
-    match load_or_create_node_key(&config.node_key) {
-        Ok(node_key) => AttestationService::Ready(Arc::new(Attester { node_key, snp, gpu })),
-        Err(e) => {
-            tracing::warn!(error = %e, "node identity key unusable; /v1/attestation answers 503");
-            AttestationService::Unavailable(e.to_string())
+    match load_or_create_node_key(&node_key_path) {
+        Ok(node_key) => {
+            status.available = true;
+            status.node_public_key = Some(hex::encode(node_key.verifying_key().to_bytes()));
+            (
+                AttestationService::Ready(Arc::new(Attester { node_key, snp, gpu })),
+                status,
+            )
         }
+        Err(e) => unavailable(status, format!("node identity key unusable: {e}")),
     }
 }

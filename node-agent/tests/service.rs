@@ -383,3 +383,89 @@ async fn attestation_route_without_a_source_is_503_with_the_reason() {
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(body.contains("disabled in the configuration"), "{body}");
 }
+
+/// The node key's directory is chosen explicitly (here: systemd's StateDirectory=) and
+/// /v1/status says which one and why; the route then serves evidence signed by that key.
+#[tokio::test]
+async fn status_reports_the_attestation_state_directory_and_why() {
+    use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
+    use node_agent::service::attestation_service;
+    let dir = tempfile::tempdir().unwrap();
+    let snap = fixed_snapshot("ci-2core", "auto", None);
+    let config = AttestationConfig {
+        source: EvidenceSource::Test,
+        gpu_evidence: GpuEvidence::None,
+        ..AttestationConfig::default()
+    };
+    let sd = dir.path().to_owned();
+    let env = move |name: &str| (name == "STATE_DIRECTORY").then(|| sd.clone().into_os_string());
+    let (service, status) = attestation_service(&config, &snap.node.facts, &env, false);
+    assert!(status.available, "{status:?}");
+    let key_path = dir.path().join("node-key.pem");
+    assert_eq!(status.node_key, Some(key_path.display().to_string()));
+    assert!(key_path.exists());
+    assert!(dir.path().join("test-evidence-seed").exists());
+
+    let st = state(snap.clone(), Duration::from_secs(60), true)
+        .with_attestation(service)
+        .with_attestation_status(status);
+    let (code, _, body) = get(&st, "/v1/status").await;
+    assert_eq!(code, StatusCode::OK);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let a = &v["attestation"];
+    assert_eq!(a["source"], "test");
+    assert_eq!(a["available"], true);
+    assert_eq!(a["state_dir"], dir.path().display().to_string());
+    assert!(
+        a["state_dir_origin"]
+            .as_str()
+            .unwrap()
+            .contains("StateDirectory"),
+        "{a}"
+    );
+    assert_eq!(a["node_public_key"].as_str().unwrap().len(), 64, "{a}");
+    let nonce = "22".repeat(32);
+    let (code, _, body) = get(&st, &format!("/v1/attestation?nonce={nonce}")).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    let bundle = attestation::bundle::Bundle::from_json(body.as_bytes()).unwrap();
+    assert_eq!(
+        Some(bundle.node_public_key.clone()),
+        a["node_public_key"].as_str().map(String::from)
+    );
+
+    // A production profile without any writable state directory: 503 with what was tried,
+    // and /v1/status says so.
+    let blocked = dir.path().join("file");
+    std::fs::write(&blocked, "").unwrap();
+    let config = AttestationConfig {
+        state_dir: None,
+        ..config
+    };
+    let no_env = |_: &str| None;
+    // state_dir() is tested against an unwritable system directory in config.rs; here the
+    // route's wiring: a configured key path inside a file cannot be created.
+    let config = AttestationConfig {
+        node_key: Some(blocked.join("node-key.pem")),
+        test_seed: Some(dir.path().join("test-evidence-seed")),
+        ..config
+    };
+    let (service, status) = attestation_service(&config, &snap.node.facts, &no_env, false);
+    assert!(!status.available);
+    assert!(
+        status
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("node identity key"),
+        "{status:?}"
+    );
+    let st = state(snap, Duration::from_secs(60), true)
+        .with_attestation(service)
+        .with_attestation_status(status);
+    let (code, _, body) = get(&st, &format!("/v1/attestation?nonce={nonce}")).await;
+    assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(body.contains("node identity key"), "{body}");
+    let (_, _, body) = get(&st, "/v1/status").await;
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["attestation"]["available"], false);
+}

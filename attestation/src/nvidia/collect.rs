@@ -104,14 +104,33 @@ fn system_cc_state(nvml: &Nvml) -> Result<CcState, CollectError> {
 ///
 /// Errors are typed: no NVML, no GPU, GPUs not CC-capable, CC off, or an NVML call failing
 /// (with the call and the GPU). Nothing partial is returned: one GPU failing fails the whole
-/// collection, since evidence for a subset of the node's GPUs would misdescribe the node.
+/// collection (the first failure is returned); [`collect_each`] reports each GPU instead.
 pub fn collect(nonce: &[u8; 32]) -> Result<Vec<GpuEvidence>, CollectError> {
-    collect_each(|_| *nonce)
+    collect_each(|_| *nonce)?
+        .into_iter()
+        .map(|device| device.evidence)
+        .collect()
 }
 
-/// As [`collect`], with the nonce for each GPU chosen by its NVML index (e.g. derived from one
-/// verifier nonce and the index, so that reports cannot be swapped between GPUs).
-pub fn collect_each(nonce_for: impl Fn(u32) -> [u8; 32]) -> Result<Vec<GpuEvidence>, CollectError> {
+/// The outcome of one GPU's collection.
+#[derive(Debug)]
+pub struct DeviceCollection {
+    /// NVML index of the GPU.
+    pub nvml_index: u32,
+    pub evidence: Result<GpuEvidence, CollectError>,
+}
+
+/// Collects evidence from every GPU NVML lists, GPU `i`'s report over `nonce_for(i)` (e.g.
+/// derived from one verifier nonce and the index, so that reports cannot be swapped between
+/// GPUs).
+///
+/// What concerns the whole system (NVML, the GPU count, CC capability and CC state) fails
+/// the call. A failure of one GPU (an NVML call for that device) is that GPU's entry, in
+/// index order with the others: one GPU failing never hides the evidence of the rest, and
+/// the caller decides what a missing GPU means (the bundle reports it per GPU).
+pub fn collect_each(
+    nonce_for: impl Fn(u32) -> [u8; 32],
+) -> Result<Vec<DeviceCollection>, CollectError> {
     let nvml = Nvml::init().map_err(CollectError::NvmlUnavailable)?;
     let count = nvml
         .device_count()
@@ -144,79 +163,90 @@ pub fn collect_each(nonce_for: impl Fn(u32) -> [u8; 32]) -> Result<Vec<GpuEviden
         return Err(CollectError::CcDisabled);
     }
 
-    let mut evidence = Vec::with_capacity(count as usize);
-    for index in 0..count {
-        let device = nvml
-            .device_by_index(index)
-            .map_err(nvml_err("nvmlDeviceGetHandleByIndex", Some(index)))?;
-        let info = GpuDevice {
+    Ok((0..count)
+        .map(|index| DeviceCollection {
             nvml_index: index,
-            name: device
-                .name()
-                .map_err(nvml_err("nvmlDeviceGetName", Some(index)))?,
-            uuid: device
-                .uuid()
-                .map_err(nvml_err("nvmlDeviceGetUUID", Some(index)))?,
-            pci_bus_id: device
-                .pci_info()
-                .map_err(nvml_err("nvmlDeviceGetPciInfo", Some(index)))?
-                .bus_id,
-            // Informational only (verification never uses it); a driver newer than the
-            // wrapper's enum must not block collection, so the error text is recorded instead.
-            architecture: device
-                .architecture()
-                .map_or_else(|e| format!("unknown ({e})"), |arch| arch.to_string()),
-            driver_version: nvml
-                .sys_driver_version()
-                .map_err(nvml_err("nvmlSystemGetDriverVersion", Some(index)))?,
-        };
+            evidence: device_evidence(&nvml, index, nonce_for(index), &cc_state),
+        })
+        .collect())
+}
 
-        const REPORT_CALL: &str = "nvmlDeviceGetConfComputeGpuAttestationReport";
-        let report_sym = nvml_sym(
-            nvml.lib()
-                .nvmlDeviceGetConfComputeGpuAttestationReport
-                .as_ref(),
-        )
-        .map_err(nvml_err(REPORT_CALL, Some(index)))?;
-        // SAFETY: C struct of unsigned ints and byte arrays (all-zero valid), boxed (12 KiB);
-        // the handle is valid while `device` (and `nvml`) live, which spans the call.
-        let report = unsafe {
-            let mut report: Box<nvmlConfComputeGpuAttestationReport_t> = Box::new(mem::zeroed());
-            report.nonce = nonce_for(index);
-            nvml_try(report_sym(device.handle(), &mut *report))
-                .map_err(nvml_err(REPORT_CALL, Some(index)))?;
-            report
-        };
-        let attestation_report = checked_prefix(
-            &report.attestationReport,
-            report.attestationReportSize,
-            REPORT_CALL,
-            index,
-        )?;
+/// One GPU's identity, CC attestation report over `nonce` and certificate chain.
+fn device_evidence(
+    nvml: &Nvml,
+    index: u32,
+    nonce: [u8; 32],
+    cc_state: &CcState,
+) -> Result<GpuEvidence, CollectError> {
+    let device = nvml
+        .device_by_index(index)
+        .map_err(nvml_err("nvmlDeviceGetHandleByIndex", Some(index)))?;
+    let info = GpuDevice {
+        nvml_index: index,
+        name: device
+            .name()
+            .map_err(nvml_err("nvmlDeviceGetName", Some(index)))?,
+        uuid: device
+            .uuid()
+            .map_err(nvml_err("nvmlDeviceGetUUID", Some(index)))?,
+        pci_bus_id: device
+            .pci_info()
+            .map_err(nvml_err("nvmlDeviceGetPciInfo", Some(index)))?
+            .bus_id,
+        // Informational only (verification never uses it); a driver newer than the
+        // wrapper's enum must not block collection, so the error text is recorded instead.
+        architecture: device
+            .architecture()
+            .map_or_else(|e| format!("unknown ({e})"), |arch| arch.to_string()),
+        driver_version: nvml
+            .sys_driver_version()
+            .map_err(nvml_err("nvmlSystemGetDriverVersion", Some(index)))?,
+    };
 
-        const CERT_CALL: &str = "nvmlDeviceGetConfComputeGpuCertificate";
-        let cert_sym = nvml_sym(nvml.lib().nvmlDeviceGetConfComputeGpuCertificate.as_ref())
+    const REPORT_CALL: &str = "nvmlDeviceGetConfComputeGpuAttestationReport";
+    let report_sym = nvml_sym(
+        nvml.lib()
+            .nvmlDeviceGetConfComputeGpuAttestationReport
+            .as_ref(),
+    )
+    .map_err(nvml_err(REPORT_CALL, Some(index)))?;
+    // SAFETY: C struct of unsigned ints and byte arrays (all-zero valid), boxed (12 KiB);
+    // the handle is valid while `device` (and `nvml`) live, which spans the call.
+    let report = unsafe {
+        let mut report: Box<nvmlConfComputeGpuAttestationReport_t> = Box::new(mem::zeroed());
+        report.nonce = nonce;
+        nvml_try(report_sym(device.handle(), &mut *report))
+            .map_err(nvml_err(REPORT_CALL, Some(index)))?;
+        report
+    };
+    let attestation_report = checked_prefix(
+        &report.attestationReport,
+        report.attestationReportSize,
+        REPORT_CALL,
+        index,
+    )?;
+
+    const CERT_CALL: &str = "nvmlDeviceGetConfComputeGpuCertificate";
+    let cert_sym = nvml_sym(nvml.lib().nvmlDeviceGetConfComputeGpuCertificate.as_ref())
+        .map_err(nvml_err(CERT_CALL, Some(index)))?;
+    // SAFETY: as above (9 KiB struct of unsigned ints and byte arrays).
+    let certificate = unsafe {
+        let mut certificate: Box<nvmlConfComputeGpuCertificate_t> = Box::new(mem::zeroed());
+        nvml_try(cert_sym(device.handle(), &mut *certificate))
             .map_err(nvml_err(CERT_CALL, Some(index)))?;
-        // SAFETY: as above (9 KiB struct of unsigned ints and byte arrays).
-        let certificate = unsafe {
-            let mut certificate: Box<nvmlConfComputeGpuCertificate_t> = Box::new(mem::zeroed());
-            nvml_try(cert_sym(device.handle(), &mut *certificate))
-                .map_err(nvml_err(CERT_CALL, Some(index)))?;
-            certificate
-        };
-        let certificate_chain = checked_prefix(
-            &certificate.attestationCertChain,
-            certificate.attestationCertChainSize,
-            CERT_CALL,
-            index,
-        )?;
+        certificate
+    };
+    let certificate_chain = checked_prefix(
+        &certificate.attestationCertChain,
+        certificate.attestationCertChainSize,
+        CERT_CALL,
+        index,
+    )?;
 
-        evidence.push(GpuEvidence {
-            device: info,
-            attestation_report,
-            certificate_chain,
-            cc_state: cc_state.clone(),
-        });
-    }
-    Ok(evidence)
+    Ok(GpuEvidence {
+        device: info,
+        attestation_report,
+        certificate_chain,
+        cc_state: cc_state.clone(),
+    })
 }

@@ -40,7 +40,7 @@ use p384::ecdsa::signature::DigestVerifier;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha384};
 
-pub use collect::{CollectError, collect, collect_each};
+pub use collect::{CollectError, DeviceCollection, collect, collect_each};
 use spdm::{AttestationReport, opaque_type};
 
 use crate::report::Check;

@@ -141,6 +141,16 @@ enum Command {
     },
     /// Print the engine report (backend per operation and why, GPU status) as JSON.
     Status,
+    /// Measure each operation's cost on this machine (CPU path always; GPU path too under
+    /// --backend gpu|auto when usable) for `provision plan --bench`.
+    Bench {
+        /// Print the versioned JSON document (the only output format).
+        #[arg(long)]
+        json: bool,
+        /// Smallest shapes, two timed calls each: seconds, for CI.
+        #[arg(long)]
+        quick: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -173,7 +183,7 @@ impl Command {
             Command::Verify { .. } => &[Operation::BlsVerify],
             Command::Manifest { .. } => &[Operation::Sha256],
             Command::ManifestHash { .. } => &[],
-            Command::Selftest { .. } | Command::Status => &Operation::ALL,
+            Command::Selftest { .. } | Command::Status | Command::Bench { .. } => &Operation::ALL,
         }
     }
 }
@@ -277,6 +287,19 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             if !passed {
                 return Ok(ExitCode::FAILURE);
             }
+        }
+        Command::Bench { json: _, quick } => {
+            anyhow::ensure!(
+                args.policy.is_none(),
+                "bench measures the CPU path and the GPU path themselves: use --backend, not --policy"
+            );
+            let backend = args
+                .backend
+                .map_or(BackendChoice::Auto, BackendChoice::from);
+            let doc = cli::bench::run(backend, *quick)?;
+            let mut json = serde_json::to_string_pretty(&doc).context("bench document")?;
+            json.push('\n');
+            print(&json)?;
         }
         Command::Status => {
             let engine = engine_of(&args)?;

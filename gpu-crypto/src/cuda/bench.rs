@@ -214,6 +214,8 @@ pub enum ShaKernel {
     Production,
     /// `sha256_prefixed_alu`: every addition on the integer ALU.
     AluAdds,
+    /// `sha256_prefixed_shr_fma`: the schedule's shifts on the FMA pipe as well.
+    ShrOnFma,
 }
 
 /// SHA-256(prefix || chunk) over `chunks` random chunks already in device memory: one
@@ -229,6 +231,7 @@ pub fn sha256_device_resident(
     let func = match kernel {
         ShaKernel::Production => &gpu.kernels.sha256_prefixed,
         ShaKernel::AluAdds => &gpu.kernels.sha256_prefixed_alu,
+        ShaKernel::ShrOnFma => &gpu.kernels.sha256_prefixed_shr_fma,
     };
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
     let stream = gpu.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
@@ -377,4 +380,126 @@ pub fn sha256_from_pinned(
         seconds: Timing::of(samples),
         mismatches,
     })
+}
+
+/// One decompression kernel instance measured on device-resident input.
+#[derive(Debug, Clone)]
+pub struct DecompressKernelTiming {
+    pub function: &'static str,
+    pub points: usize,
+    pub seconds: Timing,
+    /// Items whose code or encoding differs from the CPU's (must be 0).
+    pub mismatches: usize,
+}
+
+impl DecompressKernelTiming {
+    /// Points per second at the median.
+    pub fn points_per_second(&self) -> f64 {
+        self.points as f64 / self.seconds.median
+    }
+}
+
+/// Kernel-only time of the production decompression kernel and of every benchmark
+/// variant (sources::G1_DECOMPRESS_VARIANTS, compiled here for the device's architecture)
+/// over the same points in device memory; each instance's output is compared item by item
+/// with the CPU's `from_compressed` (code and 96-byte encoding).
+pub fn decompress_kernels(
+    gpu: &GpuBackend,
+    points: &[[u8; 48]],
+    reps: usize,
+) -> Result<Vec<DecompressKernelTiming>, GpuError> {
+    use super::sources::G1_DECOMPRESS_VARIANTS;
+    let n = points.len();
+    let n32 = u32::try_from(n).map_err(|_| GpuError::InputTooLarge(format!("{n} points")))?;
+    let expected: Vec<(u8, [u8; 96])> = points
+        .par_iter()
+        .map(|p| match crate::cpu::g1_decompress_one(p) {
+            Ok(a) => (0, a.to_uncompressed()),
+            Err(e) => (e.code(), [0u8; 96]),
+        })
+        .collect();
+
+    gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
+    let compiled = super::compile::compile_program(&G1_DECOMPRESS_VARIANTS, &gpu.arch)?;
+    let module = gpu
+        .ctx
+        .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
+        .map_err(driver("cuModuleLoadData"))?;
+    let stream = gpu.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
+    let in_bytes = 48 * n;
+    let out_offset = in_bytes.div_ceil(256) * 256;
+    let mut device = DeviceBuffer::new(&gpu.ctx);
+    device.ensure(out_offset + 97 * n)?;
+    let (d_in, d_out) = (device.ptr(), device.ptr() + out_offset as u64);
+    let d_codes = d_out + 96 * n as u64;
+    // SAFETY: the ranges lie inside `device`; the host slice outlives the synchronised copy.
+    unsafe {
+        result::memcpy_htod_async(d_in, points.as_flattened(), stream.cu_stream())
+            .map_err(driver("upload points"))?;
+    }
+    stream.synchronize().map_err(driver("upload points"))?;
+
+    let mut functions = vec![("g1_decompress", gpu.kernels.g1_decompress.clone())];
+    for name in G1_DECOMPRESS_VARIANTS.functions {
+        let f = module
+            .load_function(name)
+            .map_err(|e| GpuError::Driver(format!("cuModuleGetFunction {name}: {e}")))?;
+        functions.push((name, f));
+    }
+    let config = LaunchConfig {
+        grid_dim: (n32.div_ceil(128), 1, 1),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut out = Vec::with_capacity(functions.len());
+    for (name, func) in functions {
+        let launch_once = || -> Result<(), GpuError> {
+            // SAFETY: arguments match the kernel's signature; buffers sized above.
+            unsafe {
+                stream
+                    .launch_builder(&func)
+                    .arg(&d_in)
+                    .arg(&n32)
+                    .arg(&d_out)
+                    .arg(&d_codes)
+                    .launch(config)
+                    .map_err(driver("launch decompression variant"))?;
+            }
+            Ok(())
+        };
+        // Poison, then one warm-up launch whose output is checked.
+        // SAFETY: ranges inside `device`.
+        unsafe {
+            result::memset_d8_async(d_out, 0xa5, 97 * n, stream.cu_stream())
+                .map_err(driver("poison"))?;
+        }
+        launch_once()?;
+        let mut host = vec![0u8; 97 * n];
+        // SAFETY: as above; synchronised before `host` is read.
+        unsafe {
+            result::memcpy_dtoh_async(&mut host[..], d_out, stream.cu_stream())
+                .map_err(driver("download"))?;
+        }
+        stream.synchronize().map_err(driver(name))?;
+        let (encodings, codes) = host.split_at(96 * n);
+        let mismatches = expected
+            .iter()
+            .zip(codes.iter().zip(encodings.chunks_exact(96)))
+            .filter(|((code, enc), (c, e))| code != *c || enc[..] != e[..])
+            .count();
+        let mut samples = Vec::with_capacity(reps);
+        for _ in 0..reps.max(1) {
+            let a = timed_event(gpu, &stream)?;
+            launch_once()?;
+            let b = timed_event(gpu, &stream)?;
+            samples.push(elapsed(&a, &b)?);
+        }
+        out.push(DecompressKernelTiming {
+            function: name,
+            points: n,
+            seconds: Timing::of(samples),
+            mismatches,
+        });
+    }
+    Ok(out)
 }

@@ -4,10 +4,10 @@
 use super::memory::{DeviceBuffer, PinnedBuffer, driver};
 use super::{GpuBackend, GpuError, Worker};
 use crate::error::DecodeError;
-use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg, result};
+use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg, result, sys};
 use ic_bls12_381::G1Affine;
 use rayon::prelude::*;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 const THREADS: u32 = 128;
 /// Poison of the code bytes: not a valid code, so an unwritten item is caught.
@@ -51,14 +51,21 @@ fn convert(code: u8, encoding: &[u8]) -> Result<Result<G1Affine, DecodeError>, G
     }
 }
 
+/// Points per pipeline segment: the host decodes segment k's results while the GPU works
+/// on the segments after it. Small batches are one segment (no extra synchronisation).
+const SEGMENT: usize = 1 << 17;
+
 pub(crate) fn run(
     gpu: &GpuBackend,
     w: &mut Worker,
     points: &[[u8; 48]],
 ) -> Result<Vec<Result<G1Affine, DecodeError>>, GpuError> {
     let n = points.len();
-    let n32 = u32::try_from(n)
-        .map_err(|_| GpuError::InputTooLarge(format!("{n} points in one batch")))?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    // Device offsets are 64-bit, but the kernel indexes points with 32-bit integers.
+    u32::try_from(n).map_err(|_| GpuError::InputTooLarge(format!("{n} points in one batch")))?;
     let in_bytes = 48 * n;
     let enc_bytes = 96 * n;
     let out_bytes = enc_bytes + n;
@@ -67,58 +74,113 @@ pub(crate) fn run(
     w.dec.host_out.ensure(out_bytes)?;
     w.dec.device.ensure(out_offset + out_bytes)?;
 
-    w.dec
-        .host_in
-        .slice_mut(in_bytes)
-        .copy_from_slice(points.as_flattened());
+    let staged = w.dec.host_in.slice_mut(in_bytes);
+    if n >= PARALLEL_CONVERT {
+        staged
+            .par_chunks_mut(48 * 4096)
+            .zip(points.as_flattened().par_chunks(48 * 4096))
+            .for_each(|(dst, src)| dst.copy_from_slice(src));
+    } else {
+        staged.copy_from_slice(points.as_flattened());
+    }
     let stream = w.stream.clone();
     let d_in = w.dec.device.ptr();
     let d_out = d_in + out_offset as u64;
     let d_codes = d_out + enc_bytes as u64;
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
-    // SAFETY: device ranges lie inside `device` (ensured above); host ranges inside the
-    // pinned buffers, which stay untouched until the stream is synchronised below.
-    unsafe {
-        result::memcpy_htod_async(d_in, w.dec.host_in.slice(in_bytes), stream.cu_stream())
-            .map_err(driver("upload points"))?;
-        result::memset_d8_async(d_out, 0xa5, enc_bytes, stream.cu_stream())
-            .map_err(driver("poison output"))?;
-        result::memset_d8_async(d_codes, CODE_POISON, n, stream.cu_stream())
-            .map_err(driver("poison codes"))?;
-        stream
-            .launch_builder(&gpu.kernels.g1_decompress)
-            .arg(&d_in)
-            .arg(&n32)
-            .arg(&d_out)
-            .arg(&d_codes)
-            .launch(LaunchConfig {
-                grid_dim: (n32.div_ceil(THREADS), 1, 1),
-                block_dim: (THREADS, 1, 1),
-                shared_mem_bytes: 0,
-            })
-            .map_err(driver("launch g1_decompress"))?;
-        result::memcpy_dtoh_async(
-            w.dec.host_out.slice_mut(out_bytes),
-            d_out,
-            stream.cu_stream(),
-        )
-        .map_err(driver("download results"))?;
-    }
-    stream.synchronize().map_err(driver("g1_decompress"))?;
 
-    let out = w.dec.host_out.slice(out_bytes);
-    let (encodings, codes) = out.split_at(enc_bytes);
-    if n >= PARALLEL_CONVERT {
-        codes
-            .par_iter()
-            .zip(encodings.par_chunks_exact(96))
-            .map(|(&c, e)| convert(c, e))
-            .collect()
-    } else {
-        codes
-            .iter()
-            .zip(encodings.chunks_exact(96))
-            .map(|(&c, e)| convert(c, e))
-            .collect()
+    // Enqueue every segment (upload, poison, launch, download, event), then decode the
+    // segments on the host in order as their events complete.
+    let segments: Vec<(usize, usize)> = (0..n)
+        .step_by(SEGMENT)
+        .map(|start| (start, (n - start).min(SEGMENT)))
+        .collect();
+    let mut done = Vec::with_capacity(segments.len());
+    for &(start, len) in &segments {
+        let len32 = len as u32; // <= SEGMENT
+        let seg_in = d_in + (48 * start) as u64;
+        let seg_out = d_out + (96 * start) as u64;
+        let seg_codes = d_codes + start as u64;
+        // SAFETY: device ranges lie inside `device` (ensured above); host ranges inside the
+        // pinned buffers, which stay untouched by the host until the segment's event (or
+        // the stream) has completed.
+        unsafe {
+            result::memcpy_htod_async(
+                seg_in,
+                &w.dec.host_in.slice(in_bytes)[48 * start..48 * (start + len)],
+                stream.cu_stream(),
+            )
+            .map_err(driver("upload points"))?;
+            result::memset_d8_async(seg_out, 0xa5, 96 * len, stream.cu_stream())
+                .map_err(driver("poison output"))?;
+            result::memset_d8_async(seg_codes, CODE_POISON, len, stream.cu_stream())
+                .map_err(driver("poison codes"))?;
+            stream
+                .launch_builder(&gpu.kernels.g1_decompress)
+                .arg(&seg_in)
+                .arg(&len32)
+                .arg(&seg_out)
+                .arg(&seg_codes)
+                .launch(LaunchConfig {
+                    grid_dim: (len32.div_ceil(THREADS), 1, 1),
+                    block_dim: (THREADS, 1, 1),
+                    shared_mem_bytes: 0,
+                })
+                .map_err(driver("launch g1_decompress"))?;
+            let host_out = w.dec.host_out.slice_mut(out_bytes);
+            let (host_enc, host_codes) = host_out.split_at_mut(enc_bytes);
+            result::memcpy_dtoh_async(
+                &mut host_enc[96 * start..96 * (start + len)],
+                seg_out,
+                stream.cu_stream(),
+            )
+            .map_err(driver("download results"))?;
+            result::memcpy_dtoh_async(
+                &mut host_codes[start..start + len],
+                seg_codes,
+                stream.cu_stream(),
+            )
+            .map_err(driver("download codes"))?;
+        }
+        done.push(
+            gpu.ctx
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                .and_then(|e| e.record(&stream).map(|_| e))
+                .map_err(driver("record segment event"))?,
+        );
+    }
+
+    // A malformed kernel output fails the whole call; it is noted rather than collected
+    // item by item so the results are written once, straight into their final vector.
+    let bad_output: Mutex<Option<GpuError>> = Mutex::new(None);
+    let decode = |(&code, encoding): (&u8, &[u8])| match convert(code, encoding) {
+        Ok(item) => item,
+        Err(e) => {
+            let mut slot = bad_output.lock().unwrap_or_else(|p| p.into_inner());
+            slot.get_or_insert(e);
+            Err(DecodeError::NotCompressed) // discarded with the whole vector below
+        }
+    };
+    let mut results = Vec::with_capacity(n);
+    for (&(start, len), event) in segments.iter().zip(&done) {
+        event.synchronize().map_err(driver("g1_decompress"))?;
+        let out = w.dec.host_out.slice(out_bytes);
+        let (encodings, codes) = out.split_at(enc_bytes);
+        let codes = &codes[start..start + len];
+        let encodings = &encodings[96 * start..96 * (start + len)];
+        if len >= PARALLEL_CONVERT {
+            results.par_extend(
+                codes
+                    .par_iter()
+                    .zip(encodings.par_chunks_exact(96))
+                    .map(decode),
+            );
+        } else {
+            results.extend(codes.iter().zip(encodings.chunks_exact(96)).map(decode));
+        }
+    }
+    match bad_output.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(results),
     }
 }

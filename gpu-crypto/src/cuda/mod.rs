@@ -11,6 +11,7 @@
 //!   poisoned before the launch and checked after it, so an unwritten result is an error.
 
 pub mod bench;
+mod bls;
 pub mod compile;
 mod decompress;
 pub mod kernel_cache;
@@ -22,8 +23,9 @@ pub mod sources;
 use crate::engine::{BlsItem, MsmInput};
 use crate::error::{DecodeError, VerifyError};
 use crate::policy::Operation;
+pub use bls::BlsGpuStrategy;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
-use ic_bls12_381::{G1Affine, G1Projective};
+use ic_bls12_381::{G1Affine, G1Projective, G2Affine};
 use memory::driver;
 use sources::KernelProgram;
 use std::sync::{Arc, Condvar, Mutex};
@@ -76,8 +78,11 @@ pub(crate) struct Kernels {
     pub(crate) sha256_prefixed: CudaFunction,
     /// The same hash with every addition on the integer ALU (bench comparison only).
     pub(crate) sha256_prefixed_alu: CudaFunction,
+    /// Also the message schedule's shifts on the FMA pipe (bench comparison only).
+    pub(crate) sha256_prefixed_shr_fma: CudaFunction,
     pub(crate) fill_random: CudaFunction,
     pub(crate) msm: msm::MsmKernels,
+    pub(crate) bls: bls::BlsKernels,
 }
 
 /// Number of workers (stream sets with their own buffers); `GPU_CRYPTO_GPU_WORKERS` overrides.
@@ -89,6 +94,7 @@ pub(crate) struct Worker {
     pub(crate) dec: decompress::DecompressBuffers,
     pub(crate) sha: sha256::ShaBuffers,
     pub(crate) msm: msm::MsmBuffers,
+    pub(crate) bls: bls::BlsBuffers,
 }
 
 impl Worker {
@@ -282,8 +288,13 @@ impl GpuBackend {
             g1_decompress: function(0, "g1_decompress")?,
             sha256_prefixed: function(1, "sha256_prefixed")?,
             sha256_prefixed_alu: function(1, "sha256_prefixed_alu")?,
+            sha256_prefixed_shr_fma: function(1, "sha256_prefixed_shr_fma")?,
             fill_random: function(2, "fill_random")?,
             msm: msm::MsmKernels::load(&modules[program_index(&sources::G1_MSM)?])?,
+            bls: bls::BlsKernels::load(
+                &modules[program_index(&sources::BLS_VERIFY)?],
+                &modules[program_index(&sources::BLS_PAIRING)?],
+            )?,
         };
 
         let workers = std::env::var("GPU_CRYPTO_GPU_WORKERS")
@@ -298,6 +309,7 @@ impl GpuBackend {
                 dec: decompress::DecompressBuffers::new(&ctx),
                 sha: sha256::ShaBuffers::new(&ctx),
                 msm: msm::MsmBuffers::new(&ctx),
+                bls: bls::BlsBuffers::new(&ctx),
             });
         }
         let (drv_major, drv_minor) = (driver_version / 1000, (driver_version % 1000) / 10);
@@ -335,7 +347,7 @@ impl GpuBackend {
     pub fn supports(&self, op: Operation) -> bool {
         matches!(
             op,
-            Operation::Decompress | Operation::Sha256 | Operation::Msm
+            Operation::Decompress | Operation::Sha256 | Operation::Msm | Operation::BlsVerify
         )
     }
 
@@ -411,11 +423,53 @@ impl GpuBackend {
         result
     }
 
+    /// Verifies BLS signatures (G1) under public keys (G2) with a random linear
+    /// combination on the GPU; one verdict per item, identical to
+    /// `cpu::bls_verify_batch` (docs/bls.md).
     pub fn bls_verify_batch(
         &self,
         items: &[BlsItem<'_>],
     ) -> Result<Vec<Result<(), VerifyError>>, GpuError> {
-        let _ = items;
-        Err(GpuError::Unsupported)
+        // Two threads per item while the batch leaves the GPU idle (latency), one above.
+        let strategy = if items.len() <= bls::SPLIT_MAX_ITEMS {
+            BlsGpuStrategy::RandomCombinationSplit
+        } else {
+            BlsGpuStrategy::RandomCombination
+        };
+        self.bls_verify_batch_with(items, strategy)
+    }
+
+    /// [`GpuBackend::bls_verify_batch`] with the GPU strategy chosen by the caller.
+    pub fn bls_verify_batch_with(
+        &self,
+        items: &[BlsItem<'_>],
+        strategy: BlsGpuStrategy,
+    ) -> Result<Vec<Result<(), VerifyError>>, GpuError> {
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut w = self.worker();
+        let result = bls::verify_batch(self, &mut w, items, strategy);
+        if result.is_err() {
+            w.quiesce();
+        }
+        result
+    }
+
+    /// `prod e(P, Q)` over each group of pairs, as `ic_bls12_381::Gt::to_bytes` (pairs
+    /// with an identity point contribute 1, as in ic_bls12_381).
+    pub fn pairing_products(
+        &self,
+        groups: &[&[(G1Affine, G2Affine)]],
+    ) -> Result<Vec<[u8; 576]>, GpuError> {
+        if groups.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut w = self.worker();
+        let result = bls::pairing_products(self, &mut w, groups);
+        if result.is_err() {
+            w.quiesce();
+        }
+        result
     }
 }

@@ -1,40 +1,71 @@
 //! Host side of the batched G1 Pippenger MSM (kernels in `kernels/msm/g1_msm.cu`, design in
-//! docs/msm.md): one staging copy and one upload of every MSM's points and scalars, one
-//! launch sequence for the whole batch, one download of each window's partial sums. The
-//! host adds the partial sums and combines the windows with blst: a few hundred additions
-//! per MSM, a serial chain that one CPU core runs far faster than one GPU thread.
+//! docs/msm.md): one upload of every MSM's points and scalars, in chunks for large batches
+//! (each chunk staged on the host and uploaded on a copy stream while the GPU sorts and adds
+//! the chunk before into the buckets), one launch sequence for the whole batch, one
+//! download of each window's partial sums. The host adds the partial
+//! sums and combines the windows with blst: a few hundred additions per MSM, a serial chain
+//! that CPU cores run far faster than one GPU thread.
+//!
+//! Points and scalars cross in ic_bls12_381's own Montgomery form where that form can be
+//! read without converting (see [`PointLayout`] and [`raw_scalars_usable`]): copying 128
+//! bytes per point instead of three Montgomery reductions per point on the host.
 
 use super::memory::{DeviceBuffer, PinnedBuffer, driver};
 use super::{GpuBackend, GpuError, Worker};
 use crate::engine::MsmInput;
 use blst::{blst_fp, blst_p1};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, LaunchConfig, PushKernelArg, result};
-use ic_bls12_381::{G1Affine, G1Projective};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg,
+    result, sys,
+};
+use ic_bls12_381::{G1Affine, G1Projective, Scalar};
 use rayon::prelude::*;
-use std::sync::Arc;
+use std::mem::{MaybeUninit, size_of};
+use std::sync::{Arc, OnceLock};
 
 /// Must equal SCAN_TILE in the kernel source.
 const SCAN_TILE: usize = 256 * 8;
 const REDUCE_THREADS_MAX: u32 = 128;
-/// The reduction aims for about this many threads over all windows of the batch.
-const REDUCE_TARGET_THREADS: usize = 1 << 16;
-/// Points per staged upload: each group's copy overlaps the next group's host conversion.
-const UPLOAD_GROUP: usize = 1 << 16;
-/// Points above which the host conversion runs on all cores.
-const PARALLEL_CONVERT: usize = 2048;
+/// Blocks of REDUCE_THREADS_MAX threads of msm_reduce that fit one SM (about 250 registers
+/// a thread): the reduction is a latency-bound chain per thread, so its threads should fit
+/// in one wave (device run 3 measured two waves of 2^16 threads at 2.8 ms, docs/msm.md).
+const REDUCE_BLOCKS_PER_SM: usize = 2;
+/// Reduction threads when the SM count is unknown (unit tests): one wave on an H200.
+const REDUCE_DEFAULT_THREADS: usize = 1 << 15;
+/// Batches above this many points cross in chunks: each chunk is staged on the host and
+/// uploaded while the GPU sorts and accumulates the one before.
+const PIPELINE_MIN_POINTS: usize = 1 << 18;
+/// At most this many chunks after the first (each costs a sort pass over all buckets and a
+/// bucket reload).
+const PIPELINE_MAX_CHUNKS: usize = 8;
+/// The first chunk is small, so the GPU starts after staging 2^16 points rather than a
+/// full chunk; the host then stages the next chunks faster than the GPU adds them.
+const PIPELINE_FIRST_CHUNK: usize = 1 << 16;
+/// Points per unit of host staging work (one rayon task).
+const PIECE: usize = 4096;
+/// Points above which host staging runs on all cores.
+const PARALLEL_STAGING: usize = 2 * PIECE;
 /// Widest window: 2^15 buckets per window keep the bucket array small and the sort's
 /// histogram in L2 for the largest MSMs.
 const MAX_WINDOW_BITS: u32 = 16;
+/// Window width above 2^18 points.
+const LARGE_WINDOW_BITS: u32 = 15;
 /// Upper bound on the bucket array of one call (2^(c-1) buckets per window per MSM).
 const MAX_BUCKET_BYTES: usize = 1 << 31;
 const ALIGN: usize = 256;
-const POINT_BYTES: usize = 96;
+const FP_BYTES: usize = 48;
+const POINT_BYTES: usize = 2 * FP_BYTES;
 const SCALAR_BYTES: usize = 32;
-const BUCKET_BYTES: usize = 4 * 48;
-const JACOBIAN_BYTES: usize = 3 * 48;
+const BUCKET_BYTES: usize = 4 * FP_BYTES;
+const JACOBIAN_BYTES: usize = 3 * FP_BYTES;
+
+// A Scalar is one [u64; 4] field (ic_bls12_381 0.10: `Scalar(pub(crate) [u64; 4])`); a size
+// of 32 bytes leaves no room for padding, so all of its bytes are that field's.
+const _: () = assert!(size_of::<Scalar>() == SCALAR_BYTES);
 
 pub(crate) struct MsmKernels {
     load_points: CudaFunction,
+    scalars_from_mont: CudaFunction,
     histogram: CudaFunction,
     scatter: CudaFunction,
     scan_tiles: CudaFunction,
@@ -42,6 +73,9 @@ pub(crate) struct MsmKernels {
     scan_add: CudaFunction,
     accumulate: CudaFunction,
     reduce: CudaFunction,
+    /// Where ic_bls12_381 keeps x and y inside a `G1Affine`, probed on first use; `None`
+    /// when the probe did not find them (points then cross as encodings).
+    layout: OnceLock<Option<PointLayout>>,
 }
 
 impl MsmKernels {
@@ -53,6 +87,7 @@ impl MsmKernels {
         };
         Ok(MsmKernels {
             load_points: f("msm_load_points")?,
+            scalars_from_mont: f("msm_scalars_from_mont")?,
             histogram: f("msm_histogram")?,
             scatter: f("msm_scatter")?,
             scan_tiles: f("msm_scan_tiles")?,
@@ -60,29 +95,68 @@ impl MsmKernels {
             scan_add: f("msm_scan_add")?,
             accumulate: f("msm_accumulate")?,
             reduce: f("msm_reduce")?,
+            layout: OnceLock::new(),
         })
     }
 }
 
 pub(crate) struct MsmBuffers {
+    ctx: Arc<CudaContext>,
     host_in: PinnedBuffer,
     host_out: PinnedBuffer,
     device: DeviceBuffer,
+    /// Uploads the points while the worker's stream sorts the scalars (created on first use).
+    points_stream: Option<Arc<CudaStream>>,
 }
 
 impl MsmBuffers {
     pub(crate) fn new(ctx: &Arc<CudaContext>) -> MsmBuffers {
         MsmBuffers {
+            ctx: ctx.clone(),
             host_in: PinnedBuffer::new(ctx),
             host_out: PinnedBuffer::new(ctx),
             device: DeviceBuffer::new(ctx),
+            points_stream: None,
         }
+    }
+
+    fn points_stream(&mut self) -> Result<Arc<CudaStream>, GpuError> {
+        if let Some(s) = &self.points_stream {
+            return Ok(s.clone());
+        }
+        let s = self.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
+        self.points_stream = Some(s.clone());
+        Ok(s)
     }
 }
 
-/// Window width c for MSMs of up to `n` points: about log2(n) - 2 (8 to 16): wide windows
-/// keep buckets short (a bucket's additions are one thread's serial chain), at the price of
-/// more buckets to reduce (2^(c-1) per window). Measured on the H200: docs/msm.md.
+/// Byte offsets of the Montgomery limbs of x and y inside ic_bls12_381's `G1Affine`
+/// (`{ x: Fp, y: Fp, infinity: Choice }`, default Rust layout, so not guaranteed by the
+/// language). Found once per process by [`probe_point_layout`]; with them a point's 96
+/// field bytes are copied as they are (Montgomery form with R = 2^384, exactly the kernels'
+/// 12 x 32-bit limbs) instead of being encoded and decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PointLayout {
+    x: usize,
+    y: usize,
+}
+
+/// How points and scalars cross to the GPU in one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Staging {
+    /// Points: ic_bls12_381's Montgomery limbs, copied; scalars likewise (converted on the GPU).
+    Montgomery(PointLayout),
+    /// Points as uncompressed encodings, scalars as `to_bytes` (no assumption about
+    /// ic_bls12_381's memory; three Montgomery reductions per point on the host).
+    Encoded,
+}
+
+/// Window width c for MSMs of up to `n` points: wide windows keep buckets short (a
+/// bucket's additions are one thread's serial chain), at the price of more buckets to
+/// reduce (2^(c-1) per window). Measured on the H200 (docs/msm.md, msm-run3b): log2(n) - 2
+/// up to 2^16 points, 14 at 2^17 and 2^18 (faster than 15 and 16 there), 15 above (with
+/// the chunked upload, 15 beat 16 at 2^20 and 2^22: more points per bucket and chunk keep
+/// the threads of a warp evenly busy).
 pub fn window_bits(n: usize) -> u32 {
     if let Some(c) = std::env::var("GPU_CRYPTO_MSM_WINDOW_BITS")
         .ok()
@@ -92,7 +166,11 @@ pub fn window_bits(n: usize) -> u32 {
         return c;
     }
     let log = usize::BITS - n.max(1).saturating_sub(1).leading_zeros();
-    log.saturating_sub(2).clamp(8, MAX_WINDOW_BITS)
+    if log <= 18 {
+        log.saturating_sub(2).clamp(8, 14)
+    } else {
+        LARGE_WINDOW_BITS
+    }
 }
 
 /// ceil(256 / c) windows whose widths (c - 1 for the lowest `narrow_windows`, c for the
@@ -110,7 +188,8 @@ fn window_width(w: u32, c: u32) -> u32 {
     if w < narrow_windows(c) { c - 1 } else { c }
 }
 
-/// Layout of one launch: byte offsets into the device buffer and the sizes.
+/// Layout of one launch: byte offsets into the device buffer (the input part mirrors the
+/// pinned host buffer) and the sizes.
 struct Plan {
     n: usize,
     msms: usize,
@@ -126,9 +205,12 @@ struct Plan {
     reduce_block: u32,
     blocks_per_window: u32,
     partials: usize,
-    off_points: usize,
+    /// Points per pipeline chunk (chunks end on piece boundaries, so one may exceed this by
+    /// less than PIECE); `n` when the batch crosses in one piece of work.
+    chunk_target: usize,
     off_scalars: usize,
     off_starts_in: usize,
+    off_points: usize,
     in_bytes: usize,
     off_counts: usize,
     off_starts: usize,
@@ -150,7 +232,8 @@ fn round_up(v: usize, to: usize) -> usize {
 }
 
 impl Plan {
-    fn new(msms: &[MsmInput<'_>]) -> Result<Plan, GpuError> {
+    /// `reduce_threads`: about how many reduction threads the device runs in one wave.
+    fn new(msms: &[MsmInput<'_>], reduce_threads: usize) -> Result<Plan, GpuError> {
         let n: usize = msms.iter().map(|m| m.points.len()).sum();
         let largest = msms.iter().map(|m| m.points.len()).max().unwrap_or(0);
         // Many MSMs in one batch multiply the buckets: narrow the windows until the bucket
@@ -179,12 +262,18 @@ impl Plan {
             .checked_mul(windows as usize * half as usize)
             .filter(|&k| k < u32::MAX as usize)
             .ok_or_else(too_large)?;
-        let entries = n
-            .checked_mul(windows as usize)
+        n.checked_mul(windows as usize)
             .filter(|&e| e < u32::MAX as usize && n < (1 << 31))
             .ok_or_else(too_large)?;
+        let chunk_target = if n > PIPELINE_MIN_POINTS {
+            PIPELINE_MIN_POINTS.max(n.div_ceil(PIPELINE_MAX_CHUNKS))
+        } else {
+            n
+        };
+        // Sort entries of the largest chunk (one chunk's sort is consumed before the next).
+        let entries = n.min(chunk_target + PIECE) * windows as usize;
         let all_windows = msms.len() * windows as usize;
-        let mut threads = (REDUCE_TARGET_THREADS / all_windows.max(1)).clamp(1, half as usize);
+        let mut threads = (reduce_threads / all_windows.max(1)).clamp(1, half as usize);
         threads = 1 << (usize::BITS - 1 - threads.leading_zeros()); // power of two
         let seg_len = half / threads as u32;
         let reduce_block = (threads as u32).min(REDUCE_THREADS_MAX);
@@ -192,10 +281,11 @@ impl Plan {
         let partials = all_windows * blocks_per_window as usize;
         let tiles = buckets.div_ceil(SCAN_TILE);
 
-        let off_points = 0;
-        let off_scalars = round_up(off_points + POINT_BYTES * n, ALIGN);
+        // Scalars and the MSM start table first: they cross (and are sorted) before the points.
+        let off_scalars = 0;
         let off_starts_in = round_up(off_scalars + SCALAR_BYTES * n, ALIGN);
-        let in_bytes = off_starts_in + 4 * (msms.len() + 1);
+        let off_points = round_up(off_starts_in + 4 * (msms.len() + 1), ALIGN);
+        let in_bytes = off_points + POINT_BYTES * n;
         let off_counts = round_up(in_bytes, ALIGN);
         let off_starts = round_up(off_counts + 4 * buckets, ALIGN);
         let off_cursor = round_up(off_starts + 4 * buckets, ALIGN);
@@ -217,9 +307,10 @@ impl Plan {
             reduce_block,
             blocks_per_window,
             partials,
-            off_points,
+            chunk_target,
             off_scalars,
             off_starts_in,
+            off_points,
             in_bytes,
             off_counts,
             off_starts,
@@ -233,127 +324,289 @@ impl Plan {
     }
 }
 
-fn fill(p: &G1Affine, s: &ic_bls12_381::Scalar, pd: &mut [u8], sd: &mut [u8]) {
-    pd.copy_from_slice(&p.to_uncompressed());
-    if bool::from(p.is_identity()) {
-        sd.fill(0);
-    } else {
-        sd.copy_from_slice(&s.to_bytes());
+/// The raw bytes of a scalar: ic_bls12_381's four little-endian u64 limbs of a * 2^256 mod r.
+fn scalar_limbs(s: &Scalar) -> &[u8; SCALAR_BYTES] {
+    // SAFETY: Scalar is exactly 32 bytes of one [u64; 4] field (asserted at compile time
+    // above), so every byte is initialised; [u8; 32] has alignment 1.
+    unsafe { &*(s as *const Scalar as *const [u8; SCALAR_BYTES]) }
+}
+
+/// a * 2^-256 mod r of a 256-bit little-endian integer below r (one Montgomery reduction):
+/// the host reference of `msm_scalars_from_mont`, used to check the raw form.
+fn scalar_from_montgomery(raw: &[u8; SCALAR_BYTES]) -> [u8; SCALAR_BYTES] {
+    const R: [u64; 4] = [
+        0xffff_ffff_0000_0001,
+        0x53bd_a402_fffe_5bfe,
+        0x3339_d808_09a1_d805,
+        0x73ed_a753_299d_7d48,
+    ];
+    const R_INV_NEG: u64 = 0xffff_fffe_ffff_ffff; // -r^-1 mod 2^64
+    let mut t = [0u64; 4];
+    for (limb, b) in t.iter_mut().zip(raw.chunks_exact(8)) {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(b);
+        *limb = u64::from_le_bytes(w);
+    }
+    for _ in 0..4 {
+        let m = t[0].wrapping_mul(R_INV_NEG);
+        let mut c = (u128::from(m) * u128::from(R[0]) + u128::from(t[0])) >> 64;
+        for j in 1..4 {
+            c += u128::from(m) * u128::from(R[j]) + u128::from(t[j]);
+            t[j - 1] = c as u64;
+            c >>= 64;
+        }
+        t[3] = c as u64;
+    }
+    let mut out = [0u8; SCALAR_BYTES];
+    for (b, limb) in out.chunks_exact_mut(8).zip(t) {
+        b.copy_from_slice(&limb.to_le_bytes());
+    }
+    out
+}
+
+/// Whether a scalar's raw bytes are the Montgomery form the GPU kernel converts (checked
+/// once per process on sample values against `Scalar::to_bytes`).
+fn raw_scalars_usable() -> bool {
+    static USABLE: OnceLock<bool> = OnceLock::new();
+    *USABLE.get_or_init(|| {
+        let big = Scalar::from_raw([
+            0x0123_4567_89ab_cdef,
+            0xfedc_ba98_7654_3210,
+            0x0f1e_2d3c_4b5a_6978,
+            0x1234_5678_9abc_def0,
+        ]);
+        let samples = [Scalar::zero(), Scalar::one(), -Scalar::one(), big, big.square()];
+        let ok = samples
+            .iter()
+            .all(|s| scalar_from_montgomery(scalar_limbs(s)) == s.to_bytes());
+        if !ok {
+            tracing::warn!("ic_bls12_381 Scalar is not in the expected Montgomery form; MSM scalars cross as to_bytes()");
+        }
+        ok
+    })
+}
+
+/// Montgomery limbs (blst's, R = 2^384) of a 48-byte big-endian field element.
+fn montgomery_bytes(be: &[u8]) -> [u8; FP_BYTES] {
+    let mut fp = blst_fp::default();
+    // SAFETY: blst reads 48 bytes; callers pass 48-byte coordinates of to_uncompressed.
+    unsafe { blst::blst_fp_from_bendian(&mut fp, be.as_ptr()) };
+    let mut out = [0u8; FP_BYTES];
+    for (b, limb) in out.chunks_exact_mut(8).zip(fp.l) {
+        b.copy_from_slice(&limb.to_le_bytes());
+    }
+    out
+}
+
+/// Finds where x and y sit inside a `G1Affine`. The struct has padding bytes (next to its
+/// `Choice`), which Rust may not read, so sample points travel to the GPU and back as
+/// untyped bytes (written by the DMA engine, the copy is ordinary initialised memory) and
+/// are compared there with their Montgomery coordinates at every 8-byte offset. A layout
+/// is accepted only if x and y are found at one offset each, for every sample.
+fn probe_point_layout(gpu: &GpuBackend, w: &mut Worker) -> Result<Option<PointLayout>, GpuError> {
+    let size = size_of::<G1Affine>();
+    if !size.is_multiple_of(8) || size < POINT_BYTES {
+        return Ok(None);
+    }
+    let g = G1Affine::generator();
+    let samples = [g, -g, G1Affine::from(G1Projective::generator().double())];
+    let bytes = samples.len() * size;
+    w.msm.device.ensure(bytes)?;
+    w.msm.host_out.ensure(bytes)?;
+    gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
+    // SAFETY: a view of the samples' memory as possibly-uninitialised bytes (no byte is read
+    // on the host); it lives until the synchronisation below.
+    let raw: &[MaybeUninit<u8>] =
+        unsafe { std::slice::from_raw_parts(samples.as_ptr() as *const MaybeUninit<u8>, bytes) };
+    let stream = w.stream.clone();
+    // SAFETY: the device buffer holds `bytes`; both copies finish before the reads below.
+    unsafe {
+        result::memcpy_htod_async(w.msm.device.ptr(), raw, stream.cu_stream())
+            .map_err(driver("upload layout probe"))?;
+        result::memcpy_dtoh_async(
+            w.msm.host_out.slice_mut(bytes),
+            w.msm.device.ptr(),
+            stream.cu_stream(),
+        )
+        .map_err(driver("download layout probe"))?;
+    }
+    stream.synchronize().map_err(driver("layout probe"))?;
+    let back = w.msm.host_out.slice(bytes);
+    let records: Vec<&[u8]> = back.chunks_exact(size).collect();
+    type Coords = ([u8; FP_BYTES], [u8; FP_BYTES]);
+    let coords: Vec<Coords> = samples
+        .iter()
+        .map(|p| {
+            let u = p.to_uncompressed();
+            (
+                montgomery_bytes(&u[..FP_BYTES]),
+                montgomery_bytes(&u[FP_BYTES..]),
+            )
+        })
+        .collect();
+    let find = |pick: fn(&Coords) -> &[u8; FP_BYTES]| {
+        let hits: Vec<usize> = (0..=size - FP_BYTES)
+            .step_by(8)
+            .filter(|&o| {
+                records
+                    .iter()
+                    .zip(&coords)
+                    .all(|(r, c)| r[o..o + FP_BYTES] == pick(c)[..])
+            })
+            .collect();
+        (hits.len() == 1).then(|| hits[0])
+    };
+    let layout = match (find(|c| &c.0), find(|c| &c.1)) {
+        (Some(x), Some(y)) if x.abs_diff(y) >= FP_BYTES => Some(PointLayout { x, y }),
+        _ => None,
+    };
+    match layout {
+        Some(l) => tracing::debug!(?l, size, "G1Affine layout probed"),
+        None => tracing::warn!(
+            size,
+            "x and y of ic_bls12_381's G1Affine not found; MSM points cross as encodings"
+        ),
+    }
+    Ok(layout)
+}
+
+fn staging(gpu: &GpuBackend, w: &mut Worker) -> Result<Staging, GpuError> {
+    if std::env::var("GPU_CRYPTO_MSM_STAGING").as_deref() == Ok("encoded") || !raw_scalars_usable()
+    {
+        return Ok(Staging::Encoded);
+    }
+    let layout = match gpu.kernels.msm.layout.get() {
+        Some(l) => *l,
+        None => {
+            let l = probe_point_layout(gpu, w)?;
+            *gpu.kernels.msm.layout.get_or_init(|| l)
+        }
+    };
+    Ok(layout.map_or(Staging::Encoded, Staging::Montgomery))
+}
+
+/// A run of at most PIECE points of one MSM and its first global index.
+struct Piece<'a> {
+    points: &'a [G1Affine],
+    scalars: &'a [Scalar],
+    first: usize,
+}
+
+fn pieces<'a>(msms: &[MsmInput<'a>]) -> Vec<Piece<'a>> {
+    let mut out = Vec::new();
+    let mut first = 0;
+    for m in msms {
+        for (points, scalars) in m.points.chunks(PIECE).zip(m.scalars.chunks(PIECE)) {
+            out.push(Piece {
+                points,
+                scalars,
+                first,
+            });
+            first += points.len();
+        }
+    }
+    out
+}
+
+/// Consecutive runs of pieces of at least `first` points for the first run and `target`
+/// for the others (the last may be shorter): the pipeline's chunks, as (first piece, end
+/// piece, first point, points).
+fn chunks(pieces: &[Piece<'_>], first: usize, target: usize) -> Vec<(usize, usize, usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < pieces.len() {
+        let want = if out.is_empty() { first } else { target };
+        let mut end = start;
+        let mut points = 0;
+        while end < pieces.len() && points < want.max(1) {
+            points += pieces[end].points.len();
+            end += 1;
+        }
+        out.push((start, end, pieces[start].first, points));
+        start = end;
+    }
+    out
+}
+
+/// The staging area as an address that rayon's workers may share: each writes only the
+/// bytes of its own pieces, which are disjoint.
+#[derive(Clone, Copy)]
+struct Area(usize);
+
+impl Area {
+    /// # Safety
+    /// `[offset, offset + len)` must be inside the area, which outlives `'a`, and be
+    /// accessed by no one else meanwhile.
+    unsafe fn slice<'a>(self, offset: usize, len: usize) -> &'a mut [u8] {
+        // SAFETY: per the caller.
+        unsafe { std::slice::from_raw_parts_mut((self.0 + offset) as *mut u8, len) }
     }
 }
 
-/// Stages points as 96-byte uncompressed encodings and scalars as 32 little-endian bytes
-/// (the identity gets a zero scalar, so the kernels never meet it) and uploads them in
-/// groups of about UPLOAD_GROUP points, so each group's copy overlaps the next group's
-/// conversion on the host.
+/// Writes the pieces' scalars at `scalars + 32 * first` (zero for the identity, so no
+/// kernel ever meets the identity) and points at `points + 96 * first`, in the staging
+/// form, in one pass over the inputs; on all cores when there are many points.
 ///
 /// # Safety
-/// `d_base` must hold `plan.in_bytes` bytes laid out as `plan` says; the caller must not
-/// touch `host` again until `stream` has been synchronised.
-unsafe fn stage_and_upload(
-    msms: &[MsmInput<'_>],
-    plan: &Plan,
-    host: &mut [u8],
-    d_base: u64,
-    stream: cudarc::driver::sys::CUstream,
-) -> Result<(), GpuError> {
-    let (points_area, rest) = host.split_at_mut(plan.off_scalars);
-    let (scalars_area, starts_area) = rest.split_at_mut(plan.off_starts_in - plan.off_scalars);
-    let mut start = 0u32;
-    for (b, m) in msms.iter().enumerate() {
-        starts_area[4 * b..4 * b + 4].copy_from_slice(&start.to_le_bytes());
-        start += m.points.len() as u32;
-    }
-    starts_area[4 * msms.len()..4 * msms.len() + 4].copy_from_slice(&start.to_le_bytes());
-    let starts_bytes = 4 * (msms.len() + 1);
-    // SAFETY: the device range is inside the caller's buffer; the host range stays unwritten.
-    unsafe {
-        result::memcpy_htod_async(
-            d_base + plan.off_starts_in as u64,
-            &starts_area[..starts_bytes],
-            stream,
-        )
-    }
-    .map_err(driver("upload MSM offsets"))?;
-
-    // Pieces of at most UPLOAD_GROUP points of one MSM, in the global point order.
-    let mut pieces: Vec<(&[G1Affine], &[ic_bls12_381::Scalar])> = Vec::new();
-    for m in msms {
-        for (p, s) in m
+/// Both areas must hold every piece's range, and nothing else may access those ranges
+/// meanwhile.
+unsafe fn stage(pieces: &[Piece<'_>], n: usize, staging: Staging, scalars: Area, points: Area) {
+    let one = |piece: &Piece<'_>| {
+        let len = piece.points.len();
+        // SAFETY: the pieces' ranges are disjoint and inside the areas (the caller's contract).
+        let (sd, pd) = unsafe {
+            (
+                scalars.slice(SCALAR_BYTES * piece.first, SCALAR_BYTES * len),
+                points.slice(POINT_BYTES * piece.first, POINT_BYTES * len),
+            )
+        };
+        for (((p, s), sd), pd) in piece
             .points
-            .chunks(UPLOAD_GROUP)
-            .zip(m.scalars.chunks(UPLOAD_GROUP))
+            .iter()
+            .zip(piece.scalars)
+            .zip(sd.chunks_exact_mut(SCALAR_BYTES))
+            .zip(pd.chunks_exact_mut(POINT_BYTES))
         {
-            pieces.push((p, s));
-        }
-    }
-    let mut points_rest = &mut points_area[..POINT_BYTES * plan.n];
-    let mut scalars_rest = &mut scalars_area[..SCALAR_BYTES * plan.n];
-    let mut uploaded = 0usize;
-    let mut group = Vec::new();
-    let mut group_points = 0usize;
-    let last = pieces.len().saturating_sub(1);
-    for (i, (p, s)) in pieces.into_iter().enumerate() {
-        let (pd, pr) = std::mem::take(&mut points_rest).split_at_mut(POINT_BYTES * p.len());
-        let (sd, sr) = std::mem::take(&mut scalars_rest).split_at_mut(SCALAR_BYTES * p.len());
-        points_rest = pr;
-        scalars_rest = sr;
-        group_points += p.len();
-        group.push((p, s, pd, sd));
-        if group_points < UPLOAD_GROUP && i != last {
-            continue;
-        }
-        let convert =
-            |(p, s, pd, sd): &mut (&[G1Affine], &[ic_bls12_381::Scalar], &mut [u8], &mut [u8])| {
-                if p.len() >= PARALLEL_CONVERT {
-                    p.par_iter()
-                        .zip(s.par_iter())
-                        .zip(pd.par_chunks_exact_mut(POINT_BYTES))
-                        .zip(sd.par_chunks_exact_mut(SCALAR_BYTES))
-                        .with_min_len(256)
-                        .for_each(|(((p, s), pd), sd)| fill(p, s, pd, sd));
-                } else {
-                    for (((p, s), pd), sd) in p
-                        .iter()
-                        .zip(s.iter())
-                        .zip(pd.chunks_exact_mut(POINT_BYTES))
-                        .zip(sd.chunks_exact_mut(SCALAR_BYTES))
-                    {
-                        fill(p, s, pd, sd);
+            let identity = bool::from(p.is_identity());
+            match staging {
+                Staging::Montgomery(layout) => {
+                    let base = p as *const G1Affine as *const u8;
+                    // SAFETY: the probe found x and y, fields of every G1Affine, at these
+                    // offsets: 48 initialised bytes each, inside the struct.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            base.add(layout.x),
+                            pd.as_mut_ptr(),
+                            FP_BYTES,
+                        );
+                        std::ptr::copy_nonoverlapping(
+                            base.add(layout.y),
+                            pd.as_mut_ptr().add(FP_BYTES),
+                            FP_BYTES,
+                        );
+                    }
+                    if identity {
+                        sd.fill(0);
+                    } else {
+                        sd.copy_from_slice(scalar_limbs(s));
                     }
                 }
-            };
-        if group.len() > 1 && group_points >= PARALLEL_CONVERT {
-            group.par_iter_mut().for_each(convert);
-        } else {
-            group.iter_mut().for_each(convert);
+                Staging::Encoded => {
+                    pd.copy_from_slice(&p.to_uncompressed());
+                    if identity {
+                        sd.fill(0);
+                    } else {
+                        sd.copy_from_slice(&s.to_bytes());
+                    }
+                }
+            }
         }
-        // The group's encodings are contiguous in the pinned buffer (split off in order).
-        let (p_ptr, s_ptr) = (group[0].2.as_ptr(), group[0].3.as_ptr());
-        // SAFETY: the group's slices were split off one allocation consecutively, so the
-        // ranges [p_ptr, p_ptr + 96 * group_points) and [s_ptr, ...) are inside it and
-        // initialised; the device offsets follow `plan`.
-        unsafe {
-            let pts = std::slice::from_raw_parts(p_ptr, POINT_BYTES * group_points);
-            let scs = std::slice::from_raw_parts(s_ptr, SCALAR_BYTES * group_points);
-            result::memcpy_htod_async(
-                d_base + (plan.off_points + POINT_BYTES * uploaded) as u64,
-                pts,
-                stream,
-            )
-            .map_err(driver("upload points"))?;
-            result::memcpy_htod_async(
-                d_base + (plan.off_scalars + SCALAR_BYTES * uploaded) as u64,
-                scs,
-                stream,
-            )
-            .map_err(driver("upload scalars"))?;
-        }
-        uploaded += group_points;
-        group.clear();
-        group_points = 0;
+    };
+    if n >= PARALLEL_STAGING {
+        pieces.par_iter().for_each(one);
+    } else {
+        pieces.iter().for_each(one);
     }
-    Ok(())
 }
 
 fn launch_1d(n: usize, threads: u32) -> LaunchConfig {
@@ -364,43 +617,129 @@ fn launch_1d(n: usize, threads: u32) -> LaunchConfig {
     }
 }
 
+/// Reduction threads that fit one wave of the device (REDUCE_DEFAULT_THREADS if the SM
+/// count cannot be read).
+fn reduce_threads(gpu: &GpuBackend) -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| {
+        gpu.ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .ok()
+            .and_then(|sms| usize::try_from(sms).ok())
+            .filter(|&sms| sms > 0)
+            .map(|sms| sms * REDUCE_BLOCKS_PER_SM * REDUCE_THREADS_MAX as usize)
+            .unwrap_or(REDUCE_DEFAULT_THREADS)
+    })
+}
+
+/// Timing events of one call (`GPU_CRYPTO_MSM_PROFILE=1` only).
+struct Marks {
+    ctx: Arc<CudaContext>,
+    events: Vec<(String, CudaEvent)>,
+}
+
+impl Marks {
+    fn mark(marks: &mut Option<Marks>, stream: &CudaStream, what: String) -> Result<(), GpuError> {
+        if let Some(m) = marks {
+            let e = m
+                .ctx
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(driver("cuEventCreate"))?;
+            e.record(stream).map_err(driver("cuEventRecord"))?;
+            m.events.push((what, e));
+        }
+        Ok(())
+    }
+
+    fn report(&self) -> String {
+        let mut out = Vec::new();
+        for pair in self.events.windows(2) {
+            if let Ok(ms) = pair[0].1.elapsed_ms(&pair[1].1) {
+                out.push(format!("{} {:.3}", pair[1].0, ms));
+            }
+        }
+        out.join(", ")
+    }
+}
+
 pub(crate) fn run(
     gpu: &GpuBackend,
     w: &mut Worker,
     msms: &[MsmInput<'_>],
 ) -> Result<Vec<G1Projective>, GpuError> {
-    let plan = Plan::new(msms)?;
+    let result = run_staged(gpu, w, msms);
+    if result.is_err()
+        && let Some(s) = &w.msm.points_stream
+    {
+        // The worker's quiesce waits for its own stream; the upload stream may still be
+        // reading the staging buffer.
+        let _ = s.synchronize();
+    }
+    result
+}
+
+fn run_staged(
+    gpu: &GpuBackend,
+    w: &mut Worker,
+    msms: &[MsmInput<'_>],
+) -> Result<Vec<G1Projective>, GpuError> {
+    let plan = Plan::new(msms, reduce_threads(gpu))?;
     if plan.n == 0 {
         return Ok(vec![G1Projective::identity(); msms.len()]);
     }
+    let t_start = std::time::Instant::now();
+    let staging = staging(gpu, w)?;
     let k = &gpu.kernels.msm;
     let out_bytes = JACOBIAN_BYTES * plan.partials;
     w.msm.host_in.ensure(plan.in_bytes)?;
     w.msm.host_out.ensure(out_bytes)?;
     w.msm.device.ensure(plan.device_bytes)?;
+    let copy = w.msm.points_stream()?;
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
-    let t_stage = std::time::Instant::now();
-    let base = w.msm.device.ptr();
-    // SAFETY: the device buffer holds plan.device_bytes; host_in is not touched again
-    // before the stream is synchronised below.
-    unsafe {
-        stage_and_upload(
-            msms,
-            &plan,
-            w.msm.host_in.slice_mut(plan.in_bytes),
-            base,
-            w.stream.cu_stream(),
-        )?;
-    }
-    let stage_s = t_stage.elapsed().as_secs_f64();
-    let t_gpu = std::time::Instant::now();
-
     let stream = w.stream.clone();
+    let mut marks = profile_enabled().then(|| Marks {
+        ctx: gpu.ctx.clone(),
+        events: Vec::new(),
+    });
+    Marks::mark(&mut marks, &stream, "start".into())?;
+
+    let base = w.msm.device.ptr();
     let at = |off: usize| base + off as u64;
-    let (d_points, d_scalars, d_starts_in) = (
-        at(plan.off_points),
+    let host = w.msm.host_in.slice_mut(plan.in_bytes);
+    let pieces = pieces(msms);
+    let chunks = chunks(
+        &pieces,
+        plan.chunk_target.min(PIPELINE_FIRST_CHUNK.max(plan.n / 64)),
+        plan.chunk_target,
+    );
+
+    // The MSM start table crosses first, on the upload stream.
+    let mut start = 0u32;
+    for (b, m) in msms.iter().enumerate() {
+        host[plan.off_starts_in + 4 * b..plan.off_starts_in + 4 * b + 4]
+            .copy_from_slice(&start.to_le_bytes());
+        start += m.points.len() as u32;
+    }
+    let last = plan.off_starts_in + 4 * msms.len();
+    host[last..last + 4].copy_from_slice(&start.to_le_bytes());
+    let (ccu, cu) = (copy.cu_stream(), stream.cu_stream());
+    // SAFETY: device ranges follow `plan` inside `device` (ensured above); the host range
+    // is not written again before the final synchronisation.
+    unsafe {
+        result::memcpy_htod_async(
+            at(plan.off_starts_in),
+            &host[plan.off_starts_in..last + 4],
+            ccu,
+        )
+        .map_err(driver("upload MSM offsets"))?;
+    }
+    // From here on the staging buffer is only reached through this address (disjoint
+    // pieces, written by rayon's workers), never through `host` again.
+    let area = host.as_mut_ptr() as usize;
+    let (d_scalars, d_starts_in, d_points) = (
         at(plan.off_scalars),
         at(plan.off_starts_in),
+        at(plan.off_points),
     );
     let (d_counts, d_starts, d_cursor, d_tile_sums) = (
         at(plan.off_counts),
@@ -413,91 +752,154 @@ pub(crate) fn run(
         at(plan.off_buckets),
         at(plan.off_partials),
     );
-    let n32 = plan.n as u32;
     let msms32 = plan.msms as u32;
     let buckets32 = plan.buckets as u32;
     let tiles32 = plan.tiles as u32;
-    // SAFETY: every device range lies inside `device` (Plan's offsets, ensured above) and
-    // every host range inside the pinned buffers, untouched until the stream is
-    // synchronised below. Kernel arguments match the kernels' signatures.
+    // SAFETY: as above.
     unsafe {
-        let cu = stream.cu_stream();
-        result::memset_d8_async(d_counts, 0, 4 * plan.buckets, cu)
-            .map_err(driver("clear counts"))?;
         // Poison: an unwritten partial sum is not a canonical field element.
         result::memset_d8_async(d_partials, 0xff, out_bytes, cu)
             .map_err(driver("poison partial sums"))?;
-        stream
-            .launch_builder(&k.load_points)
-            .arg(&d_points)
-            .arg(&n32)
-            .launch(launch_1d(plan.n, 128))
-            .map_err(driver("launch msm_load_points"))?;
-        stream
-            .launch_builder(&k.histogram)
-            .arg(&d_scalars)
-            .arg(&n32)
-            .arg(&d_starts_in)
-            .arg(&msms32)
-            .arg(&plan.c)
-            .arg(&plan.windows)
-            .arg(&plan.narrow)
-            .arg(&d_counts)
-            .launch(launch_1d(plan.n, 256))
-            .map_err(driver("launch msm_histogram"))?;
-        stream
-            .launch_builder(&k.scan_tiles)
-            .arg(&d_counts)
-            .arg(&buckets32)
-            .arg(&d_starts)
-            .arg(&d_tile_sums)
-            .launch(LaunchConfig {
-                grid_dim: (tiles32, 1, 1),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            })
-            .map_err(driver("launch msm_scan_tiles"))?;
-        stream
-            .launch_builder(&k.scan_tile_sums)
-            .arg(&d_tile_sums)
-            .arg(&tiles32)
-            .launch(LaunchConfig {
-                grid_dim: (1, 1, 1),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            })
-            .map_err(driver("launch msm_scan_tile_sums"))?;
-        stream
-            .launch_builder(&k.scan_add)
-            .arg(&d_starts)
-            .arg(&d_cursor)
-            .arg(&buckets32)
-            .arg(&d_tile_sums)
-            .launch(launch_1d(plan.buckets, 256))
-            .map_err(driver("launch msm_scan_add"))?;
-        stream
-            .launch_builder(&k.scatter)
-            .arg(&d_scalars)
-            .arg(&n32)
-            .arg(&d_starts_in)
-            .arg(&msms32)
-            .arg(&plan.c)
-            .arg(&plan.windows)
-            .arg(&plan.narrow)
-            .arg(&d_cursor)
-            .arg(&d_sorted)
-            .launch(launch_1d(plan.n, 256))
-            .map_err(driver("launch msm_scatter"))?;
-        stream
-            .launch_builder(&k.accumulate)
-            .arg(&d_points)
-            .arg(&d_sorted)
-            .arg(&d_starts)
-            .arg(&d_cursor)
-            .arg(&buckets32)
-            .arg(&d_buckets)
-            .launch(launch_1d(plan.buckets, 128))
-            .map_err(driver("launch msm_accumulate"))?;
+    }
+
+    // Per chunk: stage on the host (the GPU meanwhile works on the chunk before), upload on
+    // the copy stream, then on the worker's stream: wait for the upload, sort the chunk's
+    // digits into buckets, add its points to the buckets.
+    let mut t_staged = 0.0;
+    for (c, &(p0, p1, first, count)) in chunks.iter().enumerate() {
+        // SAFETY: the chunk's scalar and point ranges lie in the pinned buffer's areas of
+        // `plan`; no copy reads them before their upload is issued below.
+        unsafe {
+            stage(
+                &pieces[p0..p1],
+                count,
+                staging,
+                Area(area + plan.off_scalars),
+                Area(area + plan.off_points),
+            );
+        }
+        t_staged = t_start.elapsed().as_secs_f64();
+        let srange = plan.off_scalars + SCALAR_BYTES * first
+            ..plan.off_scalars + SCALAR_BYTES * (first + count);
+        let prange =
+            plan.off_points + POINT_BYTES * first..plan.off_points + POINT_BYTES * (first + count);
+        // SAFETY: the ranges were fully written just above (the chunk's pieces are
+        // contiguous in global order) and are not written again before the final
+        // synchronisation; the device ranges mirror them.
+        unsafe {
+            let src = std::slice::from_raw_parts((area + srange.start) as *const u8, srange.len());
+            result::memcpy_htod_async(at(srange.start), src, ccu)
+                .map_err(driver("upload scalars"))?;
+            let src = std::slice::from_raw_parts((area + prange.start) as *const u8, prange.len());
+            result::memcpy_htod_async(at(prange.start), src, ccu)
+                .map_err(driver("upload points"))?;
+        }
+        stream.join(&copy).map_err(driver("wait for the upload"))?;
+        Marks::mark(&mut marks, &stream, format!("wait{c}"))?;
+        let (first32, count32, resume) = (first as u32, count as u32, u32::from(c > 0));
+        let d_chunk_scalars = d_scalars + (SCALAR_BYTES * first) as u64;
+        let d_chunk_points = d_points + (POINT_BYTES * first) as u64;
+        // SAFETY: every device range lies inside `device` (Plan's offsets, ensured above);
+        // kernel arguments match the kernels' signatures. The sort buffers of the chunk
+        // before are consumed by its accumulation, earlier on the same stream.
+        unsafe {
+            match staging {
+                Staging::Montgomery(_) => {
+                    stream
+                        .launch_builder(&k.scalars_from_mont)
+                        .arg(&d_chunk_scalars)
+                        .arg(&count32)
+                        .launch(launch_1d(count, 256))
+                        .map_err(driver("launch msm_scalars_from_mont"))?;
+                }
+                Staging::Encoded => {
+                    stream
+                        .launch_builder(&k.load_points)
+                        .arg(&d_chunk_points)
+                        .arg(&count32)
+                        .launch(launch_1d(count, 128))
+                        .map_err(driver("launch msm_load_points"))?;
+                }
+            }
+            result::memset_d8_async(d_counts, 0, 4 * plan.buckets, cu)
+                .map_err(driver("clear counts"))?;
+            stream
+                .launch_builder(&k.histogram)
+                .arg(&d_scalars)
+                .arg(&first32)
+                .arg(&count32)
+                .arg(&d_starts_in)
+                .arg(&msms32)
+                .arg(&plan.c)
+                .arg(&plan.windows)
+                .arg(&plan.narrow)
+                .arg(&d_counts)
+                .launch(launch_1d(count, 256))
+                .map_err(driver("launch msm_histogram"))?;
+            stream
+                .launch_builder(&k.scan_tiles)
+                .arg(&d_counts)
+                .arg(&buckets32)
+                .arg(&d_starts)
+                .arg(&d_tile_sums)
+                .launch(LaunchConfig {
+                    grid_dim: (tiles32, 1, 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                })
+                .map_err(driver("launch msm_scan_tiles"))?;
+            stream
+                .launch_builder(&k.scan_tile_sums)
+                .arg(&d_tile_sums)
+                .arg(&tiles32)
+                .launch(LaunchConfig {
+                    grid_dim: (1, 1, 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                })
+                .map_err(driver("launch msm_scan_tile_sums"))?;
+            stream
+                .launch_builder(&k.scan_add)
+                .arg(&d_starts)
+                .arg(&d_cursor)
+                .arg(&buckets32)
+                .arg(&d_tile_sums)
+                .launch(launch_1d(plan.buckets, 256))
+                .map_err(driver("launch msm_scan_add"))?;
+            stream
+                .launch_builder(&k.scatter)
+                .arg(&d_scalars)
+                .arg(&first32)
+                .arg(&count32)
+                .arg(&d_starts_in)
+                .arg(&msms32)
+                .arg(&plan.c)
+                .arg(&plan.windows)
+                .arg(&plan.narrow)
+                .arg(&d_cursor)
+                .arg(&d_sorted)
+                .launch(launch_1d(count, 256))
+                .map_err(driver("launch msm_scatter"))?;
+            Marks::mark(&mut marks, &stream, format!("sort{c}"))?;
+            stream
+                .launch_builder(&k.accumulate)
+                .arg(&d_points)
+                .arg(&d_sorted)
+                .arg(&d_starts)
+                .arg(&d_cursor)
+                .arg(&buckets32)
+                .arg(&resume)
+                .arg(&d_buckets)
+                .launch(launch_1d(plan.buckets, 128))
+                .map_err(driver("launch msm_accumulate"))?;
+            Marks::mark(&mut marks, &stream, format!("accumulate{c}"))?;
+        }
+    }
+
+    // Window sums, download.
+    // SAFETY: as for the chunks; the host output range is not read before the
+    // synchronisation.
+    unsafe {
         stream
             .launch_builder(&k.reduce)
             .arg(&d_buckets)
@@ -510,38 +912,50 @@ pub(crate) fn run(
                 shared_mem_bytes: 0,
             })
             .map_err(driver("launch msm_reduce"))?;
+        Marks::mark(&mut marks, &stream, "reduce".into())?;
         result::memcpy_dtoh_async(w.msm.host_out.slice_mut(out_bytes), d_partials, cu)
             .map_err(driver("download partial sums"))?;
     }
+    Marks::mark(&mut marks, &stream, "download".into())?;
     stream.synchronize().map_err(driver("g1 msm"))?;
-    let gpu_s = t_gpu.elapsed().as_secs_f64();
-    let t_combine = std::time::Instant::now();
+    let t_gpu = t_start.elapsed().as_secs_f64();
     let partials = w.msm.host_out.slice(out_bytes);
     let per_msm = JACOBIAN_BYTES * plan.windows as usize * plan.blocks_per_window as usize;
-    let combine = |chunk: &[u8]| combine_windows(chunk, &plan);
     let out = if plan.msms > 1 {
-        partials.par_chunks_exact(per_msm).map(combine).collect()
+        partials
+            .par_chunks_exact(per_msm)
+            .map(|chunk| combine_windows(chunk, &plan, false))
+            .collect()
     } else {
-        partials.chunks_exact(per_msm).map(combine).collect()
+        partials
+            .chunks_exact(per_msm)
+            .map(|chunk| combine_windows(chunk, &plan, true))
+            .collect()
     };
+    let t_end = t_start.elapsed().as_secs_f64();
     tracing::debug!(
         points = plan.n,
         msms = plan.msms,
         window_bits = plan.c,
-        stage_upload_ms = stage_s * 1e3,
-        gpu_ms = gpu_s * 1e3,
-        combine_ms = t_combine.elapsed().as_secs_f64() * 1e3,
+        chunks = chunks.len(),
+        ?staging,
+        staged_ms = t_staged * 1e3,
+        gpu_done_ms = t_gpu * 1e3,
+        total_ms = t_end * 1e3,
         "g1 msm"
     );
-    if profile_enabled() {
+    if let Some(m) = &marks {
         eprintln!(
-            "msm profile: {} points in {} MSMs, c={}: stage+upload issue {:.3} ms, then upload rest+kernels+download {:.3} ms, combine {:.3} ms",
+            "msm profile: {} points in {} MSMs, c={}, {} chunk(s), {:?}: host ms from the call's start: last chunk staged {:.3}, GPU done {:.3}, combined {:.3}; GPU ms: {}",
             plan.n,
             plan.msms,
             plan.c,
-            stage_s * 1e3,
-            gpu_s * 1e3,
-            t_combine.elapsed().as_secs_f64() * 1e3
+            chunks.len(),
+            staging,
+            t_staged * 1e3,
+            t_gpu * 1e3,
+            t_end * 1e3,
+            m.report()
         );
     }
     out
@@ -582,21 +996,43 @@ fn jacobian_from_gpu(b: &[u8]) -> Result<blst_p1, GpuError> {
     })
 }
 
-/// sum over windows w of 2^(c*w) * (sum of window w's partial sums), by Horner from the top.
-fn combine_windows(chunk: &[u8], plan: &Plan) -> Result<G1Projective, GpuError> {
-    let per_window = JACOBIAN_BYTES * plan.blocks_per_window as usize;
+/// The sum of one window's partial sums (one per reduction block).
+fn window_sum(window: &[u8]) -> Result<blst_p1, GpuError> {
     let mut acc = blst_p1::default();
-    for (w, window) in chunk.chunks_exact(per_window).enumerate().rev() {
+    for part in window.chunks_exact(JACOBIAN_BYTES) {
+        let p = jacobian_from_gpu(part)?;
+        // SAFETY: blst point arithmetic on initialised values; in-place use is allowed, and
+        // add_or_double handles equal inputs and the identity.
+        unsafe { blst::blst_p1_add_or_double(&mut acc, &acc, &p) };
+    }
+    Ok(acc)
+}
+
+/// sum over windows w of 2^(offset of w) * (window w's sum), by Horner from the top. The
+/// window sums are independent: `parallel` computes them on all cores (one big MSM);
+/// batches run one MSM per core instead.
+fn combine_windows(chunk: &[u8], plan: &Plan, parallel: bool) -> Result<G1Projective, GpuError> {
+    let per_window = JACOBIAN_BYTES * plan.blocks_per_window as usize;
+    let sums: Vec<blst_p1> = if parallel && plan.blocks_per_window > 1 {
+        chunk
+            .par_chunks_exact(per_window)
+            .map(window_sum)
+            .collect::<Result<_, _>>()?
+    } else {
+        chunk
+            .chunks_exact(per_window)
+            .map(window_sum)
+            .collect::<Result<_, _>>()?
+    };
+    let mut acc = blst_p1::default();
+    for (w, sum) in sums.iter().enumerate().rev() {
         // Window w starts window_width(w) bits below window w + 1.
         for _ in 0..window_width(w as u32, plan.c) {
             // SAFETY: blst point arithmetic on initialised values; in-place use is allowed.
             unsafe { blst::blst_p1_double(&mut acc, &acc) };
         }
-        for part in window.chunks_exact(JACOBIAN_BYTES) {
-            let p = jacobian_from_gpu(part)?;
-            // SAFETY: as above; add_or_double handles equal inputs and the identity.
-            unsafe { blst::blst_p1_add_or_double(&mut acc, &acc, &p) };
-        }
+        // SAFETY: as above.
+        unsafe { blst::blst_p1_add_or_double(&mut acc, &acc, sum) };
     }
     let mut bytes = [0u8; 96];
     // SAFETY: blst writes 96 bytes for an uncompressed G1 point.
@@ -652,15 +1088,95 @@ mod tests {
             points: &points,
             scalars: &scalars,
         };
-        let plan = Plan::new(&vec![one; 32]).expect("32 MSMs");
+        let plan = Plan::new(&vec![one; 32], REDUCE_DEFAULT_THREADS).expect("32 MSMs");
         assert_eq!(plan.c, 8);
-        let plan = Plan::new(&vec![one; 20_000]).expect("20k MSMs");
+        let plan = Plan::new(&vec![one; 20_000], REDUCE_DEFAULT_THREADS).expect("20k MSMs");
         assert!(plan.c < 8, "c={}", plan.c);
         assert!(plan.buckets * BUCKET_BYTES <= MAX_BUCKET_BYTES);
         assert!(matches!(
-            Plan::new(&vec![one; 1_000_000]),
+            Plan::new(&vec![one; 1_000_000], REDUCE_DEFAULT_THREADS),
             Err(GpuError::InputTooLarge(_))
         ));
+    }
+
+    /// The host reference of msm_scalars_from_mont inverts ic_bls12_381's raw form, and
+    /// the raw form is what this crate version keeps (or the GPU path uses to_bytes).
+    #[test]
+    fn raw_scalar_limbs_convert_to_canonical_bytes() {
+        use ff::Field;
+        use rand::SeedableRng;
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
+        assert!(raw_scalars_usable(), "ic_bls12_381 Scalar layout changed");
+        for _ in 0..1000 {
+            let s = Scalar::random(&mut rng);
+            assert_eq!(scalar_from_montgomery(scalar_limbs(&s)), s.to_bytes());
+        }
+        let minus_one = -Scalar::ONE;
+        assert_eq!(scalar_from_montgomery(scalar_limbs(&minus_one)), R_MINUS_1);
+    }
+
+    #[test]
+    fn montgomery_bytes_of_one_is_r_mod_p() {
+        let mut one = [0u8; 48];
+        one[47] = 1;
+        let m = montgomery_bytes(&one);
+        // R mod p = 0x15f65ec3...0002fffd (kernels' FP_ONE), little-endian bytes.
+        assert_eq!(&m[..8], &0x7609_0000_0002_fffd_u64.to_le_bytes());
+        assert_eq!(&m[40..], &0x15f6_5ec3_fa80_e493_u64.to_le_bytes());
+    }
+
+    /// Pipeline chunks cover every point once, in order, end on piece boundaries (never
+    /// inside a piece, so never inside an MSM's piece) and reach the target size.
+    #[test]
+    fn chunks_cover_the_batch_in_order() {
+        let g = G1Affine::generator();
+        let points = vec![g; 300_000];
+        let scalars = vec![Scalar::one(); 300_000];
+        let sizes = [0usize, 100_000, 5, 0, 170_000, 29_995];
+        let mut at = 0;
+        let msms: Vec<MsmInput<'_>> = sizes
+            .iter()
+            .map(|&len| {
+                let m = MsmInput {
+                    points: &points[at..at + len],
+                    scalars: &scalars[at..at + len],
+                };
+                at += len;
+                m
+            })
+            .collect();
+        let pieces = pieces(&msms);
+        assert!(
+            pieces
+                .iter()
+                .all(|p| !p.points.is_empty() && p.points.len() <= PIECE)
+        );
+        for (head, target) in [
+            (1usize, 1usize),
+            (PIECE, PIECE),
+            (1 << 16, 50_000),
+            (1 << 16, 1 << 18),
+            (1 << 30, 1 << 30),
+        ] {
+            let c = chunks(&pieces, head, target);
+            let mut next = 0;
+            for (i, &(p0, p1, first, count)) in c.iter().enumerate() {
+                let want = if i == 0 { head } else { target };
+                assert_eq!(first, next);
+                assert_eq!(
+                    count,
+                    pieces[p0..p1].iter().map(|p| p.points.len()).sum::<usize>()
+                );
+                assert!(i + 1 == c.len() || count >= want);
+                assert!(count < want.max(1) + PIECE);
+                next += count;
+            }
+            assert_eq!(next, 300_000);
+        }
+        let plan = Plan::new(&msms, REDUCE_DEFAULT_THREADS).expect("plan");
+        assert_eq!(plan.chunk_target, 1 << 18);
+        let small = Plan::new(&msms[..2], REDUCE_DEFAULT_THREADS).expect("plan");
+        assert_eq!(small.chunk_target, 100_000);
     }
 
     #[test]
@@ -669,6 +1185,8 @@ mod tests {
         assert_eq!(window_bits(448), 8);
         assert_eq!(window_bits(1 << 12), 10);
         assert_eq!(window_bits(1 << 16), 14);
-        assert_eq!(window_bits(1 << 24), 16);
+        assert_eq!(window_bits(1 << 18), 14);
+        assert_eq!(window_bits((1 << 18) + 1), 15);
+        assert_eq!(window_bits(1 << 24), 15);
     }
 }

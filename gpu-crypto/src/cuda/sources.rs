@@ -27,12 +27,35 @@ pub const HEADERS: &[(&str, &str)] = &[
         include_str!("../../../kernels/ec/g1_projective.cuh"),
     ),
     (
+        "ec/g1_jacobian.cuh",
+        include_str!("../../../kernels/ec/g1_jacobian.cuh"),
+    ),
+    (
         "ec/g1_subgroup.cuh",
         include_str!("../../../kernels/ec/g1_subgroup.cuh"),
     ),
     (
         "ec/g1_xyzz.cuh",
         include_str!("../../../kernels/ec/g1_xyzz.cuh"),
+    ),
+    (
+        "ops/g1_decompress.cuh",
+        include_str!("../../../kernels/ops/g1_decompress.cuh"),
+    ),
+    ("ff/fp2.cuh", include_str!("../../../kernels/ff/fp2.cuh")),
+    ("ff/fp6.cuh", include_str!("../../../kernels/ff/fp6.cuh")),
+    ("ff/fp12.cuh", include_str!("../../../kernels/ff/fp12.cuh")),
+    (
+        "pairing/miller_loop.cuh",
+        include_str!("../../../kernels/pairing/miller_loop.cuh"),
+    ),
+    (
+        "pairing/final_exp.cuh",
+        include_str!("../../../kernels/pairing/final_exp.cuh"),
+    ),
+    (
+        "pairing/bls_io.cuh",
+        include_str!("../../../kernels/pairing/bls_io.cuh"),
     ),
     (
         "hash/sha256.cuh",
@@ -46,10 +69,26 @@ pub const G1_DECOMPRESS: KernelProgram = KernelProgram {
     functions: &["g1_decompress"],
 };
 
+/// Benchmark-only instances of the decompression kernel (other formulas and register
+/// budgets); compiled by the bench, never by the engine, and checked by the compile test.
+pub const G1_DECOMPRESS_VARIANTS: KernelProgram = KernelProgram {
+    name: "ops/g1_decompress_variants.cu",
+    source: include_str!("../../../kernels/ops/g1_decompress_variants.cu"),
+    functions: &[
+        "g1_decompress_projective_plain",
+        "g1_decompress_jacobian_lb3",
+        "g1_decompress_jacobian_lb4",
+    ],
+};
+
 pub const SHA256_PREFIXED: KernelProgram = KernelProgram {
     name: "ops/sha256_prefixed.cu",
     source: include_str!("../../../kernels/ops/sha256_prefixed.cu"),
-    functions: &["sha256_prefixed", "sha256_prefixed_alu"],
+    functions: &[
+        "sha256_prefixed",
+        "sha256_prefixed_alu",
+        "sha256_prefixed_shr_fma",
+    ],
 };
 
 pub const FILL_RANDOM: KernelProgram = KernelProgram {
@@ -62,6 +101,7 @@ pub const G1_MSM: KernelProgram = KernelProgram {
     name: "msm/g1_msm.cu",
     source: include_str!("../../../kernels/msm/g1_msm.cu"),
     functions: &[
+        "msm_scalars_from_mont",
         "msm_load_points",
         "msm_histogram",
         "msm_scatter",
@@ -73,8 +113,37 @@ pub const G1_MSM: KernelProgram = KernelProgram {
     ],
 };
 
+/// BLS batch verification: random-combination leaves, tree levels, node checks.
+pub const BLS_VERIFY: KernelProgram = KernelProgram {
+    name: "ops/bls_verify.cu",
+    source: include_str!("../../../kernels/ops/bls_verify.cu"),
+    functions: &[
+        "bls_rlc_leaves",
+        "bls_rlc_halves",
+        "bls_tree_level",
+        "bls_check_nodes",
+    ],
+};
+
+/// Products of pairings as Gt values (tests, exact per-item checks).
+pub const BLS_PAIRING: KernelProgram = KernelProgram {
+    name: "ops/bls_pairing.cu",
+    source: include_str!("../../../kernels/ops/bls_pairing.cu"),
+    functions: &["bls_pairing_products"],
+};
+
 /// Every program the backend loads; all must compile for every supported architecture.
-pub const PROGRAMS: &[KernelProgram] = &[G1_DECOMPRESS, SHA256_PREFIXED, FILL_RANDOM, G1_MSM];
+pub const PROGRAMS: &[KernelProgram] = &[
+    G1_DECOMPRESS,
+    SHA256_PREFIXED,
+    FILL_RANDOM,
+    G1_MSM,
+    BLS_VERIFY,
+    BLS_PAIRING,
+];
+
+/// Programs only the benchmarks load; they must compile like the others.
+pub const BENCH_PROGRAMS: &[KernelProgram] = &[G1_DECOMPRESS_VARIANTS];
 
 /// The architectures the product targets: H100/H200 (sm_90) and RTX PRO 6000 Blackwell (sm_120).
 pub const TARGET_ARCHS: &[&str] = &["sm_90", "sm_120"];

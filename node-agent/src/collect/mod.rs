@@ -6,13 +6,12 @@ pub mod rapl;
 pub mod replica;
 
 use crate::cost::{CostTracker, offloaded_cpu_seconds};
+use crate::crypto::CryptoOutcome;
 use crate::node::NodeAssessment;
 use crate::pinning::Pinner;
 use crate::snapshot::{
-    CollectorStatus, CryptoStatus, PinningStatus, ReplicaHealth, ReplicaStatus, SelftestResult,
-    Snapshot,
+    CollectorStatus, CryptoStatus, PinningStatus, ReplicaHealth, ReplicaStatus, Snapshot,
 };
-use gpu_crypto::Engine;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -100,8 +99,8 @@ pub struct DisabledCollector {
 pub struct Collectors {
     pub clock: Arc<dyn Clock>,
     pub node: NodeAssessment,
-    pub engine: Arc<Engine>,
-    pub selftest: SelftestResult,
+    /// The crypto path and selftest, established at start (in a child process under `run`).
+    pub crypto: CryptoOutcome,
     pub gpu: Option<Box<dyn gpu::GpuSource>>,
     pub rapl: Option<rapl::RaplReader>,
     pub replica: Option<ReplicaSource>,
@@ -123,16 +122,14 @@ impl Collectors {
     pub fn new(
         clock: Arc<dyn Clock>,
         node: NodeAssessment,
-        engine: Arc<Engine>,
-        selftest: SelftestResult,
+        crypto: CryptoOutcome,
         cost: CostTracker,
         cpu_seconds_per_item: BTreeMap<String, f64>,
     ) -> std::io::Result<Collectors> {
         Ok(Collectors {
             clock,
             node,
-            engine,
-            selftest,
+            crypto,
             gpu: None,
             rapl: None,
             replica: None,
@@ -270,12 +267,13 @@ impl Collectors {
             }
         };
 
+        // The selftest's result from start: the agent runs no crypto of its own afterwards.
         let stats = self
-            .run("crypto", &mut statuses, |c| Ok(c.engine.stats()))
-            .unwrap_or_else(|| self.engine.stats());
+            .run("crypto", &mut statuses, |c| Ok(c.crypto.stats.clone()))
+            .unwrap_or_else(|| self.crypto.stats.clone());
         let crypto = CryptoStatus {
-            report: self.engine.report(),
-            selftest: self.selftest.clone(),
+            report: self.crypto.report.clone(),
+            selftest: self.crypto.selftest.clone(),
             offloaded_cpu_seconds: offloaded_cpu_seconds(&stats, &self.cpu_seconds_per_item),
             stats,
         };

@@ -2,7 +2,6 @@
 //! real agent process observed through its sd_notify socket.
 #![allow(dead_code)]
 
-use gpu_crypto::Engine;
 use hardware_profiles::ProfileSet;
 use node_agent::collect::{Collectors, ManualClock, ReplicaSource};
 use node_agent::config::CostConfig;
@@ -56,16 +55,14 @@ pub fn fixed_collectors(node: NodeAssessment, clock: Arc<ManualClock>) -> Collec
     ] {
         op.backend = gpu_crypto::BackendChoice::Cpu;
     }
-    let engine = Arc::new(Engine::new(policy).unwrap());
-    let selftest = node_agent::crypto::selftest(&engine);
-    assert!(selftest.passed, "{:?}", selftest.checks);
+    let crypto = node_agent::crypto::outcome(&policy, node_agent::crypto::run_selftest(policy));
+    assert!(crypto.selftest.passed, "{:?}", crypto.selftest.checks);
     let config = CostConfig::default();
     let cost = CostTracker::new(CostParams::new(&node.cost, &config));
     let mut c = Collectors::new(
         clock,
         node,
-        engine,
-        selftest,
+        crypto,
         cost,
         config.cpu_seconds_per_item.clone(),
     )
@@ -118,6 +115,8 @@ impl Agent {
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
             .env("NOTIFY_SOCKET", &socket_path)
+            // As systemd's StateDirectory= would: the node key goes to the scratch directory.
+            .env("STATE_DIRECTORY", dir.path())
             .env_remove("WATCHDOG_PID")
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())

@@ -1,5 +1,6 @@
 //! Modules of the `gpu-crypto` binary.
 
+pub mod bench;
 pub mod input;
 pub mod ops;
 pub mod selftest;

@@ -1,0 +1,101 @@
+// BLS signature batch verification kernels (signatures in G1, public keys in G2).
+//
+// Random-linear-combination batch (as blst's batch verification): for item i with
+// signature s_i, message point H_i, public key pk_i and a random 128-bit r_i,
+//   prod_i e(r_i H_i, pk_i) * e(sum_i r_i s_i, -g2) == 1.
+// `bls_rlc_leaves` computes per item the Miller loop value f_i = ML(r_i H_i, pk_i) and the
+// point r_i s_i; `bls_tree_level` builds a tree of products of f and sums of r s (one
+// launch per level); `bls_check_nodes` decides any tree nodes: node f times
+// ML(node sum, -g2), final exponentiation, == 1. A leaf's check is the exact check of its
+// item (r_i is invertible mod the group order), so the host bisects a failing node down to
+// leaves and every verdict is per item. `bls_rlc_halves` is the two-threads-per-item form.
+#include "common.cuh"
+#include "pairing/bls_io.cuh"
+#include "pairing/final_exp.cuh"
+
+extern "C" __global__ void __launch_bounds__(64)
+bls_rlc_leaves(const u8* __restrict__ items, u32 n, fp12_t* __restrict__ f_out,
+               g1_proj_t* __restrict__ s_out) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const u8* item = items + (u64)i * BLS_ITEM_BYTES;
+    const u8* scalar = item + 384;
+    g1_proj_t sig, msg;
+    load_g1(sig, item);
+    load_g1(msg, item + 96);
+    g1_mul_u128(sig, sig, scalar);
+    g1_mul_u128(msg, msg, scalar);
+    s_out[i] = sig;
+    pairing_term_t term;
+    fp12_t f;
+    const int n_terms = make_term(term, msg, item + 192) ? 1 : 0;
+    miller_loop_multi(f, &term, n_terms);
+    f_out[i] = f;
+}
+
+// The same combination with two threads per item (latency: half a Miller loop chain per
+// thread at batch sizes that leave the GPU idle): thread 2i computes ML(r_i H_i, pk_i),
+// thread 2i + 1 computes ML(r_i s_i, -g2); their product is item i's factor, so the tree's
+// level 1 holds the items and a check is a final exponentiation only (s unused).
+extern "C" __global__ void __launch_bounds__(64)
+bls_rlc_halves(const u8* __restrict__ items, u32 n, const u8* __restrict__ neg_g2,
+               fp12_t* __restrict__ f_out) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= 2 * n) return;
+    const u8* item = items + (u64)(t >> 1) * BLS_ITEM_BYTES;
+    const bool signature_half = t & 1;
+    g1_proj_t p;
+    load_g1(p, signature_half ? item : item + 96);
+    g1_mul_u128(p, p, item + 384);
+    pairing_term_t term;
+    fp12_t f;
+    const int n_terms = make_term(term, p, signature_half ? neg_g2 : item + 192) ? 1 : 0;
+    miller_loop_multi(f, &term, n_terms);
+    f_out[t] = f;
+}
+
+// One level of the combination tree: node j of the output is the product (f) and sum (s)
+// of nodes 2j and 2j + 1 of the input; an odd last node is carried up unchanged.
+extern "C" __global__ void __launch_bounds__(64)
+bls_tree_level(const fp12_t* __restrict__ f_in, const g1_proj_t* __restrict__ s_in, u32 n_in,
+               fp12_t* __restrict__ f_out, g1_proj_t* __restrict__ s_out) {
+    const u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 n_out = (n_in + 1) / 2;
+    if (j >= n_out) return;
+    if (2 * j + 1 < n_in) {
+        fp12_t a = f_in[2 * j], b = f_in[2 * j + 1];
+        fp12_mul(a, a, b);
+        f_out[j] = a;
+        if (s_in != nullptr) {
+            g1_proj_t p = s_in[2 * j], q = s_in[2 * j + 1];
+            bls_g1_add(p, p, q);
+            s_out[j] = p;
+        }
+    } else {
+        f_out[j] = f_in[2 * j];
+        if (s_in != nullptr) s_out[j] = s_in[2 * j];
+    }
+}
+
+// verdicts[k] = 1 when f[nodes[k]] * ML(s[nodes[k]], -g2), finally exponentiated, is one;
+// 0 otherwise. neg_g2: the 192-byte encoding of -g2. With s null (two threads per item)
+// the signature side is already in f: the check is the final exponentiation alone.
+extern "C" __global__ void __launch_bounds__(64)
+bls_check_nodes(const fp12_t* __restrict__ f, const g1_proj_t* __restrict__ s,
+                const u32* __restrict__ nodes, u32 count, const u8* __restrict__ neg_g2,
+                u8* __restrict__ verdicts) {
+    const u32 k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= count) return;
+    const u32 node = nodes[k];
+    fp12_t acc = f[node];
+    if (s != nullptr) {
+        pairing_term_t term;
+        fp12_t m;
+        const g1_proj_t sum = s[node];
+        const int n_terms = make_term(term, sum, neg_g2) ? 1 : 0;
+        miller_loop_multi(m, &term, n_terms);
+        fp12_mul(acc, acc, m);
+    }
+    final_exponentiation(acc, acc);
+    verdicts[k] = fp12_is_one(acc) ? 1 : 0;
+}

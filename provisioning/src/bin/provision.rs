@@ -1,0 +1,461 @@
+//! `provision`: plan a sovereign subnet, flash and verify node disks, enrol attested nodes.
+//! Usage and exit statuses: docs/operator-guide.md, docs/governing-body-guide.md.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use provisioning::bundle::Bundle;
+use provisioning::enroll::{EnrollRequest, enroll};
+use provisioning::flash::{FlashError, Progress, flash, verify_target};
+use provisioning::image::{ReleaseManifest, check_image, write_test_image};
+use provisioning::registry::{Decision, Registry};
+use provisioning::subnet::{Subnet, SubnetError};
+use provisioning::target::SystemView;
+use sha2::{Digest, Sha256};
+
+const AFTER_HELP: &str = "\
+Exit status: 0 success; 1 a check failed (verification mismatch, enrolment refused); \
+2 invalid input (subnet file, bundle, manifest, image, policy, arguments); 3 target refused \
+(mounted, system disk, partition, the image itself); 4 I/O failure on the target or the \
+registry (write error, short write, target too small); 5 the registry's hash chain is broken.";
+
+#[derive(Parser)]
+#[command(name = "provision", version, about = "Plan a sovereign subnet, flash and verify node disks, enrol attested nodes", after_help = AFTER_HELP)]
+struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Capacity, DKG and checkpoint timing and cost per hardware profile; with --out, one
+    /// configuration bundle per node.
+    Plan {
+        subnet: PathBuf,
+        /// PROFILE=FILE: the `gpu-crypto bench --json` document for a profile (overrides the
+        /// subnet file's [benchmarks] entry).
+        #[arg(long, value_name = "PROFILE=FILE")]
+        bench: Vec<String>,
+        /// Write plan.txt, plan.json and one bundle directory per node here.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Print the plan as JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the image and the node's bundle to a device or file, sync, read back, compare.
+    Flash {
+        #[arg(long, value_name = "DISK.img")]
+        image: PathBuf,
+        #[arg(long, value_name = "DEVICE_OR_FILE")]
+        target: PathBuf,
+        /// The node's bundle directory (from `provision plan --out`).
+        #[arg(long, value_name = "BUNDLE")]
+        node: PathBuf,
+        /// Default: release-manifest.json next to the image.
+        #[arg(long, value_name = "release-manifest.json")]
+        manifest: Option<PathBuf>,
+    },
+    /// Re-check a flashed target against the release manifest (and a bundle, if given).
+    Verify {
+        #[arg(long, value_name = "DISK.img")]
+        image: PathBuf,
+        #[arg(long, value_name = "DEVICE_OR_FILE")]
+        target: PathBuf,
+        #[arg(long, value_name = "release-manifest.json")]
+        manifest: Option<PathBuf>,
+        /// Also require the configuration partition to hold exactly this bundle.
+        #[arg(long, value_name = "BUNDLE")]
+        node: Option<PathBuf>,
+    },
+    /// Fetch evidence with a fresh nonce, verify it, record the decision in the registry.
+    Enroll {
+        /// The node agent's base URL, e.g. http://[2001:db8::11]:9420
+        #[arg(long, value_name = "URL")]
+        node: String,
+        #[arg(long, value_name = "POLICY.toml")]
+        policy: PathBuf,
+        #[arg(long, value_name = "REGISTRY")]
+        registry: PathBuf,
+        /// Name recorded for the node (default: the URL).
+        #[arg(long)]
+        name: Option<String>,
+        /// Verification time for certificate validity, YYYY-MM-DDTHH:MM:SSZ or @unix (default now).
+        #[arg(long)]
+        time: Option<String>,
+        #[arg(long, default_value_t = 30_000)]
+        timeout_ms: u64,
+        /// Print the record as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The registry: check its chain, or list admitted nodes as NODES.toml for `attest fleet`.
+    Registry {
+        #[command(subcommand)]
+        command: RegistryCommand,
+    },
+    /// Write a small genuine GPT test image (no operating system) and its release manifest,
+    /// for practising and CI.
+    TestImage {
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Size of the seeded root partition, MiB.
+        #[arg(long, default_value_t = 8)]
+        root_mib: u64,
+    },
+}
+
+#[derive(Subcommand)]
+enum RegistryCommand {
+    /// Verify the hash chain; print the number of records and the head.
+    Check {
+        #[arg(long)]
+        registry: PathBuf,
+    },
+    /// NODES.toml (name, url, chip_id, node_public_key) of every admitted node.
+    Nodes {
+        #[arg(long)]
+        registry: PathBuf,
+    },
+}
+
+/// An error with the exit status it maps to.
+struct Failure {
+    code: u8,
+    error: anyhow::Error,
+}
+
+fn fail(code: u8) -> impl FnOnce(anyhow::Error) -> Failure {
+    move |error| Failure { code, error }
+}
+
+impl From<FlashError> for Failure {
+    fn from(e: FlashError) -> Failure {
+        Failure {
+            code: e.exit_code(),
+            error: e.into(),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    // A file-size limit (ulimit -f) must end in a reported write error, not in death by
+    // SIGXFSZ with a half-written target and no message.
+    // SAFETY: setting a signal to SIG_IGN at start, before any thread exists.
+    let _ = unsafe {
+        nix::sys::signal::signal(
+            nix::sys::signal::Signal::SIGXFSZ,
+            nix::sys::signal::SigHandler::SigIgn,
+        )
+    };
+    let args = Args::parse();
+    match run(args) {
+        Ok(code) => ExitCode::from(code),
+        Err(Failure { code, error }) => {
+            eprintln!("provision: error: {error:#}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn run(args: Args) -> Result<u8, Failure> {
+    match args.command {
+        Command::Plan {
+            subnet,
+            bench,
+            out,
+            json,
+        } => plan(&subnet, &bench, out.as_deref(), json),
+        Command::Flash {
+            image,
+            target,
+            node,
+            manifest,
+        } => {
+            let manifest = load_manifest(&image, manifest)?;
+            let bundle = Bundle::load(&node).map_err(|e| fail(2)(e.into()))?;
+            let progress = Bar::new();
+            let verified = flash(
+                &image,
+                &manifest,
+                &bundle,
+                &target,
+                &SystemView::host(),
+                &progress,
+            )?;
+            println!(
+                "flashed and verified {}: node {}, {} bytes, image SHA-256 {} (= manifest), configuration partition SHA-256 {}",
+                verified.target.display(),
+                verified.node_name,
+                verified.bytes,
+                verified.image_sha256,
+                verified.config_sha256
+            );
+            Ok(0)
+        }
+        Command::Verify {
+            image,
+            target,
+            manifest,
+            node,
+        } => {
+            let manifest = load_manifest(&image, manifest)?;
+            let progress = Bar::new();
+            progress.phase("checking the image", manifest.disk_image.size);
+            check_image(&image, &manifest, &|d| progress.advance(d))
+                .map_err(|e| fail(2)(e.into()))?;
+            progress.finish();
+            let expected = match node {
+                None => None,
+                Some(dir) => {
+                    let bundle = Bundle::load(&dir).map_err(|e| fail(2)(e.into()))?;
+                    let region = provisioning::flash::config_region(&bundle, &manifest)?;
+                    Some(Sha256::digest(&region).into())
+                }
+            };
+            let verified = verify_target(&target, &manifest, expected, &progress)?;
+            println!(
+                "verified {}: node {}, image SHA-256 {} (= manifest), configuration partition SHA-256 {}{}",
+                verified.target.display(),
+                verified.node_name,
+                verified.image_sha256,
+                verified.config_sha256,
+                if expected.is_some() {
+                    " (= bundle)"
+                } else {
+                    ""
+                }
+            );
+            Ok(0)
+        }
+        Command::Enroll {
+            node,
+            policy,
+            registry,
+            name,
+            time,
+            timeout_ms,
+            json,
+        } => {
+            let verify_time = match time {
+                None => std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
+                Some(t) => attestation::snp::amd::parse_time(&t).ok_or_else(|| {
+                    fail(2)(anyhow!("--time {t:?} is not YYYY-MM-DDTHH:MM:SSZ or @unix"))
+                })?,
+            };
+            let outcome = enroll(&EnrollRequest {
+                node_url: &node,
+                name: name.as_deref(),
+                policy: &policy,
+                registry: &registry,
+                verify_time,
+                timeout: Duration::from_millis(timeout_ms),
+            })
+            .map_err(|e| Failure {
+                code: e.exit_code(),
+                error: e.into(),
+            })?;
+            let r = &outcome.record;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(r).map_err(|e| fail(4)(e.into()))?
+                );
+            } else {
+                if let Some(v) = &outcome.verdict {
+                    print!("{}", v.to_table());
+                }
+                match r.decision {
+                    Decision::Admit => println!(
+                        "ADMITTED {} (chip id {}..., node key {}), record {} of {}, registry head {}",
+                        r.name,
+                        r.chip_id.as_deref().unwrap_or("?").get(..16).unwrap_or(""),
+                        r.node_public_key.as_deref().unwrap_or("?"),
+                        r.seq,
+                        registry.display(),
+                        outcome.registry_head
+                    ),
+                    Decision::Refuse => {
+                        println!(
+                            "REFUSED {}, record {} of {}:",
+                            r.name,
+                            r.seq,
+                            registry.display()
+                        );
+                        for reason in &r.reasons {
+                            println!("  {reason}");
+                        }
+                    }
+                }
+            }
+            Ok(if r.decision == Decision::Admit { 0 } else { 1 })
+        }
+        Command::Registry { command } => match command {
+            RegistryCommand::Check { registry } => {
+                let reg = open_registry(&registry)?;
+                let admitted = reg.admitted().count();
+                println!(
+                    "{}: {} record(s), {admitted} admitted, chain intact, head {}",
+                    registry.display(),
+                    reg.records().len(),
+                    reg.head()
+                );
+                Ok(0)
+            }
+            RegistryCommand::Nodes { registry } => {
+                let reg = open_registry(&registry)?;
+                let mut out =
+                    String::from("# Admitted nodes of the registry, for `attest fleet --nodes`.\n");
+                for r in reg.admitted() {
+                    out.push_str(&format!(
+                        "\n[[node]]\nname = {}\nurl = {}\nchip_id = {}\nnode_public_key = {}\n",
+                        toml_str(&r.name),
+                        toml_str(&r.node_url),
+                        toml_str(r.chip_id.as_deref().unwrap_or("")),
+                        toml_str(r.node_public_key.as_deref().unwrap_or(""))
+                    ));
+                }
+                print!("{out}");
+                Ok(0)
+            }
+        },
+        Command::TestImage { out, root_mib } => {
+            std::fs::create_dir_all(&out)
+                .with_context(|| format!("creating {}", out.display()))
+                .map_err(fail(4))?;
+            let m =
+                write_test_image(&out, root_mib << 20, 16 << 20).map_err(|e| fail(4)(e.into()))?;
+            println!(
+                "wrote {} ({} bytes, SHA-256 {}) and {}; {} at {} (+{} bytes). TEST IMAGE: no operating system.",
+                out.join(&m.disk_image.file).display(),
+                m.disk_image.size,
+                m.disk_image.sha256,
+                m.path.display(),
+                m.disk_image.config_partition.name,
+                m.disk_image.config_partition.offset_bytes,
+                m.disk_image.config_partition.size_bytes
+            );
+            Ok(0)
+        }
+    }
+}
+
+fn toml_str(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+fn open_registry(path: &Path) -> Result<Registry, Failure> {
+    Registry::open(path).map_err(|e| {
+        let code = match e {
+            provisioning::registry::RegistryError::Broken { .. } => 5,
+            provisioning::registry::RegistryError::Io { .. } => 4,
+        };
+        fail(code)(e.into())
+    })
+}
+
+fn load_manifest(image: &Path, manifest: Option<PathBuf>) -> Result<ReleaseManifest, Failure> {
+    let path = manifest.unwrap_or_else(|| ReleaseManifest::default_path(image));
+    ReleaseManifest::load(&path).map_err(|e| fail(2)(e.into()))
+}
+
+fn plan(subnet: &Path, bench: &[String], out: Option<&Path>, json: bool) -> Result<u8, Failure> {
+    let mut overrides = BTreeMap::new();
+    for b in bench {
+        let (profile, file) = b
+            .split_once('=')
+            .ok_or_else(|| fail(2)(anyhow!("--bench {b:?} is not PROFILE=FILE")))?;
+        overrides.insert(profile.to_string(), PathBuf::from(file));
+    }
+    let subnet = Subnet::load(subnet, &overrides).map_err(|e| match e {
+        SubnetError::Io { .. } => fail(2)(e.into()),
+        SubnetError::Invalid(_) => fail(2)(e.into()),
+    })?;
+    let plan = provisioning::plan::plan(&subnet).map_err(|e| fail(2)(e.into()))?;
+    let text = provisioning::plan::render(&plan);
+    let plan_json = serde_json::to_string_pretty(&plan).map_err(|e| fail(2)(e.into()))? + "\n";
+    if let Some(dir) = out {
+        let bundles = provisioning::plan::bundles(&subnet).map_err(|e| fail(2)(e.into()))?;
+        let io = |path: &Path| format!("writing {}", path.display());
+        std::fs::create_dir_all(dir)
+            .with_context(|| io(dir))
+            .map_err(fail(4))?;
+        for bundle in &bundles {
+            let node_dir = dir.join(&bundle.node.name);
+            bundle.write(&node_dir).map_err(|e| fail(4)(e.into()))?;
+        }
+        std::fs::write(dir.join("plan.txt"), &text)
+            .with_context(|| io(&dir.join("plan.txt")))
+            .map_err(fail(4))?;
+        std::fs::write(dir.join("plan.json"), &plan_json)
+            .with_context(|| io(&dir.join("plan.json")))
+            .map_err(fail(4))?;
+        eprintln!(
+            "wrote {} node bundle(s), plan.txt and plan.json to {}",
+            bundles.len(),
+            dir.display()
+        );
+    }
+    print!("{}", if json { &plan_json } else { &text });
+    Ok(0)
+}
+
+/// indicatif progress on a terminal, nothing otherwise.
+struct Bar {
+    tty: bool,
+    bar: Mutex<Option<ProgressBar>>,
+}
+
+impl Bar {
+    fn new() -> Bar {
+        Bar {
+            tty: std::io::stderr().is_terminal(),
+            bar: Mutex::new(None),
+        }
+    }
+}
+
+impl Progress for Bar {
+    fn phase(&self, name: &str, len: u64) {
+        if !self.tty {
+            return;
+        }
+        let bar = ProgressBar::new(len);
+        if let Ok(style) = ProgressStyle::with_template(
+            "{msg:20} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(name.to_string());
+        if let Ok(mut slot) = self.bar.lock()
+            && let Some(old) = slot.replace(bar)
+        {
+            old.finish();
+        }
+    }
+
+    fn advance(&self, done: u64) {
+        if let Ok(slot) = self.bar.lock()
+            && let Some(bar) = slot.as_ref()
+        {
+            bar.set_position(done);
+        }
+    }
+
+    fn finish(&self) {
+        if let Ok(mut slot) = self.bar.lock()
+            && let Some(bar) = slot.take()
+        {
+            bar.finish();
+        }
+    }
+}

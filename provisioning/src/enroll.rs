@@ -1,0 +1,199 @@
+//! Enrolment: ask a node agent for evidence bound to a fresh random nonce
+//! (`GET {url}/v1/attestation?nonce=<64 hex>`), verify it with the attestation library under
+//! the governing body's policy, apply the registry rules, and append the decision (admit or
+//! refuse, with every reason) to the registry. Every decision is recorded, refusals included.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use attestation::bundle::{Bundle, ExpectedNode, verify_bundle};
+use attestation::policy::Policy;
+use attestation::report::Verdict;
+use attestation::snp::amd::{ChainVerifier, fmt_unix};
+use attestation::snp::raw::AttestationReport;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use thiserror::Error;
+
+use crate::registry::{Decision, Record, Registry, RegistryError, rule_violations};
+
+/// Larger answers are not evidence bundles (a bundle with GPU chains is tens of KiB).
+const MAX_BUNDLE_BYTES: usize = 4 << 20;
+
+#[derive(Debug, Error)]
+pub enum EnrollError {
+    #[error("policy {path}: {message}")]
+    Policy { path: PathBuf, message: String },
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error("cannot start the HTTP client: {0}")]
+    Runtime(std::io::Error),
+}
+
+impl EnrollError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            EnrollError::Policy { .. } => 2,
+            EnrollError::Registry(RegistryError::Broken { .. }) => 5,
+            EnrollError::Registry(RegistryError::Io { .. }) | EnrollError::Runtime(_) => 4,
+        }
+    }
+}
+
+pub struct EnrollRequest<'a> {
+    pub node_url: &'a str,
+    /// Name recorded for the node (default: the URL).
+    pub name: Option<&'a str>,
+    pub policy: &'a Path,
+    pub registry: &'a Path,
+    /// Verification time for certificate validity (Unix seconds).
+    pub verify_time: u64,
+    pub timeout: Duration,
+}
+
+/// The recorded decision, and the verifier's checks where evidence was verified.
+#[derive(Debug)]
+pub struct Enrolment {
+    pub record: Record,
+    pub verdict: Option<Verdict>,
+    pub registry_head: String,
+}
+
+pub fn enroll(req: &EnrollRequest<'_>) -> Result<Enrolment, EnrollError> {
+    let policy_bytes = std::fs::read(req.policy).map_err(|e| EnrollError::Policy {
+        path: req.policy.to_owned(),
+        message: e.to_string(),
+    })?;
+    let policy = Policy::load(req.policy).map_err(|e| EnrollError::Policy {
+        path: req.policy.to_owned(),
+        message: e.to_string(),
+    })?;
+    let mut registry = Registry::open(req.registry)?;
+
+    let mut nonce = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut nonce);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut record = Record {
+        seq: 0,
+        prev_sha256: String::new(),
+        time: fmt_unix(now),
+        unix_time: now,
+        decision: Decision::Refuse,
+        name: req.name.unwrap_or(req.node_url).to_string(),
+        node_url: req.node_url.to_string(),
+        chip_id: None,
+        node_public_key: None,
+        measurement: None,
+        evidence_source: None,
+        nonce: hex::encode(nonce),
+        policy: req.policy.display().to_string(),
+        policy_sha256: hex::encode(Sha256::digest(&policy_bytes)),
+        reasons: Vec::new(),
+        entry_sha256: String::new(),
+    };
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(EnrollError::Runtime)?;
+    let fetched = runtime.block_on(async {
+        tokio::time::timeout(req.timeout, fetch(req.node_url, &nonce))
+            .await
+            .unwrap_or_else(|_| Err(format!("no answer within {:?}", req.timeout)))
+    });
+    let mut verdict = None;
+    match fetched
+        .and_then(|body| Bundle::from_json(&body).map_err(|e| format!("bad evidence: {e}")))
+    {
+        Err(reason) => record.reasons.push(reason),
+        Ok(bundle) => {
+            record.evidence_source = Some(
+                match bundle.source {
+                    attestation::bundle::EvidenceSource::SevSnp => "sev-snp",
+                    attestation::bundle::EvidenceSource::Test => "test",
+                }
+                .to_string(),
+            );
+            record.node_public_key = hex::decode(bundle.node_public_key.trim())
+                .ok()
+                .map(hex::encode);
+            if let Some(report) = hex::decode(bundle.snp.report.trim())
+                .ok()
+                .and_then(|b| AttestationReport::parse(&b).ok())
+            {
+                record.chip_id = Some(hex::encode(report.chip_id()));
+                record.measurement = Some(hex::encode(report.measurement()));
+            }
+            let chains = ChainVerifier::new(policy.trust_store());
+            let v = verify_bundle(
+                &bundle,
+                &nonce,
+                &policy,
+                &chains,
+                req.verify_time,
+                &ExpectedNode::default(),
+            );
+            if v.admitted {
+                match (&record.chip_id, &record.node_public_key) {
+                    (Some(chip), Some(key)) => {
+                        record.reasons = rule_violations(registry.admitted(), chip, key);
+                    }
+                    _ => record
+                        .reasons
+                        .push("admitted evidence without a readable chip id or node key".into()),
+                }
+                if record.reasons.is_empty() {
+                    record.decision = Decision::Admit;
+                }
+            } else {
+                record.reasons.extend(
+                    v.failed()
+                        .map(|c| format!("check {} failed: {}", c.name, c.detail)),
+                );
+            }
+            verdict = Some(v);
+        }
+    }
+    let record = registry.append(record)?;
+    Ok(Enrolment {
+        record,
+        verdict,
+        registry_head: registry.head().to_string(),
+    })
+}
+
+async fn fetch(url: &str, nonce: &[u8; 32]) -> Result<Bytes, String> {
+    let uri: hyper::Uri = format!(
+        "{}/v1/attestation?nonce={}",
+        url.trim_end_matches('/'),
+        hex::encode(nonce)
+    )
+    .parse()
+    .map_err(|e| format!("bad node URL {url:?}: {e}"))?;
+    // The bundle is self-authenticating (nonce-bound, hardware-signed): plain HTTP suffices.
+    if uri.scheme_str() != Some("http") {
+        return Err(format!("unsupported URL scheme in {url:?} (http only)"));
+    }
+    let client: Client<_, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    let response = client
+        .get(uri)
+        .await
+        .map_err(|e| format!("unreachable: {e}"))?;
+    let status = response.status();
+    let body = Limited::new(response.into_body(), MAX_BUNDLE_BYTES)
+        .collect()
+        .await
+        .map_err(|e| format!("reading the answer: {e}"))?
+        .to_bytes();
+    if !status.is_success() {
+        let text = String::from_utf8_lossy(body.get(..200).unwrap_or(&body)).into_owned();
+        return Err(format!("HTTP {status}: {}", text.trim()));
+    }
+    Ok(body)
+}

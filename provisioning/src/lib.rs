@@ -1,0 +1,27 @@
+//! Provisioning for a sovereign subnet: the operator plans the subnet (capacity, DKG and
+//! checkpoint timing, cost) and gets one configuration bundle per node, flashes each node's
+//! disk so that a wrong or cut-short write is never reported as success, and the governing
+//! body enrols each node only after its attestation evidence verifies.
+//!
+//! * [`subnet`]: `SUBNET.toml`, validated with file:line:column errors.
+//! * [`bench`]: the `gpu-crypto bench --json` document the planner takes its costs from.
+//! * [`plan`]: thread budgets, DKG and checkpoint timing, cost (formulas in
+//!   docs/operator-guide.md).
+//! * [`bundle`]: a node's configuration bundle and its deterministic ustar archive.
+//! * [`image`]: the release manifest and the disk image's GPT.
+//! * [`target`]: refusing mounted devices and the running system's disk.
+//! * [`flash`]: write, sync, read back and compare; `verify` for later re-checks.
+//! * [`registry`]: the governing body's append-only, hash-chained registry.
+//! * [`enroll`]: fetch evidence with a fresh nonce, verify, decide, record.
+
+pub mod bench;
+pub mod bundle;
+pub mod enroll;
+pub mod flash;
+pub mod image;
+pub mod plan;
+pub mod registry;
+pub mod subnet;
+pub mod target;
+
+pub use hardware_profiles::Location;

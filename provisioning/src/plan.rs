@@ -1,0 +1,638 @@
+//! The subnet plan: per hardware profile, thread budgets (steady and burst) with and
+//! without GPU offload, NI-DKG dealing verification per block against the block time,
+//! checkpoint hashing time and threads, consensus signature load, and cost; plus one
+//! configuration bundle per node. Every formula is in docs/operator-guide.md ("Plan
+//! formulas"); the names below follow it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use gpu_crypto::{BackendChoice, OperationPolicy};
+use hardware_profiles::{GpuRequirement, Profile};
+use serde::Serialize;
+
+use crate::bench::{BenchEntry, BenchFile, BenchOp};
+use crate::bundle::{
+    AGENT_CONFIG, Bundle, BundleError, NODE_CONFIG, NODE_CONFIG_SCHEMA, NodeConfig, NodeNetwork,
+    NodeOperator,
+};
+use crate::subnet::Subnet;
+
+/// Points decompressed per dealing per receiver, and per MSM: 16 chunks per share.
+pub const CHUNKS_PER_SHARE: u64 = 16;
+/// Independent MSMs per dealing verification.
+pub const MSMS_PER_DEALING: u64 = 32;
+/// Consensus signature shares each node's signature is verified for per block
+/// (notarization, finalization, random beacon, certification).
+pub const SHARES_PER_NODE_PER_BLOCK: u64 = 4;
+/// 1 MiB state chunks per GiB.
+pub const CHUNKS_PER_GIB: f64 = 1024.0;
+pub const HOURS_PER_MONTH: f64 = 365.25 * 24.0 / 12.0;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub subnet: String,
+    pub n: u64,
+    pub block_time_seconds: f64,
+    pub dkg_interval_length: u64,
+    pub dkg_dealings_per_block: u64,
+    pub dkg_transcripts_per_interval: u64,
+    pub state_size_gib: f64,
+    pub checkpoint_hash_target_seconds: f64,
+    pub profiles: Vec<ProfilePlan>,
+    pub cost: SubnetCost,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProfilePlan {
+    pub profile: String,
+    pub nodes: u64,
+    pub bench_file: String,
+    pub bench: String,
+    /// Consensus + execution + query + p2p_http threads of the profile (always busy pools).
+    pub base_threads: u64,
+    pub idkg_pool_threads: u64,
+    pub checkpoint_pool_threads: u64,
+    pub consensus_pool_threads: u64,
+    /// The profile's `logical_cpus.max`, when it sets one.
+    pub machine_threads: Option<u64>,
+    pub without_gpu: ModeFigures,
+    pub with_gpu: Option<ModeFigures>,
+    /// Why there are no with-GPU figures.
+    pub with_gpu_unavailable: Option<String>,
+    pub cost: NodeCost,
+    /// Every benchmark entry a figure was computed from.
+    pub figures_from: Vec<FigureSource>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FigureSource {
+    pub op: String,
+    pub backend: String,
+    pub batch: usize,
+    pub seconds_per_item: f64,
+    pub threads: usize,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeFigures {
+    pub dealing: DealingCost,
+    pub dkg: DkgFigures,
+    pub checkpoint: CheckpointFigures,
+    /// Threads of the consensus signature verification per block time (4n shares); None
+    /// when the benchmark has no BLS figure.
+    pub consensus_signature_threads: Option<f64>,
+    pub steady_threads: f64,
+    pub burst_threads: u64,
+    pub fits_machine: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DealingCost {
+    pub decompress_points: u64,
+    pub decompress_on: &'static str,
+    pub msm_points: u64,
+    pub msm_on: &'static str,
+    /// CPU thread-seconds per dealing (the CPU parts).
+    pub cpu_thread_seconds: f64,
+    /// GPU seconds per dealing (the GPU parts; one host thread drives them).
+    pub gpu_seconds: f64,
+    /// cpu_thread_seconds + gpu_seconds.
+    pub host_thread_seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DkgFigures {
+    /// d * (cpu_thread_seconds / idkg pool + gpu_seconds).
+    pub seconds_per_block: f64,
+    pub keeps_up: bool,
+    pub max_dealings_per_block: u64,
+    pub burst_threads: u64,
+    pub steady_threads: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckpointFigures {
+    pub chunks: u64,
+    pub on: &'static str,
+    pub cpu_thread_seconds: f64,
+    pub gpu_seconds: f64,
+    /// cpu_thread_seconds / checkpoint pool + gpu_seconds.
+    pub seconds: f64,
+    pub meets_target: bool,
+    pub burst_threads: u64,
+    pub steady_threads: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeCost {
+    pub capex_eur: f64,
+    pub amortisation_months: u32,
+    pub expected_watts: f64,
+    pub power_price_eur_per_kwh: f64,
+    pub capex_eur_per_month: f64,
+    pub power_eur_per_month: f64,
+    pub total_eur_per_month: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SubnetCost {
+    pub capex_eur: f64,
+    pub eur_per_month: f64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("profile {profile}: benchmark {file} has no {backend} figure for {op}")]
+    MissingFigure {
+        profile: String,
+        file: String,
+        op: &'static str,
+        backend: &'static str,
+    },
+}
+
+/// Which backend an operation of `items` takes with the GPU present, by the profile's policy.
+fn runs_on_gpu(policy: &OperationPolicy, items: u64) -> bool {
+    match policy.backend {
+        BackendChoice::Cpu => false,
+        BackendChoice::Gpu => true,
+        BackendChoice::Auto => items >= policy.gpu_min_batch as u64,
+    }
+}
+
+struct Costs<'a> {
+    bench: &'a BenchFile,
+    file: String,
+    profile: String,
+    used: Vec<FigureSource>,
+}
+
+impl Costs<'_> {
+    /// (seconds per item, threads) of `op` on `backend` near `size`.
+    fn get(
+        &mut self,
+        op: BenchOp,
+        backend: &'static str,
+        size: u64,
+    ) -> Result<(f64, f64), PlanError> {
+        let e: &BenchEntry =
+            self.bench
+                .pick(op, backend, size)
+                .ok_or_else(|| PlanError::MissingFigure {
+                    profile: self.profile.clone(),
+                    file: self.file.clone(),
+                    op: op.name(),
+                    backend,
+                })?;
+        let source = FigureSource {
+            op: e.op.clone(),
+            backend: e.backend.clone(),
+            batch: e.batch,
+            seconds_per_item: e.seconds_per_item,
+            threads: e.threads,
+            source: match &e.reference {
+                Some(r) => format!("{} ({r})", e.source),
+                None => e.source.clone(),
+            },
+        };
+        if !self
+            .used
+            .iter()
+            .any(|u| u.op == source.op && u.backend == source.backend && u.batch == source.batch)
+        {
+            self.used.push(source);
+        }
+        Ok((e.seconds_per_item, e.threads as f64))
+    }
+}
+
+pub fn plan(subnet: &Subnet) -> Result<Plan, PlanError> {
+    let mut profiles = Vec::new();
+    let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+    for node in &subnet.nodes {
+        *counts.entry(node.profile.as_str()).or_default() += 1;
+    }
+    for (name, profile) in &subnet.profiles {
+        let Some((path, bench)) = subnet.benchmarks.get(name) else {
+            continue;
+        };
+        let nodes = counts.get(name.as_str()).copied().unwrap_or(0);
+        profiles.push(profile_plan(subnet, profile, nodes, path, bench)?);
+    }
+    let cost = SubnetCost {
+        capex_eur: profiles
+            .iter()
+            .map(|p| p.cost.capex_eur * p.nodes as f64)
+            .sum(),
+        eur_per_month: profiles
+            .iter()
+            .map(|p| p.cost.total_eur_per_month * p.nodes as f64)
+            .sum(),
+    };
+    Ok(Plan {
+        subnet: subnet.name.clone(),
+        n: subnet.n(),
+        block_time_seconds: subnet.block_time_seconds,
+        dkg_interval_length: subnet.dkg_interval_length,
+        dkg_dealings_per_block: subnet.dkg_dealings_per_block,
+        dkg_transcripts_per_interval: subnet.dkg_transcripts_per_interval,
+        state_size_gib: subnet.state_size_gib,
+        checkpoint_hash_target_seconds: subnet.checkpoint_hash_target_seconds,
+        profiles,
+        cost,
+    })
+}
+
+fn profile_plan(
+    subnet: &Subnet,
+    profile: &Profile,
+    nodes: u64,
+    path: &Path,
+    bench: &BenchFile,
+) -> Result<ProfilePlan, PlanError> {
+    let pools = &profile.pools;
+    let t = |p: &hardware_profiles::ThreadPool| u64::from(p.threads);
+    let base_threads =
+        t(&pools.consensus) + t(&pools.execution) + t(&pools.query) + t(&pools.p2p_http);
+    let mut costs = Costs {
+        bench,
+        file: path.display().to_string(),
+        profile: profile.name.clone(),
+        used: Vec::new(),
+    };
+    let machine_threads = profile.criteria.logical_cpus.and_then(|r| r.max);
+    let without_gpu = mode(
+        subnet,
+        profile,
+        base_threads,
+        machine_threads,
+        false,
+        &mut costs,
+    )?;
+    let (with_gpu, with_gpu_unavailable) = if profile.requirements.gpu == GpuRequirement::Off {
+        (
+            None,
+            Some("the profile runs without a GPU (require.gpu = \"off\")".to_string()),
+        )
+    } else if !bench.has(BenchOp::MsmBatch, "gpu")
+        && !bench.has(BenchOp::Decompress, "gpu")
+        && !bench.has(BenchOp::Sha256Chunk, "gpu")
+    {
+        (
+            None,
+            Some(format!("benchmark {} has no GPU figures", path.display())),
+        )
+    } else {
+        match mode(
+            subnet,
+            profile,
+            base_threads,
+            machine_threads,
+            true,
+            &mut costs,
+        ) {
+            Ok(m) => (Some(m), None),
+            Err(e) => (None, Some(e.to_string())),
+        }
+    };
+    let c = &profile.cost;
+    let capex_eur_per_month = c.capex_eur / f64::from(c.amortisation_months);
+    let power_eur_per_month =
+        c.expected_watts / 1000.0 * HOURS_PER_MONTH * c.power_price_eur_per_kwh;
+    Ok(ProfilePlan {
+        profile: profile.name.clone(),
+        nodes,
+        bench_file: path.display().to_string(),
+        bench: bench.describe(),
+        base_threads,
+        idkg_pool_threads: t(&pools.idkg),
+        checkpoint_pool_threads: t(&pools.checkpoint),
+        consensus_pool_threads: t(&pools.consensus),
+        machine_threads,
+        without_gpu,
+        with_gpu,
+        with_gpu_unavailable,
+        cost: NodeCost {
+            capex_eur: c.capex_eur,
+            amortisation_months: c.amortisation_months,
+            expected_watts: c.expected_watts,
+            power_price_eur_per_kwh: c.power_price_eur_per_kwh,
+            capex_eur_per_month,
+            power_eur_per_month,
+            total_eur_per_month: capex_eur_per_month + power_eur_per_month,
+        },
+        figures_from: costs.used,
+    })
+}
+
+fn on(gpu: bool) -> &'static str {
+    if gpu { "gpu" } else { "cpu" }
+}
+
+/// The figures of one mode; `gpu`: the GPU is present and the profile's policy routes.
+fn mode(
+    subnet: &Subnet,
+    profile: &Profile,
+    base_threads: u64,
+    machine_threads: Option<u64>,
+    gpu: bool,
+    costs: &mut Costs<'_>,
+) -> Result<ModeFigures, PlanError> {
+    let n = subnet.n();
+    let b = subnet.block_time_seconds;
+    let d = subnet.dkg_dealings_per_block as f64;
+    let interval_seconds = (subnet.dkg_interval_length + 1) as f64 * b;
+    let policy = &profile.crypto;
+    let idkg = f64::from(profile.pools.idkg.threads.max(1));
+    let ckpt = f64::from(profile.pools.checkpoint.threads.max(1));
+
+    // One dealing: decompress 16n points, 32 MSMs of 16n points.
+    let points = CHUNKS_PER_SHARE * n;
+    let msm_points = MSMS_PER_DEALING * points;
+    let mut cpu_ts = 0.0;
+    let mut gpu_s = 0.0;
+    let dec_gpu = gpu && runs_on_gpu(&policy.decompress, points);
+    if dec_gpu {
+        gpu_s += points as f64 * costs.get(BenchOp::Decompress, "gpu", points)?.0;
+    } else {
+        let (s, thr) = costs.get(BenchOp::Decompress, "cpu", points)?;
+        cpu_ts += points as f64 * s * thr;
+    }
+    let msm_gpu = gpu && runs_on_gpu(&policy.msm, msm_points);
+    if msm_gpu {
+        gpu_s += msm_points as f64 * costs.get(BenchOp::MsmBatch, "gpu", points)?.0;
+    } else {
+        let (s, thr) = costs.get(BenchOp::MsmBatch, "cpu", points)?;
+        cpu_ts += msm_points as f64 * s * thr;
+    }
+    let host_ts = cpu_ts + gpu_s;
+    let per_dealing = cpu_ts / idkg + gpu_s;
+    let dkg = DkgFigures {
+        seconds_per_block: d * per_dealing,
+        keeps_up: d * per_dealing <= b,
+        max_dealings_per_block: if per_dealing > 0.0 {
+            (b / per_dealing).floor() as u64
+        } else {
+            u64::MAX
+        },
+        burst_threads: (d * host_ts / b).ceil() as u64,
+        steady_threads: (subnet.dkg_transcripts_per_interval * n) as f64 * host_ts
+            / interval_seconds,
+    };
+
+    // Checkpoint: every 1 MiB chunk of the state, one batch.
+    let chunks = (subnet.state_size_gib * CHUNKS_PER_GIB).ceil() as u64;
+    let sha_gpu = gpu && runs_on_gpu(&policy.sha256, chunks);
+    let (c_cpu_ts, c_gpu_s) = if sha_gpu {
+        (
+            0.0,
+            chunks as f64 * costs.get(BenchOp::Sha256Chunk, "gpu", chunks)?.0,
+        )
+    } else {
+        let (s, thr) = costs.get(BenchOp::Sha256Chunk, "cpu", chunks)?;
+        (chunks as f64 * s * thr, 0.0)
+    };
+    let c_host_ts = c_cpu_ts + c_gpu_s;
+    let c_seconds = c_cpu_ts / ckpt + c_gpu_s;
+    let target = subnet.checkpoint_hash_target_seconds;
+    let checkpoint = CheckpointFigures {
+        chunks,
+        on: on(sha_gpu),
+        cpu_thread_seconds: c_cpu_ts,
+        gpu_seconds: c_gpu_s,
+        seconds: c_seconds,
+        meets_target: c_seconds <= target,
+        burst_threads: (c_host_ts / target).ceil() as u64,
+        steady_threads: c_host_ts / interval_seconds,
+    };
+
+    // Consensus: 4 same-message batches of n signatures per block.
+    let shares = SHARES_PER_NODE_PER_BLOCK * n;
+    let bls_gpu = gpu && runs_on_gpu(&policy.bls_verify, n);
+    // Optional: a benchmark without a BLS figure leaves this figure out (said in the output).
+    let sig_ts = if bls_gpu {
+        costs
+            .get(BenchOp::BlsVerifySameMessage, "gpu", n)
+            .ok()
+            .map(|(s, _)| shares as f64 * s)
+    } else {
+        costs
+            .get(BenchOp::BlsVerifySameMessage, "cpu", n)
+            .ok()
+            .map(|(s, thr)| shares as f64 * s * thr)
+    };
+
+    let steady_threads = base_threads as f64 + dkg.steady_threads + checkpoint.steady_threads;
+    let burst_threads = base_threads + dkg.burst_threads + checkpoint.burst_threads;
+    Ok(ModeFigures {
+        dealing: DealingCost {
+            decompress_points: points,
+            decompress_on: on(dec_gpu),
+            msm_points,
+            msm_on: on(msm_gpu),
+            cpu_thread_seconds: cpu_ts,
+            gpu_seconds: gpu_s,
+            host_thread_seconds: host_ts,
+        },
+        dkg,
+        checkpoint,
+        consensus_signature_threads: sig_ts.map(|t| t / b),
+        steady_threads,
+        burst_threads,
+        fits_machine: machine_threads.map(|m| burst_threads <= m),
+    })
+}
+
+/// The plan for people.
+pub fn render(plan: &Plan) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "subnet {}: n = {} nodes, block time {} s, DKG interval {} (+1) blocks, {} dealing(s) per block, {} transcripts per interval, state {} GiB, checkpoint hash target {} s",
+        plan.subnet,
+        plan.n,
+        plan.block_time_seconds,
+        plan.dkg_interval_length,
+        plan.dkg_dealings_per_block,
+        plan.dkg_transcripts_per_interval,
+        plan.state_size_gib,
+        plan.checkpoint_hash_target_seconds
+    );
+    for p in &plan.profiles {
+        let _ = writeln!(o, "\nprofile {} ({} node(s))", p.profile, p.nodes);
+        let _ = writeln!(o, "  costs per operation: {} [{}]", p.bench, p.bench_file);
+        for f in &p.figures_from {
+            let _ = writeln!(
+                o,
+                "    {:<24} {:<3} batch {:>6}: {:.3e} s/item x {} thread(s)  [{}]",
+                f.op, f.backend, f.batch, f.seconds_per_item, f.threads, f.source
+            );
+        }
+        let _ = writeln!(
+            o,
+            "  pools: base (consensus+execution+query+p2p_http) {} threads, idkg {}, checkpoint {}; machine {}",
+            p.base_threads,
+            p.idkg_pool_threads,
+            p.checkpoint_pool_threads,
+            p.machine_threads
+                .map_or("unbounded".to_string(), |m| format!("{m} threads"))
+        );
+        let modes = [
+            ("without GPU", Some(&p.without_gpu)),
+            ("with GPU", p.with_gpu.as_ref()),
+        ];
+        for (label, m) in modes {
+            let Some(m) = m else {
+                let _ = writeln!(
+                    o,
+                    "  {label}: n/a ({})",
+                    p.with_gpu_unavailable.as_deref().unwrap_or("no figures")
+                );
+                continue;
+            };
+            let _ = writeln!(o, "  {label}:");
+            let _ = writeln!(
+                o,
+                "    dealing: decompress {} pts on {}, 32 MSMs of {} pts on {}: {:.4} CPU thread-s + {:.4} GPU s",
+                m.dealing.decompress_points,
+                m.dealing.decompress_on,
+                m.dealing.decompress_points,
+                m.dealing.msm_on,
+                m.dealing.cpu_thread_seconds,
+                m.dealing.gpu_seconds
+            );
+            let _ = writeln!(
+                o,
+                "    DKG: {:.4} s per block with the idkg pool vs block time {} s: {}; at most {} dealing(s) per block",
+                m.dkg.seconds_per_block,
+                plan.block_time_seconds,
+                if m.dkg.keeps_up {
+                    "keeps up"
+                } else {
+                    "FALLS BEHIND"
+                },
+                m.dkg.max_dealings_per_block
+            );
+            let _ = writeln!(
+                o,
+                "    checkpoint: {} chunks on {}: {:.1} s with the checkpoint pool vs target {} s: {}",
+                m.checkpoint.chunks,
+                m.checkpoint.on,
+                m.checkpoint.seconds,
+                plan.checkpoint_hash_target_seconds,
+                if m.checkpoint.meets_target {
+                    "meets it"
+                } else {
+                    "MISSES IT"
+                }
+            );
+            let _ = match m.consensus_signature_threads {
+                Some(t) => writeln!(
+                    o,
+                    "    consensus signatures: {t:.3} threads (consensus pool {})",
+                    p.consensus_pool_threads
+                ),
+                None => writeln!(
+                    o,
+                    "    consensus signatures: n/a (no BLS figure in the benchmark)"
+                ),
+            };
+            let _ = writeln!(
+                o,
+                "    threads: steady {:.2} (base {} + DKG {:.2} + checkpoint {:.2}), burst {} (base {} + DKG {} + checkpoint {}){}",
+                m.steady_threads,
+                p.base_threads,
+                m.dkg.steady_threads,
+                m.checkpoint.steady_threads,
+                m.burst_threads,
+                p.base_threads,
+                m.dkg.burst_threads,
+                m.checkpoint.burst_threads,
+                match m.fits_machine {
+                    Some(true) => ", fits the machine",
+                    Some(false) => ", EXCEEDS the machine",
+                    None => "",
+                }
+            );
+        }
+        let c = &p.cost;
+        let _ = writeln!(
+            o,
+            "  cost per node: capex {:.0} EUR; {:.2} EUR/month = {:.2} amortisation ({} months) + {:.2} power ({} W at {} EUR/kWh)",
+            c.capex_eur,
+            c.total_eur_per_month,
+            c.capex_eur_per_month,
+            c.amortisation_months,
+            c.power_eur_per_month,
+            c.expected_watts,
+            c.power_price_eur_per_kwh
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\nsubnet cost: capex {:.0} EUR, {:.2} EUR/month",
+        plan.cost.capex_eur, plan.cost.eur_per_month
+    );
+    o
+}
+
+/// One configuration bundle per node, each validated by reading it back as a bundle.
+pub fn bundles(subnet: &Subnet) -> Result<Vec<Bundle>, BundleError> {
+    let mut out = Vec::new();
+    for node in &subnet.nodes {
+        let operator = subnet
+            .operators
+            .iter()
+            .find(|o| o.name == node.operator)
+            .map(|o| NodeOperator {
+                name: o.name.clone(),
+                ssh_keys: o.ssh_keys.clone(),
+            })
+            .unwrap_or(NodeOperator {
+                name: node.operator.clone(),
+                ssh_keys: Vec::new(),
+            });
+        let net = &subnet.network;
+        let config = NodeConfig {
+            schema: NODE_CONFIG_SCHEMA.to_string(),
+            subnet: subnet.name.clone(),
+            name: node.name.clone(),
+            hostname: node.name.clone(),
+            profile: node.profile.clone(),
+            verifier_endpoint: subnet.verifier_endpoint.clone(),
+            network: NodeNetwork {
+                ipv6_address: format!("{}/{}", node.ipv6_address, net.ipv6_prefix.prefix_len()),
+                ipv6_gateway: net.ipv6_gateway.to_string(),
+                ipv4_address: node.ipv4_address.map(|a| a.to_string()),
+                ipv4_gateway: node
+                    .ipv4_address
+                    .and(net.ipv4_gateway)
+                    .map(|g| g.to_string()),
+                dns: net.dns.clone(),
+                agent_port: net.agent_port,
+            },
+            operator,
+        };
+        let agent = format!(
+            "# node-agent configuration of {node} (subnet {subnet}), written by `provision plan`.\n\
+             listen = \"[{addr}]:{port}\"\n\
+             profile = \"{profile}\"\n\n\
+             [attestation]\n\
+             source = \"hardware\"\n",
+            node = node.name,
+            subnet = subnet.name,
+            addr = node.ipv6_address,
+            port = net.agent_port,
+            profile = node.profile,
+        );
+        let mut files = BTreeMap::new();
+        files.insert(NODE_CONFIG.to_string(), config.to_toml().into_bytes());
+        files.insert(AGENT_CONFIG.to_string(), agent.into_bytes());
+        let dir = Path::new(&node.name);
+        out.push(Bundle::from_files(dir, files)?);
+    }
+    Ok(out)
+}

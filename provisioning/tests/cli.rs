@@ -1,0 +1,138 @@
+//! The operator guide's flow through the `provision` binary: plan the example subnet with
+//! bundles, make a test image, flash a node to a file, verify it; and the exit statuses.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_provision");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn plan_flash_and_verify_as_the_operator_guide_does() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sovereign-subnet-13.toml");
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("plan-out");
+    let o = run(&[
+        "plan",
+        example.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("subnet sovereign-eu-1: n = 13 nodes"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("profile sovereign-node (13 node(s))"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("h200-lab-measured.json"),
+        "the stand-in figures name their file: {stdout}"
+    );
+    for i in 1..=13 {
+        assert!(out_dir.join(format!("node-{i:02}/node.toml")).is_file());
+    }
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("plan.txt")).unwrap(),
+        stdout
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("plan.json")).unwrap()).unwrap();
+    assert_eq!(json["n"], 13);
+
+    let release = tmp.path().join("release");
+    let o = run(&[
+        "test-image",
+        "--out",
+        release.to_str().unwrap(),
+        "--root-mib",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let image = release.join("disk.img");
+    let target = tmp.path().join("node-01.img");
+    let o = run(&[
+        "flash",
+        "--image",
+        image.to_str().unwrap(),
+        "--target",
+        target.to_str().unwrap(),
+        "--node",
+        out_dir.join("node-01").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("flashed and verified"),
+        "{}",
+        text(&o)
+    );
+    let o = run(&[
+        "verify",
+        "--image",
+        image.to_str().unwrap(),
+        "--target",
+        target.to_str().unwrap(),
+        "--node",
+        out_dir.join("node-01").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("node node-01"),
+        "{}",
+        text(&o)
+    );
+    // Against another node's bundle the partition does not match.
+    let o = run(&[
+        "verify",
+        "--image",
+        image.to_str().unwrap(),
+        "--target",
+        target.to_str().unwrap(),
+        "--node",
+        out_dir.join("node-02").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+}
+
+#[test]
+fn invalid_input_exits_2_with_file_line_and_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("subnet.toml");
+    std::fs::write(&bad, "[subnet]\nname = \"x\"\nblock_time = 1\n").unwrap();
+    let o = run(&["plan", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let t = text(&o);
+    assert!(
+        t.contains("subnet.toml:3:1: unknown field `block_time`"),
+        "{t}"
+    );
+
+    let o = run(&["plan", "/nonexistent.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(&[
+        "flash",
+        "--image",
+        "/nonexistent/disk.img",
+        "--target",
+        "/tmp/x",
+        "--node",
+        "/nonexistent",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = run(&["plan"]);
+    assert_eq!(o.status.code(), Some(2), "clap's usage error");
+}

@@ -1,0 +1,370 @@
+//! Enrolment end to end against running node agents: the agent's own router and evidence
+//! wiring (`node_agent::service::attestation_service` with `source = "test"`) served on
+//! 127.0.0.1, the real HTTP client, the attestation library's verifier, and the registry.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use attestation::test_source::{TestSigner, test_measurement};
+use hardware_profiles::ProfileSet;
+use node_agent::config::{AttestationConfig, CostConfig, EvidenceSource, GpuEvidence};
+use node_agent::http::{AppState, Heartbeat, router};
+use node_agent::snapshot::Snapshot;
+use provisioning::enroll::{EnrollError, EnrollRequest, enroll};
+use provisioning::registry::{Decision, Registry, verify_chain};
+
+const BIN: &str = env!("CARGO_BIN_EXE_provision");
+
+/// One snapshot of the agent's collectors over the CI fixture machine (CPU engine).
+fn snapshot() -> Snapshot {
+    std::thread::spawn(|| {
+        let root =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../node-agent/tests/fixtures/ci-2core");
+        let facts = node_agent::service::probe_root(&root);
+        let node =
+            node_agent::node::assess(facts, &ProfileSet::embedded().unwrap(), "auto").unwrap();
+        let crypto = node_agent::service::crypto_selftest_in_process(&node);
+        let cost = node_agent::cost::CostTracker::new(node_agent::cost::CostParams::new(
+            &node.cost,
+            &CostConfig::default(),
+        ));
+        let clock = Arc::new(node_agent::collect::ManualClock::new(1_764_460_800.0));
+        let mut c =
+            node_agent::collect::Collectors::new(clock, node, crypto, cost, Default::default())
+                .unwrap();
+        for name in ["gpu", "pinning", "replica", "rapl"] {
+            c.disable(name, "not part of this test");
+        }
+        c.collect()
+    })
+    .join()
+    .unwrap()
+}
+
+struct Agents {
+    runtime: tokio::runtime::Runtime,
+    snapshot: Snapshot,
+    dir: tempfile::TempDir,
+}
+
+impl Agents {
+    fn new() -> Agents {
+        Agents {
+            runtime: tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap(),
+            snapshot: snapshot(),
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// Serves an agent whose test evidence comes from `seed` and whose node key is
+    /// `key` (a file name; the same name means the same key). Returns its URL.
+    fn start(&self, seed: u8, key: &str) -> String {
+        let seed_path = self.dir.path().join(format!("seed-{seed}-{key}"));
+        std::fs::write(&seed_path, hex::encode([seed; 32])).unwrap();
+        let config = AttestationConfig {
+            source: EvidenceSource::Test,
+            node_key: Some(self.dir.path().join(key)),
+            test_seed: Some(seed_path),
+            gpu_evidence: GpuEvidence::None,
+            ..AttestationConfig::default()
+        };
+        // The agent's own wiring of the evidence source (no environment, development node).
+        let (service, _status) = node_agent::service::attestation_service(
+            &config,
+            &self.snapshot.node.facts,
+            &|_| None,
+            true,
+        );
+        let state = AppState::new(
+            self.snapshot.clone(),
+            Arc::new(Heartbeat::new(Duration::from_secs(60))),
+        )
+        .with_attestation(service);
+        let listener = self
+            .runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        self.runtime
+            .spawn(async move { axum::serve(listener, router(state)).await });
+        url
+    }
+
+    /// A policy trusting the test root of `seed` (and pinning the test measurement), or
+    /// with `trusting = false` the default policy (AMD roots only).
+    fn policy(&self, seed: u8, trusting: bool) -> PathBuf {
+        let path = self
+            .dir
+            .path()
+            .join(format!("policy-{seed}-{trusting}.toml"));
+        if trusting {
+            let ark = TestSigner::from_seed([seed; 32]).unwrap().ark_pem();
+            let ark_path = self.dir.path().join(format!("test-ark-{seed}.pem"));
+            std::fs::write(&ark_path, ark).unwrap();
+            std::fs::write(
+                &path,
+                format!(
+                    "[identity]\nmeasurements = [\"{}\"]\n\n[trust]\ntest_root_ark = \"{}\"\n",
+                    hex::encode(test_measurement()),
+                    ark_path.file_name().unwrap().to_string_lossy()
+                ),
+            )
+            .unwrap();
+        } else {
+            std::fs::write(&path, "[guest_policy]\nvmpl = [0]\n").unwrap();
+        }
+        path
+    }
+
+    fn registry(&self) -> PathBuf {
+        self.dir.path().join("registry.jsonl")
+    }
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn enrol(
+    url: &str,
+    name: &str,
+    policy: &Path,
+    registry: &Path,
+) -> Result<provisioning::enroll::Enrolment, EnrollError> {
+    enroll(&EnrollRequest {
+        node_url: url,
+        name: Some(name),
+        policy,
+        registry,
+        verify_time: now(),
+        timeout: Duration::from_secs(30),
+    })
+}
+
+#[test]
+fn enrolment_admits_refuses_and_audits_every_decision() {
+    let agents = Agents::new();
+    let registry = agents.registry();
+    let trusting = agents.policy(7, true);
+    let signer = TestSigner::from_seed([7; 32]).unwrap();
+    let node_a = agents.start(7, "key-a");
+
+    // Admitted: the record carries the report's chip id and measurement and the node key.
+    let a = enrol(&node_a, "node-a", &trusting, &registry).unwrap();
+    let v = a.verdict.as_ref().unwrap();
+    assert!(v.admitted, "{}", v.to_table());
+    assert_eq!(a.record.decision, Decision::Admit);
+    assert_eq!(
+        a.record.chip_id.as_deref(),
+        Some(hex::encode(signer.chip_id).as_str())
+    );
+    assert_eq!(
+        a.record.measurement.as_deref(),
+        Some(hex::encode(test_measurement()).as_str())
+    );
+    assert_eq!(a.record.evidence_source.as_deref(), Some("test"));
+    assert_eq!(a.record.nonce.len(), 64);
+    assert!(a.record.reasons.is_empty());
+    let key_a = a.record.node_public_key.clone().unwrap();
+
+    // The same node again: a duplicate, refused and recorded.
+    let dup = enrol(&node_a, "node-a", &trusting, &registry).unwrap();
+    assert_eq!(dup.record.decision, Decision::Refuse);
+    assert!(
+        dup.record.reasons[0].starts_with("duplicate"),
+        "{:?}",
+        dup.record.reasons
+    );
+    assert_ne!(
+        dup.record.nonce, a.record.nonce,
+        "every request takes a fresh nonce"
+    );
+
+    // The same node key on another chip (seed 8, trusted too): the chip id changed.
+    let other_chip = agents.start(8, "key-a");
+    // A policy names one test root: chip 8's evidence is verified under its own root.
+    let trusting8 = agents.policy(8, true);
+    let changed = enrol(&other_chip, "node-a-moved", &trusting8, &registry).unwrap();
+    assert!(
+        changed.verdict.as_ref().unwrap().admitted,
+        "the evidence itself verifies"
+    );
+    assert_eq!(changed.record.decision, Decision::Refuse);
+    assert!(
+        changed
+            .record
+            .reasons
+            .iter()
+            .any(|r| r.starts_with("chip id changed")),
+        "{:?}",
+        changed.record.reasons
+    );
+
+    // The same chip under a new node key: the chip is already registered.
+    let new_key = agents.start(7, "key-b");
+    let rekeyed = enrol(&new_key, "node-b", &trusting, &registry).unwrap();
+    assert_eq!(rekeyed.record.decision, Decision::Refuse);
+    assert!(
+        rekeyed
+            .record
+            .reasons
+            .iter()
+            .any(|r| r.contains("is already registered under node key") && r.contains(&key_a)),
+        "{:?}",
+        rekeyed.record.reasons
+    );
+
+    // A policy that does not trust the test root: refused, with the failed checks.
+    let strict = agents.policy(7, false);
+    let refused = enrol(&agents.start(9, "key-c"), "node-c", &strict, &registry).unwrap();
+    assert_eq!(refused.record.decision, Decision::Refuse);
+    assert!(!refused.verdict.as_ref().unwrap().admitted);
+    assert!(
+        refused
+            .record
+            .reasons
+            .iter()
+            .any(|r| r.contains("evidence.source") || r.contains("snp.chain.ark_pinned")),
+        "{:?}",
+        refused.record.reasons
+    );
+
+    // An agent that does not answer: refused and recorded too.
+    let gone = enrol("http://127.0.0.1:9", "node-gone", &trusting, &registry).unwrap();
+    assert_eq!(gone.record.decision, Decision::Refuse);
+    assert!(
+        gone.record.reasons[0].contains("unreachable"),
+        "{:?}",
+        gone.record.reasons
+    );
+
+    // Six decisions, one line each, chained; one admitted node.
+    let reg = Registry::open(&registry).unwrap();
+    assert_eq!(reg.records().len(), 6);
+    assert_eq!(reg.admitted().count(), 1);
+    let seqs: Vec<u64> = reg.records().iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, [0, 1, 2, 3, 4, 5]);
+    assert_eq!(reg.head(), gone.registry_head);
+    drop(reg);
+
+    // `registry nodes` gives attest fleet a NODES.toml pinning chip id and node key, and
+    // `attest fleet`'s own parser reads it.
+    let out = std::process::Command::new(BIN)
+        .args(["registry", "nodes", "--registry"])
+        .arg(&registry)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let nodes =
+        attestation::fleet::NodeList::parse(&String::from_utf8_lossy(&out.stdout), "NODES.toml")
+            .unwrap();
+    assert_eq!(nodes.node.len(), 1);
+    assert_eq!(
+        nodes.node[0].node_public_key.as_deref(),
+        Some(key_a.as_str())
+    );
+    assert_eq!(nodes.node[0].url, node_a);
+}
+
+#[test]
+fn a_tampered_registry_is_detected_and_nothing_is_appended() {
+    let agents = Agents::new();
+    let registry = agents.registry();
+    let trusting = agents.policy(7, true);
+    let node = agents.start(7, "key-a");
+    enrol(&node, "node-a", &trusting, &registry).unwrap();
+    enrol("http://127.0.0.1:9", "gone", &trusting, &registry).unwrap();
+    let pristine = std::fs::read_to_string(&registry).unwrap();
+    assert!(verify_chain(&pristine).is_ok());
+
+    // Change a recorded decision.
+    let edited = pristine.replacen("\"decision\":\"refuse\"", "\"decision\":\"admit\"", 1);
+    assert_ne!(edited, pristine);
+    std::fs::write(&registry, &edited).unwrap();
+    let err = enrol(&node, "node-a", &trusting, &registry).unwrap_err();
+    assert_eq!(err.exit_code(), 5, "{err}");
+    assert!(err.to_string().contains(":2: registry integrity"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&registry).unwrap(),
+        edited,
+        "nothing appended"
+    );
+
+    // Change the first line: its own hash and its successor's prev_sha256 disagree.
+    let edited = pristine.replacen("\"name\":\"node-a\"", "\"name\":\"node-z\"", 1);
+    std::fs::write(&registry, &edited).unwrap();
+    let err = Registry::open(&registry).err().unwrap();
+    assert!(err.to_string().contains(":1: registry integrity"), "{err}");
+
+    // Remove the first line.
+    let second = pristine.split_once('\n').unwrap().1;
+    std::fs::write(&registry, second).unwrap();
+    assert!(Registry::open(&registry).is_err());
+    // A torn last line (a write cut short).
+    std::fs::write(&registry, &pristine[..pristine.len() - 5]).unwrap();
+    let err = Registry::open(&registry).err().unwrap();
+    assert!(err.to_string().contains("not terminated"), "{err}");
+
+    // The binary reports a broken chain with exit status 5, an intact one with 0.
+    let out = std::process::Command::new(BIN)
+        .args(["registry", "check", "--registry"])
+        .arg(&registry)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5));
+    std::fs::write(&registry, &pristine).unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["registry", "check", "--registry"])
+        .arg(&registry)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("2 record(s), 1 admitted, chain intact"));
+}
+
+#[test]
+fn the_enroll_command_exits_0_when_admitted_and_1_when_refused() {
+    let agents = Agents::new();
+    let registry = agents.registry();
+    let node = agents.start(7, "key-a");
+    let run = |policy: &Path| {
+        std::process::Command::new(BIN)
+            .args(["enroll", "--node", &node, "--name", "node-a", "--policy"])
+            .arg(policy)
+            .arg("--registry")
+            .arg(&registry)
+            .output()
+            .unwrap()
+    };
+    let out = run(&agents.policy(7, false));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("REFUSED node-a"));
+    let out = run(&agents.policy(7, true));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ADMITTED node-a"));
+    let out = run(Path::new("/nonexistent/policy.toml"));
+    assert_eq!(out.status.code(), Some(2));
+}

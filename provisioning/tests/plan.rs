@@ -1,0 +1,462 @@
+//! The plan's figures against cases computed by hand (the arithmetic is written out next
+//! to each expected value), validation errors with file:line:column, the shipped example,
+//! and the bundles it writes (read back by the node agent's own configuration parser).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use provisioning::plan::{ModeFigures, plan};
+use provisioning::subnet::{Subnet, SubnetError};
+
+const KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAs7vcHm8hfrYG4kUmC5oV/QqWuz84bNd1Ex4gS54ukq operator-a@example.org";
+
+/// A GPU profile with small round pools: base = consensus 2 + execution 4 + query 2 +
+/// p2p_http 2 = 10; idkg 2; checkpoint 2. Crossovers: decompress 256 points, MSM 256
+/// points, BLS 256 signatures, SHA-256 64 chunks. Cost: 12,000 EUR over 48 months, 500 W
+/// at 0.25 EUR/kWh.
+const TEST_PROFILE: &str = r#"
+name = "test-gpu"
+description = "hand-checkable test profile"
+
+[match]
+cpu_vendor = "GenuineIntel"
+
+[require]
+gpu = "preferred"
+
+[crypto]
+fallback = "never"
+decompress = { backend = "auto", gpu_min_batch = 256 }
+msm = { backend = "auto", gpu_min_batch = 256 }
+bls_verify = { backend = "auto", gpu_min_batch = 256 }
+checkpoint_hashing = { backend = "auto", gpu_min_batch = 64 }
+
+[pools]
+consensus = { threads = 2 }
+execution = { threads = 4 }
+query = { threads = 2 }
+idkg = { threads = 2 }
+checkpoint = { threads = 2 }
+p2p_http = { threads = 2 }
+
+[cost]
+capex_eur = 12000.0
+amortisation_months = 48
+power_price_eur_per_kwh = 0.25
+expected_watts = 500.0
+"#;
+
+fn entry(
+    op: &str,
+    backend: &str,
+    batch: usize,
+    per_item: f64,
+    threads: usize,
+    ppm: Option<usize>,
+) -> serde_json::Value {
+    let mut e = serde_json::json!({
+        "op": op, "backend": backend, "executed_on": backend, "batch": batch,
+        "repetitions": 3, "seconds_per_call": per_item * batch as f64,
+        "seconds_per_item": per_item, "items_per_second": 1.0 / per_item,
+        "threads": threads, "source": "measured",
+    });
+    if let Some(p) = ppm {
+        e["msms"] = (batch / p).into();
+        e["points_per_msm"] = p.into();
+    }
+    e
+}
+
+/// Round per-item costs. CPU entries ran on 2 threads.
+fn bench_json() -> String {
+    let results = vec![
+        entry("decompress", "cpu", 208, 1e-4, 2, None),
+        // A second, farther decompress size: the planner must pick 208 for n = 13.
+        entry("decompress", "cpu", 4096, 9e-4, 2, None),
+        entry("decompress", "gpu", 208, 1e-6, 1, None),
+        entry("msm_batch", "cpu", 32 * 208, 1e-5, 2, Some(208)),
+        entry("msm_batch", "gpu", 32 * 208, 1e-7, 1, Some(208)),
+        entry("sha256_1mib", "cpu", 256, 2e-3, 2, None),
+        entry("sha256_1mib", "gpu", 1024, 4e-5, 1, None),
+        entry("bls_verify_same_message", "cpu", 16, 5e-4, 2, None),
+    ];
+    serde_json::json!({
+        "schema": "sovereign-node/gpu-crypto-bench/v1", "source": "measured",
+        "date_utc": "2026-11-30T00:00:00Z", "command": "test", "quick": false,
+        "machine": {"cpu_model": "test CPU", "logical_cpus": 2, "cpu_threads": 2, "gpu_name": "test GPU"},
+        "results": results,
+    })
+    .to_string()
+}
+
+fn subnet_text(dealings_per_block: u64) -> String {
+    let mut s = format!(
+        r#"[subnet]
+name = "hand"
+block_time_seconds = 0.5
+dkg_interval_length = 99
+dkg_dealings_per_block = {dealings_per_block}
+dkg_transcripts_per_interval = 2
+state_size_gib = 1.0
+checkpoint_hash_target_seconds = 10.0
+verifier_endpoint = "https://verifier.example.org"
+profiles_dir = "profiles"
+
+[network]
+ipv6_prefix = "2001:db8::/64"
+ipv6_gateway = "2001:db8::1"
+dns = ["2001:db8::53"]
+
+[benchmarks]
+test-gpu = "bench.json"
+
+[[operator]]
+name = "op"
+ssh_keys = ["{KEY}"]
+"#
+    );
+    for i in 1..=13 {
+        s.push_str(&format!(
+            "\n[[node]]\nname = \"n{i}\"\nprofile = \"test-gpu\"\noperator = \"op\"\nipv6_address = \"2001:db8::{:x}\"\n",
+            i + 16
+        ));
+    }
+    s
+}
+
+fn setup(text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("profiles")).unwrap();
+    std::fs::write(dir.path().join("profiles/test-gpu.toml"), TEST_PROFILE).unwrap();
+    std::fs::write(dir.path().join("bench.json"), bench_json()).unwrap();
+    let path = dir.path().join("subnet.toml");
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
+}
+
+fn close(got: f64, want: f64, what: &str) {
+    assert!(
+        (got - want).abs() <= 1e-9 * want.abs().max(1e-12),
+        "{what}: got {got}, computed by hand {want}"
+    );
+}
+
+fn modes(dealings_per_block: u64) -> (ModeFigures, ModeFigures, provisioning::plan::Plan) {
+    let (_dir, path) = setup(&subnet_text(dealings_per_block));
+    let subnet = Subnet::load(&path, &BTreeMap::new()).unwrap();
+    let p = plan(&subnet).unwrap();
+    assert_eq!(p.n, 13);
+    assert_eq!(p.profiles.len(), 1);
+    let prof = &p.profiles[0];
+    (
+        prof.without_gpu.clone(),
+        prof.with_gpu.clone().expect("GPU figures"),
+        p,
+    )
+}
+
+#[test]
+fn figures_match_the_hand_computed_case() {
+    // n = 13: a dealing decompresses 16 * 13 = 208 points and runs 32 MSMs of 208 points
+    // (6,656 points). Block time 0.5 s, 5 dealings per block, interval (99 + 1) * 0.5 = 50 s.
+    let (cpu, gpu, p) = modes(5);
+
+    // Without GPU, everything on the CPU, thread-seconds = seconds/item * items * 2 threads:
+    //   decompress 208 * 1e-4 * 2 = 0.0416; MSM 6656 * 1e-5 * 2 = 0.13312; sum 0.17472.
+    assert_eq!(cpu.dealing.decompress_on, "cpu");
+    assert_eq!(cpu.dealing.msm_on, "cpu");
+    close(
+        cpu.dealing.cpu_thread_seconds,
+        0.17472,
+        "CPU thread-s per dealing",
+    );
+    close(cpu.dealing.gpu_seconds, 0.0, "GPU s per dealing");
+    // Per block with the idkg pool (2 threads): 5 * 0.17472 / 2 = 0.4368 s <= 0.5 s.
+    close(cpu.dkg.seconds_per_block, 0.4368, "DKG s per block");
+    assert!(cpu.dkg.keeps_up);
+    // floor(0.5 / (0.17472 / 2)) = floor(5.7234...) = 5.
+    assert_eq!(cpu.dkg.max_dealings_per_block, 5);
+    // Burst: ceil(5 * 0.17472 / 0.5) = ceil(1.7472) = 2.
+    assert_eq!(cpu.dkg.burst_threads, 2);
+    // Steady: 2 transcripts * 13 dealings * 0.17472 / 50 s = 0.0908544.
+    close(cpu.dkg.steady_threads, 0.0908544, "DKG steady threads");
+    // Checkpoint: 1 GiB = 1024 chunks; 1024 * 2e-3 * 2 = 4.096 thread-s; / 2 threads = 2.048 s.
+    assert_eq!(cpu.checkpoint.chunks, 1024);
+    close(
+        cpu.checkpoint.cpu_thread_seconds,
+        4.096,
+        "checkpoint thread-s",
+    );
+    close(cpu.checkpoint.seconds, 2.048, "checkpoint s");
+    assert!(cpu.checkpoint.meets_target);
+    // ceil(4.096 / 10) = 1; steady 4.096 / 50 = 0.08192.
+    assert_eq!(cpu.checkpoint.burst_threads, 1);
+    close(
+        cpu.checkpoint.steady_threads,
+        0.08192,
+        "checkpoint steady threads",
+    );
+    // Consensus: 4 * 13 = 52 shares * 5e-4 * 2 threads = 0.052 thread-s per 0.5 s = 0.104.
+    close(
+        cpu.consensus_signature_threads.unwrap(),
+        0.104,
+        "consensus threads",
+    );
+    // Steady 10 + 0.0908544 + 0.08192 = 10.1727744; burst 10 + 2 + 1 = 13.
+    close(cpu.steady_threads, 10.1727744, "steady threads");
+    assert_eq!(cpu.burst_threads, 13);
+
+    // With GPU: decompression of 208 points stays on the CPU (crossover 256); the MSM batch
+    // (6,656 points) and the 1,024 chunks go to the GPU; 13 signatures stay on the CPU.
+    assert_eq!(gpu.dealing.decompress_on, "cpu");
+    assert_eq!(gpu.dealing.msm_on, "gpu");
+    assert_eq!(gpu.checkpoint.on, "gpu");
+    // CPU 0.0416 thread-s; GPU 6656 * 1e-7 = 0.0006656 s; host 0.0422656.
+    close(gpu.dealing.cpu_thread_seconds, 0.0416, "CPU part");
+    close(gpu.dealing.gpu_seconds, 0.0006656, "GPU part");
+    close(gpu.dealing.host_thread_seconds, 0.0422656, "host thread-s");
+    // Per dealing 0.0416 / 2 + 0.0006656 = 0.0214656; per block * 5 = 0.107328.
+    close(gpu.dkg.seconds_per_block, 0.107328, "DKG s per block");
+    // floor(0.5 / 0.0214656) = floor(23.29...) = 23.
+    assert_eq!(gpu.dkg.max_dealings_per_block, 23);
+    // ceil(5 * 0.0422656 / 0.5) = ceil(0.422656) = 1; steady 26 * 0.0422656 / 50 = 0.021978112.
+    assert_eq!(gpu.dkg.burst_threads, 1);
+    close(gpu.dkg.steady_threads, 0.021978112, "DKG steady threads");
+    // Checkpoint on the GPU: 1024 * 4e-5 = 0.04096 s; ceil(0.04096 / 10) = 1; steady 0.0008192.
+    close(gpu.checkpoint.gpu_seconds, 0.04096, "checkpoint GPU s");
+    close(gpu.checkpoint.seconds, 0.04096, "checkpoint s");
+    assert_eq!(gpu.checkpoint.burst_threads, 1);
+    close(
+        gpu.checkpoint.steady_threads,
+        0.0008192,
+        "checkpoint steady",
+    );
+    // Steady 10 + 0.021978112 + 0.0008192 = 10.022797312; burst 10 + 1 + 1 = 12.
+    close(gpu.steady_threads, 10.022797312, "steady threads");
+    assert_eq!(gpu.burst_threads, 12);
+
+    // Cost: 12000 / 48 = 250 EUR/month; 500 W * 730.5 h * 0.25 EUR/kWh / 1000 = 91.3125.
+    let c = &p.profiles[0].cost;
+    close(c.capex_eur_per_month, 250.0, "amortisation");
+    close(c.power_eur_per_month, 91.3125, "power");
+    close(c.total_eur_per_month, 341.3125, "monthly");
+    // 13 nodes: 156,000 EUR capex, 13 * 341.3125 = 4437.0625 EUR/month.
+    close(p.cost.capex_eur, 156_000.0, "subnet capex");
+    close(p.cost.eur_per_month, 4437.0625, "subnet monthly");
+
+    // Every figure names the benchmark entry it came from: decompress at batch 208 (not 4096).
+    let from = &p.profiles[0].figures_from;
+    assert!(
+        from.iter()
+            .any(|f| f.op == "decompress" && f.backend == "cpu" && f.batch == 208)
+    );
+    assert!(!from.iter().any(|f| f.batch == 4096));
+}
+
+#[test]
+fn the_cpu_falls_behind_at_six_dealings_per_block_and_the_gpu_does_not() {
+    // 6 * 0.17472 / 2 = 0.52416 s > 0.5 s; with the GPU 6 * 0.0214656 = 0.1287936 s.
+    let (cpu, gpu, _) = modes(6);
+    close(cpu.dkg.seconds_per_block, 0.52416, "CPU");
+    assert!(!cpu.dkg.keeps_up);
+    close(gpu.dkg.seconds_per_block, 0.1287936, "GPU");
+    assert!(gpu.dkg.keeps_up);
+    // ceil(6 * 0.17472 / 0.5) = ceil(2.09664) = 3.
+    assert_eq!(cpu.dkg.burst_threads, 3);
+}
+
+fn errors_of(text: &str) -> Vec<String> {
+    let (_dir, path) = setup(text);
+    match Subnet::load(&path, &BTreeMap::new()) {
+        Ok(_) => panic!("accepted an invalid subnet"),
+        Err(SubnetError::Invalid(list)) => list
+            .iter()
+            .map(|e| {
+                let mut s = e.to_string();
+                // Drop the temporary directory: "subnet.toml:LINE:COL: reason".
+                if let Some(i) = s.find("subnet.toml") {
+                    s = s[i..].to_string();
+                }
+                s
+            })
+            .collect(),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).unwrap() + 1
+}
+
+#[test]
+fn invalid_values_are_reported_with_their_line_and_all_at_once() {
+    let good = subnet_text(1);
+    let bad = good
+        .replace(
+            "ipv6_address = \"2001:db8::18\"",
+            "ipv6_address = \"2001:db9::18\"",
+        )
+        .replace("name = \"n5\"", "name = \"n4\"")
+        .replace("block_time_seconds = 0.5", "block_time_seconds = -1.0")
+        .replacen(
+            "profile = \"test-gpu\"\noperator = \"op\"\nipv6_address = \"2001:db8::1a\"",
+            "profile = \"no-such\"\noperator = \"op\"\nipv6_address = \"2001:db8::1a\"",
+            1,
+        )
+        .replacen(
+            "operator = \"op\"\nipv6_address = \"2001:db8::1b\"",
+            "operator = \"nobody\"\nipv6_address = \"2001:db8::1b\"",
+            1,
+        );
+    let errors = errors_of(&bad);
+    let expect = |needle: &str, reason: &str| {
+        let line = line_of(&bad, needle);
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with(&format!("subnet.toml:{line}:")) && e.contains(reason)),
+            "no error at line {line} saying {reason:?}: {errors:#?}"
+        );
+    };
+    expect("2001:db9::18", "is not in 2001:db8::/64");
+    expect("block_time_seconds = -1.0", "outside (0, 600]");
+    expect("profile = \"no-such\"", "no hardware profile \"no-such\"");
+    expect("operator = \"nobody\"", "no [[operator]] named \"nobody\"");
+    // The second n4 (where n5 was) is the duplicate.
+    let second = bad.match_indices("name = \"n4\"").nth(1).unwrap().0;
+    let line = bad[..second].matches('\n').count() + 1;
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with(&format!("subnet.toml:{line}:")) && e.contains("defined twice")),
+        "{errors:#?}"
+    );
+    assert_eq!(errors.len(), 5, "{errors:#?}");
+}
+
+#[test]
+fn syntax_unknown_keys_and_bad_keys_point_at_the_line() {
+    let good = subnet_text(1);
+    let typo = good.replace("state_size_gib", "state_size_gb");
+    let errors = errors_of(&typo);
+    let line = line_of(&typo, "state_size_gb");
+    assert!(
+        errors[0].starts_with(&format!("subnet.toml:{line}:"))
+            && errors[0].contains("unknown field"),
+        "{errors:?}"
+    );
+
+    let bad_key = good.replace(
+        "ssh_keys = [\"ssh-ed25519 AAAAC3",
+        "ssh_keys = [\"ssh-ed25519 AAAAC4",
+    );
+    let errors = errors_of(&bad_key);
+    let line = line_of(&bad_key, "AAAAC4");
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with(&format!("subnet.toml:{line}:"))
+                && e.contains("not an OpenSSH public key")),
+        "{errors:?}"
+    );
+
+    let no_bench = good.replace("test-gpu = \"bench.json\"", "");
+    let errors = errors_of(&no_bench);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("no benchmark for profile \"test-gpu\"")),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn benchmark_overrides_replace_the_file_entry() {
+    let (dir, path) = setup(&subnet_text(5));
+    // Same figures, CPU entries only: no with-GPU figures, and the plan says why.
+    let cpu_only: serde_json::Value = serde_json::from_str(&bench_json()).unwrap();
+    let mut cpu_only = cpu_only;
+    let results: Vec<serde_json::Value> = cpu_only["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["backend"] == "cpu")
+        .cloned()
+        .collect();
+    cpu_only["results"] = results.into();
+    let file = dir.path().join("cpu-only.json");
+    std::fs::write(&file, cpu_only.to_string()).unwrap();
+    let overrides = BTreeMap::from([("test-gpu".to_string(), file)]);
+    let subnet = Subnet::load(&path, &overrides).unwrap();
+    let p = plan(&subnet).unwrap();
+    assert!(p.profiles[0].with_gpu.is_none());
+    assert!(
+        p.profiles[0]
+            .with_gpu_unavailable
+            .as_deref()
+            .unwrap()
+            .contains("no GPU figures")
+    );
+    assert_eq!(p.profiles[0].without_gpu.burst_threads, 13);
+}
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sovereign-subnet-13.toml")
+}
+
+#[test]
+fn the_shipped_example_plans_13_nodes_and_writes_bundles_the_agent_accepts() {
+    let subnet = Subnet::load(&example(), &BTreeMap::new()).unwrap();
+    assert_eq!(subnet.n(), 13);
+    let p = plan(&subnet).unwrap();
+    assert_eq!(p.profiles.len(), 1);
+    let prof = &p.profiles[0];
+    assert_eq!(prof.profile, "sovereign-node");
+    assert_eq!(prof.nodes, 13);
+    assert!(prof.bench.starts_with("measured"), "{}", prof.bench);
+    let text = provisioning::plan::render(&p);
+    assert!(
+        text.contains("with GPU:") && text.contains("without GPU:"),
+        "{text}"
+    );
+
+    let bundles = provisioning::plan::bundles(&subnet).unwrap();
+    assert_eq!(bundles.len(), 13);
+    let out = tempfile::tempdir().unwrap();
+    for b in &bundles {
+        let dir = out.path().join(&b.node.name);
+        b.write(&dir).unwrap();
+        let back = provisioning::bundle::Bundle::load(&dir).unwrap();
+        assert_eq!(back.node, b.node);
+        // The node agent's own parser and validation accept the generated configuration.
+        let agent_text = std::fs::read_to_string(dir.join("node-agent.toml")).unwrap();
+        let agent: node_agent::config::Config = toml::from_str(&agent_text).unwrap();
+        agent.validate().unwrap();
+        assert_eq!(agent.profile, "sovereign-node");
+        assert_eq!(agent.listen.port(), 9420);
+        assert_eq!(
+            agent.listen.ip().to_string(),
+            b.node.network.ipv6_address.split('/').next().unwrap()
+        );
+    }
+    // Deterministic archives: the same bundle gives the same bytes.
+    assert_eq!(bundles[0].archive().unwrap(), bundles[0].archive().unwrap());
+}
+
+#[test]
+fn the_shipped_benchmark_files_load() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let doc = provisioning::bench::BenchFile::load(&path).unwrap();
+            assert!(!doc.results.is_empty(), "{}", path.display());
+            n += 1;
+        }
+    }
+    assert!(
+        n >= 2,
+        "expected the measured CPU file and the measured H200 file"
+    );
+}
