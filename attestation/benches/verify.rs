@@ -25,8 +25,8 @@ fn data(path: &str) -> Vec<u8> {
 
 const NOW: u64 = 1_796_000_000; // 2026-11
 
-fn report_verification(c: &mut Criterion) {
-    let report = data("trustee/test-report.bin");
+/// The genuine trustee report, its VCEK with the Milan ASK/ARK, and the default policy.
+fn cached_chain_fixture() -> (Vec<u8>, SuppliedChain, Policy) {
     let vcek = parse_certs(&data("trustee/test-vcek.der"))
         .unwrap()
         .remove(0);
@@ -34,7 +34,15 @@ fn report_verification(c: &mut Criterion) {
         vcek,
         parse_certs(&data("go-sev-guest/ask_ark_milan.pem")).unwrap(),
     );
-    let policy = Policy::default_policy();
+    (
+        data("trustee/test-report.bin"),
+        chain,
+        Policy::default_policy(),
+    )
+}
+
+fn report_verification(c: &mut Criterion) {
+    let (report, chain, policy) = cached_chain_fixture();
     let chains = ChainVerifier::new(policy.trust_store());
     let ctx = SnpContext {
         policy: &policy,
@@ -238,15 +246,7 @@ impl criterion::measurement::Measurement for ThreadCpuTime {
 }
 
 fn report_verification_cpu(c: &mut Criterion<ThreadCpuTime>) {
-    let report = data("trustee/test-report.bin");
-    let vcek = parse_certs(&data("trustee/test-vcek.der"))
-        .unwrap()
-        .remove(0);
-    let chain = SuppliedChain::from_certs(
-        vcek,
-        parse_certs(&data("go-sev-guest/ask_ark_milan.pem")).unwrap(),
-    );
-    let policy = Policy::default_policy();
+    let (report, chain, policy) = cached_chain_fixture();
     let chains = ChainVerifier::new(policy.trust_store());
     let ctx = SnpContext {
         policy: &policy,
