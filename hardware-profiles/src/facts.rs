@@ -219,9 +219,10 @@ impl GpuInventory {
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum NvmlStatus {
     Available {
+        /// Kernel driver version, e.g. "580.95.05". The CUDA driver API version is not
+        /// probed here: asking NVML for it loads libcuda.so into the caller, and the
+        /// daemon keeps CUDA out of its address space (the GPU selftest child reports it).
         driver_version: Fact<String>,
-        /// CUDA driver API version, e.g. "13.0".
-        cuda_driver_version: Fact<String>,
     },
     Absent {
         reason: String,

@@ -52,7 +52,6 @@ fn with_gpus(gpus: Vec<GpuFacts>) -> GpuInventory {
     GpuInventory {
         nvml: NvmlStatus::Available {
             driver_version: Fact::Known("580.95.05".into()),
-            cuda_driver_version: Fact::Known("13.0".into()),
         },
         gpus,
         pci_nvidia: Vec::new(),

@@ -40,6 +40,9 @@ pub struct Config {
     pub pinning: PinningConfig,
     pub cost: CostConfig,
     pub attestation: AttestationConfig,
+    /// Where the replica's runtime configuration is written (default: see
+    /// [`Config::runtime_config_path`]).
+    pub runtime_config: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -54,6 +57,7 @@ impl Default for Config {
             pinning: PinningConfig::default(),
             cost: CostConfig::default(),
             attestation: AttestationConfig::default(),
+            runtime_config: None,
         }
     }
 }
@@ -140,59 +144,142 @@ impl AttestationConfig {
         system_dir: &Path,
         development: bool,
     ) -> Result<StateDir, String> {
-        if let Some(dir) = &self.state_dir {
+        choose_dir(
+            &DirRule {
+                what: "state directory",
+                configured: self.state_dir.as_deref(),
+                config_key: "attestation.state_dir",
+                systemd_var: "STATE_DIRECTORY",
+                systemd_setting: "StateDirectory=",
+                system_dir,
+                xdg_var: "XDG_STATE_HOME",
+            },
+            env,
+            development,
+        )
+    }
+}
+
+/// The node's runtime directory on a production node (systemd's `RuntimeDirectory=`).
+pub const SYSTEM_RUNTIME_DIR: &str = "/run/sovereign-node";
+
+/// The file name of the replica's runtime configuration in the runtime directory.
+pub const RUNTIME_CONFIG_FILE: &str = "runtime-config.json";
+
+impl Config {
+    /// Where the replica's runtime configuration (docs/runtime-config.md) is written: the
+    /// `runtime_config` key, else `runtime-config.json` in the first of `$RUNTIME_DIRECTORY`
+    /// (systemd's `RuntimeDirectory=`), [`SYSTEM_RUNTIME_DIR`] when writable, and under the
+    /// development profile only, `$XDG_RUNTIME_DIR/sovereign-node` or
+    /// `~/.local/state/sovereign-node`. Same rules and reporting as the state directory.
+    pub fn runtime_config_path(
+        &self,
+        env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+        system_dir: &Path,
+        development: bool,
+    ) -> Result<StateDir, String> {
+        if let Some(file) = &self.runtime_config {
             return Ok(StateDir {
-                path: dir.clone(),
-                origin: "configured (attestation.state_dir)".into(),
+                path: file.clone(),
+                origin: "configured (runtime_config)".into(),
             });
         }
-        let nonempty = |name: &str| env(name).filter(|v| !v.is_empty());
-        if let Some(dirs) = nonempty("STATE_DIRECTORY") {
-            // systemd lists several StateDirectory= entries separated by ':'.
-            let first = dirs
-                .to_string_lossy()
-                .split(':')
-                .next()
-                .unwrap_or_default()
-                .to_string();
+        let dir = choose_dir(
+            &DirRule {
+                what: "runtime directory",
+                configured: None,
+                config_key: "runtime_config",
+                systemd_var: "RUNTIME_DIRECTORY",
+                systemd_setting: "RuntimeDirectory=",
+                system_dir,
+                xdg_var: "XDG_RUNTIME_DIR",
+            },
+            env,
+            development,
+        )?;
+        Ok(StateDir {
+            path: dir.path.join(RUNTIME_CONFIG_FILE),
+            origin: dir.origin,
+        })
+    }
+}
+
+/// How one of the agent's directories is chosen (see [`AttestationConfig::state_dir`]).
+struct DirRule<'a> {
+    what: &'a str,
+    /// The directory from the configuration, and the key that sets it.
+    configured: Option<&'a Path>,
+    config_key: &'a str,
+    /// systemd's variable for the unit's directory setting, e.g. `STATE_DIRECTORY`.
+    systemd_var: &'a str,
+    systemd_setting: &'a str,
+    system_dir: &'a Path,
+    /// The user's base directory under the development profile, e.g. `XDG_STATE_HOME`
+    /// (falling back to `~/.local/state`).
+    xdg_var: &'a str,
+}
+
+fn choose_dir(
+    rule: &DirRule,
+    env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    development: bool,
+) -> Result<StateDir, String> {
+    let what = rule.what;
+    if let Some(dir) = rule.configured {
+        return Ok(StateDir {
+            path: dir.to_owned(),
+            origin: format!("configured ({})", rule.config_key),
+        });
+    }
+    let nonempty = |name: &str| env(name).filter(|v| !v.is_empty());
+    if let Some(dirs) = nonempty(rule.systemd_var) {
+        // systemd lists several entries of the setting separated by ':'.
+        let first = dirs
+            .to_string_lossy()
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        return Ok(StateDir {
+            path: PathBuf::from(first),
+            origin: format!("systemd {} (${})", rule.systemd_setting, rule.systemd_var),
+        });
+    }
+    let system_dir = rule.system_dir;
+    let system_problem = match writable_dir(system_dir) {
+        Ok(()) => {
             return Ok(StateDir {
-                path: PathBuf::from(first),
-                origin: "systemd StateDirectory= ($STATE_DIRECTORY)".into(),
+                path: system_dir.to_owned(),
+                origin: format!("system default ({} is writable)", system_dir.display()),
             });
         }
-        let system_problem = match writable_dir(system_dir) {
-            Ok(()) => {
-                return Ok(StateDir {
-                    path: system_dir.to_owned(),
-                    origin: format!("system default ({} is writable)", system_dir.display()),
-                });
-            }
-            Err(e) => format!("{} is not writable: {e}", system_dir.display()),
-        };
-        if !development {
-            return Err(format!(
-                "no state directory: {system_problem}; set attestation.state_dir, or run under systemd with StateDirectory=sovereign-node"
-            ));
-        }
-        let user_dir = nonempty("XDG_STATE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| nonempty("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-            .map(|d| d.join("sovereign-node"));
-        let Some(path) = user_dir else {
-            return Err(format!(
-                "no state directory: {system_problem}, and neither XDG_STATE_HOME nor HOME is set"
-            ));
-        };
-        match create_private_dir(&path) {
-            Ok(()) => Ok(StateDir {
-                origin: format!("development profile: user state directory ({system_problem})"),
-                path,
-            }),
-            Err(e) => Err(format!(
-                "no state directory: {system_problem}; {}: {e}",
-                path.display()
-            )),
-        }
+        Err(e) => format!("{} is not writable: {e}", system_dir.display()),
+    };
+    if !development {
+        return Err(format!(
+            "no {what}: {system_problem}; set {}, or run under systemd with {}sovereign-node",
+            rule.config_key, rule.systemd_setting
+        ));
+    }
+    let user_dir = nonempty(rule.xdg_var)
+        .map(PathBuf::from)
+        .or_else(|| nonempty("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .map(|d| d.join("sovereign-node"));
+    let Some(path) = user_dir else {
+        return Err(format!(
+            "no {what}: {system_problem}, and neither {} nor HOME is set",
+            rule.xdg_var
+        ));
+    };
+    match create_private_dir(&path) {
+        Ok(()) => Ok(StateDir {
+            origin: format!("development profile: user {what} ({system_problem})"),
+            path,
+        }),
+        Err(e) => Err(format!(
+            "no {what}: {system_problem}; {}: {e}",
+            path.display()
+        )),
     }
 }
 
@@ -461,6 +548,54 @@ mod tests {
         let d = a.state_dir(&with_home, &not_dir, true).unwrap();
         assert_eq!(d.path, home.join(".local/state/sovereign-node"));
         assert!(a.state_dir(&none, &not_dir, true).is_err());
+    }
+
+    #[test]
+    fn runtime_config_path_follows_the_same_rules() {
+        use std::ffi::OsString;
+        let tmp = tempfile::tempdir().unwrap();
+        let env_of = |vars: Vec<(&'static str, String)>| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| OsString::from(v))
+            }
+        };
+        let c = Config::default();
+        let system = tmp.path().join("run-sovereign-node");
+        let sd = env_of(vec![("RUNTIME_DIRECTORY", "/run/sovereign-node".into())]);
+        let p = c.runtime_config_path(&sd, &system, false).unwrap();
+        assert_eq!(
+            p.path,
+            PathBuf::from("/run/sovereign-node/runtime-config.json")
+        );
+        assert!(p.origin.contains("RuntimeDirectory="), "{}", p.origin);
+        let none = env_of(Vec::new());
+        let p = c.runtime_config_path(&none, &system, false).unwrap();
+        assert_eq!(p.path, system.join("runtime-config.json"));
+        // Not writable: an error for production profiles, XDG_RUNTIME_DIR in development.
+        let blocked = tmp.path().join("blocked");
+        std::fs::write(&blocked, "").unwrap();
+        let err = c
+            .runtime_config_path(&none, &blocked.join("x"), false)
+            .unwrap_err();
+        assert!(
+            err.contains("runtime_config") && err.contains("RuntimeDirectory="),
+            "{err}"
+        );
+        let xdg = tmp.path().join("xdg-run");
+        let with_xdg = env_of(vec![("XDG_RUNTIME_DIR", xdg.display().to_string())]);
+        let p = c
+            .runtime_config_path(&with_xdg, &blocked.join("x"), true)
+            .unwrap();
+        assert_eq!(p.path, xdg.join("sovereign-node/runtime-config.json"));
+        // The configured file wins over systemd's directory.
+        let c = Config {
+            runtime_config: Some(PathBuf::from("/etc/replica/runtime.json")),
+            ..Config::default()
+        };
+        let p = c.runtime_config_path(&sd, &system, false).unwrap();
+        assert_eq!(p.path, PathBuf::from("/etc/replica/runtime.json"));
     }
 
     #[test]

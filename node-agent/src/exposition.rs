@@ -190,6 +190,26 @@ fn encode_snapshot(s: &Snapshot, encoder: &mut DescriptorEncoder) -> fmt::Result
             .collect::<Vec<_>>(),
     )?;
     f.gauge(
+        "sovereign_image_info",
+        "The sovereign-node image version the node runs (absent off the image).",
+        None,
+        &n.image
+            .version
+            .iter()
+            .map(|v| (vec![("version", v.clone())], 1.0))
+            .collect::<Vec<_>>(),
+    )?;
+    f.gauge(
+        "sovereign_image_optional_input_present",
+        "Whether the image was built with the optional input (replica, NVIDIA driver).",
+        None,
+        &n.image
+            .optional_inputs
+            .iter()
+            .map(|i| (vec![("input", i.name.clone())], b(i.present)))
+            .collect::<Vec<_>>(),
+    )?;
+    f.gauge(
         "sovereign_sev_snp_active",
         "Whether SEV-SNP protects this node (from the probe).",
         None,

@@ -7,6 +7,7 @@ use hardware_profiles::{
     SelectedBy, SevSnpState,
 };
 use serde::Serialize;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct NodeAssessment {
@@ -24,7 +25,88 @@ pub struct NodeAssessment {
     pub runtime: RuntimeConfig,
     pub sev_snp: SevView,
     pub cost: CostInputs,
+    /// What the node image was built with (`/usr/share/sovereign-node/image-inputs.json`).
+    pub image: ImageStatus,
+    /// Where the runtime configuration was written for the replica; `None` where the agent
+    /// does not write it (`node-agent check`).
+    pub runtime_config_file: Option<RuntimeConfigFile>,
 }
+
+/// The file `image/build` installs on the node, naming its optional inputs.
+pub const IMAGE_INPUTS_FILE: &str = "/usr/share/sovereign-node/image-inputs.json";
+
+/// The image's inputs as the node sees them. Off the image (a development machine) the
+/// file is absent and `absent_reason` says so.
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct ImageStatus {
+    pub version: Option<String>,
+    pub optional_inputs: Vec<ImageInput>,
+    pub absent_reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct ImageInput {
+    /// "replica", "nvidia-driver".
+    pub name: String,
+    pub what: String,
+    pub present: bool,
+    pub sha256: Option<String>,
+}
+
+impl ImageStatus {
+    /// Reads [`IMAGE_INPUTS_FILE`] under `root`. Absent or unreadable is a reported state,
+    /// never an error: the agent also runs off the image.
+    pub fn read(root: &Path) -> ImageStatus {
+        #[derive(serde::Deserialize)]
+        struct File {
+            version: String,
+            optional_inputs: Vec<ImageInput>,
+        }
+        let path = root.join(IMAGE_INPUTS_FILE.trim_start_matches('/'));
+        let absent = |reason: String| ImageStatus {
+            absent_reason: Some(reason),
+            ..ImageStatus::default()
+        };
+        match std::fs::read_to_string(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => absent(format!(
+                "{} does not exist: not running from the sovereign-node image",
+                path.display()
+            )),
+            Err(e) => absent(format!("reading {}: {e}", path.display())),
+            Ok(text) => match serde_json::from_str::<File>(&text) {
+                Ok(file) => ImageStatus {
+                    version: Some(file.version),
+                    optional_inputs: file.optional_inputs,
+                    absent_reason: None,
+                },
+                Err(e) => absent(format!("parsing {}: {e}", path.display())),
+            },
+        }
+    }
+
+    /// Names of the optional inputs the image was built without.
+    pub fn missing_inputs(&self) -> Vec<&str> {
+        self.optional_inputs
+            .iter()
+            .filter(|i| !i.present)
+            .map(|i| i.name.as_str())
+            .collect()
+    }
+}
+
+/// The replica's runtime configuration as written by `node-agent run`.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct RuntimeConfigFile {
+    /// The file, when a location could be chosen.
+    pub path: Option<PathBuf>,
+    /// Why this location (configured, systemd, system default, development fallback).
+    pub origin: String,
+    pub written: bool,
+    pub error: Option<String>,
+}
+
+/// Requirement name of the readiness check for the runtime configuration file.
+pub const RUNTIME_CONFIG_REQUIREMENT: &str = "runtime_config_written";
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct SevView {
@@ -36,6 +118,24 @@ pub struct SevView {
 }
 
 impl NodeAssessment {
+    /// Records where the runtime configuration went as a readiness check: a replica
+    /// started without it would run on defaults the profile did not choose.
+    pub fn set_runtime_config_file(&mut self, file: RuntimeConfigFile) {
+        let detail = match (&file.path, &file.error) {
+            (Some(path), None) => format!("{} ({})", path.display(), file.origin),
+            (Some(path), Some(e)) => format!("writing {}: {e}", path.display()),
+            (None, Some(e)) => e.clone(),
+            (None, None) => file.origin.clone(),
+        };
+        self.readiness.push(ReadinessCheck {
+            requirement: RUNTIME_CONFIG_REQUIREMENT.into(),
+            satisfied: file.written,
+            detail,
+        });
+        self.ready = self.ready && file.written;
+        self.runtime_config_file = Some(file);
+    }
+
     /// Why the node is not ready (empty when it is).
     pub fn reasons(&self) -> Vec<String> {
         self.readiness
@@ -71,6 +171,7 @@ pub fn assess(
     facts: MachineFacts,
     profiles: &ProfileSet,
     profile: &str,
+    image: ImageStatus,
 ) -> Result<NodeAssessment, SelectError> {
     let selection = profiles.select(&facts, parse_pin(profile))?;
     let readiness = selection.readiness(&facts);
@@ -93,6 +194,8 @@ pub fn assess(
         runtime,
         sev_snp,
         cost: selection.profile.cost,
+        image,
+        runtime_config_file: None,
         facts,
     })
 }

@@ -2,11 +2,13 @@
 //! crypto path, then serve telemetry under systemd (Type=notify with watchdog).
 
 use crate::collect::{Clock, Collectors, ReplicaProcess, ReplicaSource, SystemClock};
-use crate::config::{AttestationConfig, Config, EvidenceSource, GpuEvidence, SYSTEM_STATE_DIR};
+use crate::config::{
+    AttestationConfig, Config, EvidenceSource, GpuEvidence, SYSTEM_RUNTIME_DIR, SYSTEM_STATE_DIR,
+};
 use crate::cost::{CostParams, CostTracker};
 use crate::crypto::{self, CryptoOutcome};
 use crate::http::{AppState, AttestationService, AttestationStatus, Heartbeat, router};
-use crate::node::NodeAssessment;
+use crate::node::{NodeAssessment, RuntimeConfigFile};
 use anyhow::Context;
 use hardware_profiles::{MachineFacts, ProfileSet};
 use sd_notify::NotifyState;
@@ -62,13 +64,19 @@ pub fn profile_set(profiles_dir: Option<&Path>) -> anyhow::Result<ProfileSet> {
 
 /// Probe, select and evaluate readiness.
 pub fn assess_node(
+    config: &Config,
     facts: &FactsSource,
     profiles_dir: Option<&Path>,
-    profile: &str,
 ) -> anyhow::Result<NodeAssessment> {
     let facts = machine_facts(facts)?;
     let profiles = profile_set(profiles_dir)?;
-    Ok(crate::node::assess(facts, &profiles, profile)?)
+    let image = crate::node::ImageStatus::read(&config.root);
+    Ok(crate::node::assess(
+        facts,
+        &profiles,
+        &config.profile,
+        image,
+    )?)
 }
 
 /// The crypto selftest of the node's policy, in this process (`node-agent check`, a
@@ -190,8 +198,12 @@ pub async fn run(
     notify(&[NotifyState::Status(
         "probing the machine and selecting the profile",
     )]);
-    let node = assess_node(&facts, profiles_dir.as_deref(), &config.profile)?;
+    let mut node = assess_node(&config, &facts, profiles_dir.as_deref())?;
+    node.set_runtime_config_file(write_runtime_config(&config, &node));
     for line in &node.explanation {
+        tracing::info!("{line}");
+    }
+    for line in image_lines(&node.image) {
         tracing::info!("{line}");
     }
     if !node.ready {
@@ -311,6 +323,65 @@ async fn shutdown_signal() {
     notify(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
 }
 
+/// Writes the replica's runtime configuration where `config` says (see
+/// [`Config::runtime_config_path`]), atomically; the outcome becomes a readiness check.
+pub fn write_runtime_config(config: &Config, node: &NodeAssessment) -> RuntimeConfigFile {
+    let location = config.runtime_config_path(
+        &|name| std::env::var_os(name),
+        Path::new(SYSTEM_RUNTIME_DIR),
+        node.profile == DEVELOPMENT_PROFILE,
+    );
+    let file = match location {
+        Err(reason) => RuntimeConfigFile {
+            path: None,
+            origin: String::new(),
+            written: false,
+            error: Some(reason),
+        },
+        Ok(choice) => {
+            let written = choice
+                .path
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| node.runtime.write_atomic(&choice.path));
+            RuntimeConfigFile {
+                path: Some(choice.path),
+                origin: choice.origin,
+                written: written.is_ok(),
+                error: written.err().map(|e| e.to_string()),
+            }
+        }
+    };
+    match (&file.path, &file.error) {
+        (Some(path), None) => {
+            tracing::info!(path = %path.display(), origin = %file.origin, "wrote the replica's runtime configuration")
+        }
+        (path, Some(error)) => {
+            tracing::error!(path = ?path, %error, "cannot write the replica's runtime configuration: node not ready")
+        }
+        (None, None) => {}
+    }
+    file
+}
+
+/// What the image was built with, in words: one line, plus one per missing optional input.
+fn image_lines(image: &crate::node::ImageStatus) -> Vec<String> {
+    let Some(version) = &image.version else {
+        return vec![format!(
+            "image: {}",
+            image.absent_reason.as_deref().unwrap_or("unknown")
+        )];
+    };
+    let mut lines = vec![format!("image: sovereign-node {version}")];
+    for input in image.optional_inputs.iter().filter(|i| !i.present) {
+        lines.push(format!(
+            "image: optional input {} is MISSING ({})",
+            input.name, input.what
+        ));
+    }
+    lines
+}
+
 /// `node-agent check`: the readiness report; Ok(true) when the node is fit.
 pub fn check(
     config: &Config,
@@ -318,7 +389,7 @@ pub fn check(
     profiles_dir: Option<&Path>,
     out: &mut dyn std::io::Write,
 ) -> anyhow::Result<bool> {
-    let node = assess_node(facts, profiles_dir, &config.profile)?;
+    let node = assess_node(config, facts, profiles_dir)?;
     let crypto = crypto_selftest_in_process(&node);
     let selftest = &crypto.selftest;
     writeln!(out, "profile: {} ({})", node.profile, node.selection)?;
@@ -335,6 +406,9 @@ pub fn check(
         "SEV-SNP: {} (guest device: {})",
         node.sev_snp.state, node.sev_snp.guest_device
     )?;
+    for line in image_lines(&node.image) {
+        writeln!(out, "{line}")?;
+    }
     writeln!(out, "crypto paths:")?;
     for op in &crypto.report.operations {
         writeln!(out, "  {}: {}", op.operation, op.explanation)?;

@@ -37,6 +37,28 @@ fn run_speaks_sd_notify_and_serves() {
     assert_eq!((code, body.as_str()), (200, "ok\n"));
     let (code, body) = agent.get("/readyz");
     assert_eq!(code, 200, "{body}");
+    // The replica's runtime configuration is in systemd's RuntimeDirectory=, readable
+    // by the replica's own parser, and says what the profile chose.
+    let written = std::fs::read_to_string(agent.dir().join("runtime-config.json")).unwrap();
+    let runtime = hardware_profiles::RuntimeConfig::from_json(&written).unwrap();
+    assert_eq!(runtime.profile, "development");
+    let status: serde_json::Value = serde_json::from_str(&agent.get("/v1/status").1).unwrap();
+    let file = &status["node"]["runtime_config_file"];
+    assert_eq!(file["written"], true, "{file}");
+    assert!(
+        file["origin"]
+            .as_str()
+            .unwrap()
+            .contains("RuntimeDirectory="),
+        "{file}"
+    );
+    assert!(
+        status["node"]["image"]["absent_reason"]
+            .as_str()
+            .unwrap()
+            .contains("not running from the sovereign-node image"),
+        "{status}"
+    );
     let (code, body) = agent.get("/metrics");
     assert_eq!(code, 200);
     assert!(
@@ -56,6 +78,30 @@ fn run_speaks_sd_notify_and_serves() {
     let status = agent.terminate();
     assert!(status.success(), "{status}");
     agent.wait_for("STOPPING=1", Duration::from_secs(2));
+}
+
+#[test]
+fn unwritable_runtime_config_makes_the_node_not_ready() {
+    // A path under a regular file can never be created, whoever runs the test.
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, "").unwrap();
+    let config = format!(
+        "runtime_config = \"{}/runtime-config.json\"\n{TEST_CONFIG}",
+        blocker.display()
+    );
+    let agent = Agent::start(&config, &["--root", &ci_root()], None);
+    let ready = agent.messages.last().unwrap();
+    assert!(ready.contains("node NOT ready"), "{ready:?}");
+    let (code, body) = agent.get("/readyz");
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("runtime-config.json"), "{body}");
+    let (_, metrics) = agent.get("/metrics");
+    assert!(
+        metrics
+            .contains("sovereign_readiness_check_passed{requirement=\"runtime_config_written\"} 0"),
+        "{metrics}"
+    );
 }
 
 #[test]
@@ -176,4 +222,16 @@ fn dashboard_renders_in_headless_chromium() {
     assert!(dom.contains("http://127.0.0.1:1/metrics"), "{dom}");
     assert!(dom.contains("cpu: the policy runs it on the CPU"), "{dom}");
     assert!(dom.contains("off gpu"), "{dom}");
+    // Where the replica's runtime configuration went, and that this is not the image.
+    assert!(
+        dom.contains(&format!(
+            "{}",
+            agent.dir().join("runtime-config.json").display()
+        )),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("not running from the sovereign-node image"),
+        "{dom}"
+    );
 }

@@ -13,6 +13,7 @@ use gpu_crypto::{
     BackendChoice, BlsItem, BlsScheme, DecodeError, DomainSeparator, Engine, EngineError, G1Affine,
     G1Projective, MsmInput, Operation, Policy, VerifyError,
 };
+use serde::Deserialize as _;
 use std::ffi::{CString, c_char, c_void};
 use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
@@ -62,8 +63,43 @@ pub enum ClientError {
     },
     #[error("{op}: {points} points but {scalars} scalars", op = Operation::Msm)]
     LengthMismatch { points: usize, scalars: usize },
+    #[error("runtime configuration {path}: {reason}", path = path.display())]
+    RuntimeConfig { path: PathBuf, reason: String },
     #[error(transparent)]
     Engine(#[from] EngineError),
+}
+
+/// The environment variable naming the node agent's runtime configuration (the image's
+/// replica unit sets it to `/run/sovereign-node/runtime-config.json`).
+pub const RUNTIME_CONFIG_ENV: &str = "SOVEREIGN_RUNTIME_CONFIG";
+
+/// The schema version of the runtime configuration this client understands.
+pub const RUNTIME_CONFIG_SCHEMA_VERSION: u64 = 1;
+
+/// The crypto policy of the node agent's runtime configuration (`docs/runtime-config.md`):
+/// its `crypto` object, after checking `schema_version`. The rest of the file (thread
+/// pools) is the replica's own business.
+pub fn policy_from_runtime_config(path: &Path) -> Result<Policy, ClientError> {
+    let error = |reason: String| ClientError::RuntimeConfig {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| error(format!("not JSON: {e}")))?;
+    match value.get("schema_version").and_then(serde_json::Value::as_u64) {
+        Some(RUNTIME_CONFIG_SCHEMA_VERSION) => {}
+        Some(other) => {
+            return Err(error(format!(
+                "schema_version {other}, this client reads {RUNTIME_CONFIG_SCHEMA_VERSION}"
+            )));
+        }
+        None => return Err(error("no integer schema_version".into())),
+    }
+    let crypto = value
+        .get("crypto")
+        .ok_or_else(|| error("no crypto object".into()))?;
+    Policy::deserialize(crypto).map_err(|e| error(format!("crypto: {e}")))
 }
 
 /// A return code of the C ABI.

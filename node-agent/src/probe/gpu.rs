@@ -59,12 +59,9 @@ fn nvml_inventory(nvml: &Nvml, pci_nvidia: Vec<PciDevice>) -> GpuInventory {
             );
         }
     };
-    let cuda_driver_version = Fact::from(nvml.sys_cuda_driver_version())
-        .map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10));
     GpuInventory {
         nvml: NvmlStatus::Available {
             driver_version: nvml.sys_driver_version().into(),
-            cuda_driver_version,
         },
         gpus: (0..count).map(|index| gpu_facts(nvml, index)).collect(),
         pci_nvidia,

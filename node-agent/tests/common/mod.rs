@@ -37,9 +37,11 @@ pub fn read_testdata(path: &str) -> String {
 
 /// The node as the agent assesses it from a fixture tree (no NVML behind a fixture).
 pub fn node(fixture: &str, profile: &str) -> NodeAssessment {
-    let facts = probe(&fixture_root(fixture), &NvmlMode::absent("fixture tree"));
+    let root = fixture_root(fixture);
+    let facts = probe(&root, &NvmlMode::absent("fixture tree"));
     let profiles = ProfileSet::embedded().unwrap();
-    node_agent::node::assess(facts, &profiles, profile).unwrap()
+    let image = node_agent::node::ImageStatus::read(&root);
+    node_agent::node::assess(facts, &profiles, profile, image).unwrap()
 }
 
 /// Collectors with fixed inputs: manual clock, the node's crypto policy with every
@@ -93,10 +95,15 @@ pub struct Agent {
     pub socket: UnixDatagram,
     pub port: u16,
     pub messages: Vec<String>,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Agent {
+    /// The agent's scratch directory (its state and runtime directory).
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
     /// Starts the agent on a free port with a config (TOML text) and extra arguments,
     /// as systemd would (NOTIFY_SOCKET, WATCHDOG_USEC), and waits for READY=1.
     pub fn start(config: &str, args: &[&str], watchdog_usec: Option<u64>) -> Agent {
@@ -115,8 +122,10 @@ impl Agent {
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
             .env("NOTIFY_SOCKET", &socket_path)
-            // As systemd's StateDirectory= would: the node key goes to the scratch directory.
+            // As systemd's StateDirectory= and RuntimeDirectory= would: the node key and
+            // the replica's runtime configuration go to the scratch directory.
             .env("STATE_DIRECTORY", dir.path())
+            .env("RUNTIME_DIRECTORY", dir.path())
             .env_remove("WATCHDOG_PID")
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
@@ -131,7 +140,7 @@ impl Agent {
             socket,
             port: 0,
             messages: Vec::new(),
-            _dir: dir,
+            dir,
         };
         let ready = agent.wait_for("READY=1", Duration::from_secs(120));
         let status = ready
