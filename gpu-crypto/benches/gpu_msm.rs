@@ -340,9 +340,10 @@ fn main() {
                 let g = G1Affine::from(got.expect("GPU MSM")[0]);
                 assert_eq!(&hex(&g.to_uncompressed()), want, "sweep 2^{log}");
             };
+            // The default widths are 14 at 2^18 and 16 above (window_bits).
             let widths: &[&str] = match log {
-                18 => &["15", "16"],
-                _ => &["15"],
+                18 => &["13", "15", "16"],
+                _ => &["14", "15"],
             };
             let mut variants: Vec<(String, &str, &str)> = widths
                 .iter()

@@ -180,10 +180,12 @@ fn large_batches_cross_in_chunks() {
 fn repeated_points_and_one_point_many_times() {
     let mut r = rng(62);
     // The same point with the same scalar: every window's digit lands in one bucket, whose
-    // additions meet acc == P (doubling) at the first step.
+    // additions meet acc == P (doubling) at the first step. From 1000 points that bucket
+    // spans many accumulation slices, whose equal parts msm_merge adds (doubling again);
+    // 300,000 points cross in two chunks, the second resuming the first's buckets.
     let p = random_points(1, &mut r)[0];
     let s = random_scalars(1, &mut r)[0];
-    for n in [2usize, 3, 1000, 5000] {
+    for n in [2usize, 3, 1000, 5000, 300_000] {
         let points = vec![p; n];
         if check_one(&format!("same point and scalar x{n}"), &points, &vec![s; n]).is_none() {
             return;

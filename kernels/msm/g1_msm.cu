@@ -9,9 +9,10 @@
 //   points:  either ic_bls12_381's Montgomery x and y as they are in memory (the host copies
 //            them out of each G1Affine at offsets it probed once), used as they are, or
 //            96-byte big-endian encodings converted in place by msm_load_points.
-//   then:    msm_accumulate (one thread per bucket sums its points, XYZZ mixed addition),
-//            msm_reduce (per window, sum_d d * B_d by segmented running sums and a tree in
-//            shared memory; each block emits one Jacobian point). The host adds the blocks
+//   then:    msm_accumulate (each thread adds a fixed-size slice of the sorted entries into
+//            their buckets, XYZZ mixed addition), msm_merge (adds the parts of buckets that
+//            straddle slices), msm_reduce (per window, sum_d d * B_d by segmented running
+//            sums and a tree in shared memory; each block emits one Jacobian point). The host adds the blocks
 //            and combines the windows (a few hundred additions, faster on CPU cores than on
 //            one GPU thread).
 // Bucket key of digit d != 0 of window w of MSM b: (b * windows + w) * 2^(c-1) + |d| - 1.
@@ -247,43 +248,127 @@ msm_scan_add(u32* __restrict__ starts, u32* __restrict__ cursor, u32 k,
     cursor[i] = v;
 }
 
-// Bucket b adds the points sorted[starts[b] .. ends[b]) (ends = the cursors after the
-// scatter), negating those whose digit was negative, to its sum so far: the identity for
-// the first chunk of points (`resume` = 0), the stored bucket for the later ones.
-__device__ __forceinline__ void accumulate_bucket(const g1_affine_t* __restrict__ points,
-                                                  const u32* __restrict__ sorted,
-                                                  const u32* __restrict__ starts,
-                                                  const u32* __restrict__ ends, u32 k,
-                                                  u32 resume,
-                                                  g1_xyzz_t* __restrict__ buckets) {
-    const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= k) return;
-    g1_xyzz_t acc;
-    const u32 begin = starts[b];
-    const u32 end = ends[b];
-    if (!resume) {
-        xyzz_set_identity(acc);
-    } else if (begin == end) {
-        return;  // nothing of this chunk: the stored sum stands
-    } else {
-        acc = buckets[b];
+// 16-byte loads and stores of points and buckets: records of 96 and 192 bytes in areas
+// aligned to 256 bytes are 16-byte aligned, but the structs only promise 4 bytes, for which
+// the compiler would issue 24 or 48 separate 4-byte accesses.
+__device__ __forceinline__ void load_fp3(fp_t& a, const uint4* __restrict__ p) {
+#pragma unroll
+    for (int v = 0; v < 3; v++) {
+        const uint4 w = p[v];
+        a.l[4 * v] = w.x;
+        a.l[4 * v + 1] = w.y;
+        a.l[4 * v + 2] = w.z;
+        a.l[4 * v + 3] = w.w;
     }
-    for (u32 j = begin; j < end; j++) {
-        const u32 e = sorted[j];
-        g1_affine_t a = points[e & 0x7fffffffu];
-        if (e >> 31) fp_neg(a.y, a.y);
-        xyzz_add_affine(acc, acc, a);
-    }
-    buckets[b] = acc;
 }
 
-// At most 168 registers, so that 3 blocks of 128 threads fit an SM (left alone, the
-// compiler takes a few more and only 2 fit).
+__device__ __forceinline__ void store_fp3(uint4* __restrict__ p, const fp_t& a) {
+#pragma unroll
+    for (int v = 0; v < 3; v++)
+        p[v] = make_uint4(a.l[4 * v], a.l[4 * v + 1], a.l[4 * v + 2], a.l[4 * v + 3]);
+}
+
+__device__ __forceinline__ void load_affine(g1_affine_t& a, const g1_affine_t* __restrict__ points,
+                                            u32 i) {
+    const uint4* p = reinterpret_cast<const uint4*>(points) + (u64)i * 6;
+    load_fp3(a.x, p);
+    load_fp3(a.y, p + 3);
+}
+
+__device__ __forceinline__ void load_xyzz(g1_xyzz_t& r, const g1_xyzz_t* __restrict__ at) {
+    const uint4* p = reinterpret_cast<const uint4*>(at);
+    load_fp3(r.x, p);
+    load_fp3(r.y, p + 3);
+    load_fp3(r.zz, p + 6);
+    load_fp3(r.zzz, p + 9);
+}
+
+__device__ __forceinline__ void store_xyzz(g1_xyzz_t* __restrict__ at, const g1_xyzz_t& r) {
+    uint4* p = reinterpret_cast<uint4*>(at);
+    store_fp3(p, r.x);
+    store_fp3(p + 3, r.y);
+    store_fp3(p + 6, r.zz);
+    store_fp3(p + 9, r.zzz);
+}
+
+// Bucket accumulation with the work balanced per thread, not per bucket (as sppark): the
+// chunk's sorted entries [0, total) are cut into slices of `slice` entries, one per thread.
+// A thread adds the runs of equal bucket within its slice, one mixed addition per entry
+// in a single loop (a thread whose run ends stores it and starts the next while the warp
+// goes on: no thread waits for another's bucket), and stores each run's sum:
+//   * into its bucket, when the bucket's first entry of this chunk is in the slice (the
+//     thread "owns" the bucket; on later chunks, `resume` = 1, it adds the bucket's sum so far);
+//   * into spills[t], when the slice begins inside a bucket that started before it (only the
+//     slice's first run can), and that bucket into spill_bucket[t] (NO_SPILL if none);
+//     msm_merge then adds those into the bucket.
+// The host sizes the slices so that the threads fill about one wave of the device.
+// Buckets that no entry of the first chunk reaches stay as the host cleared them: zero, the
+// identity (ZZ = 0).
+// At most 168 registers, so that 3 blocks of 128 threads fit an SM.
+#define NO_SPILL 0xffffffffu
 extern "C" __global__ void __launch_bounds__(128, 3)
 msm_accumulate(const g1_affine_t* __restrict__ points, const u32* __restrict__ sorted,
-               const u32* __restrict__ starts, const u32* __restrict__ ends, u32 k,
-               u32 resume, g1_xyzz_t* __restrict__ buckets) {
-    accumulate_bucket(points, sorted, starts, ends, k, resume, buckets);
+               const u32* __restrict__ starts, const u32* __restrict__ ends, u32 k, u32 slice,
+               u32 resume, g1_xyzz_t* __restrict__ buckets, g1_xyzz_t* __restrict__ spills,
+               u32* __restrict__ spill_bucket) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 total = ends[k - 1];
+    if ((u64)t * slice >= total) return;
+    const u32 s = t * slice;
+    const u32 e = s + min(slice, total - s);
+    // The bucket of entry s: the first whose entries end after s (ends[k - 1] = total > s).
+    u32 b = 0, hi = k - 1;
+    while (b < hi) {
+        const u32 mid = (b + hi) >> 1;
+        if (ends[mid] > s) hi = mid; else b = mid + 1;
+    }
+    u32 run_end = min(ends[b], e);
+    bool spill = starts[b] < s;
+    spill_bucket[t] = spill ? b : NO_SPILL;
+    g1_xyzz_t acc;
+    if (resume && !spill) load_xyzz(acc, buckets + b); else xyzz_set_identity(acc);
+    for (u32 j = s; j < e;) {
+        const u32 entry = sorted[j];
+        g1_affine_t a;
+        load_affine(a, points, entry & 0x7fffffffu);
+        if (entry >> 31) fp_neg(a.y, a.y);
+        xyzz_add_affine(acc, acc, a);
+        if (++j == run_end) {
+            store_xyzz(spill ? spills + t : buckets + b, acc);
+            spill = false;
+            if (j < e) {
+                do b++; while (ends[b] <= j);  // skips the buckets without entries
+                run_end = min(ends[b], e);
+                if (resume) load_xyzz(acc, buckets + b); else xyzz_set_identity(acc);
+            }
+        }
+    }
+}
+
+// Second pass of the accumulation, one thread per slice: the slices that begin inside
+// bucket b are consecutive, t0 + 1 .. t1, where slice t0 holds the bucket's first entry (its
+// thread stored its part in the bucket); the thread of slice t0 + 1 adds their spills to the
+// bucket. Only threads at slice starts have anything to do, so one thread per slice (about
+// one wave) rather than one per bucket (several waves, each as long as one addition). A
+// bucket spanning many slices (the same digit for many points) adds its spills in a serial
+// chain of (entries / slice) additions.
+extern "C" __global__ void __launch_bounds__(128)
+msm_merge(const u32* __restrict__ ends, u32 k, u32 slice, const u32* __restrict__ spill_bucket,
+          const g1_xyzz_t* __restrict__ spills, g1_xyzz_t* __restrict__ buckets) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 total = ends[k - 1];
+    // Slices at or past the end had no thread in msm_accumulate: spill_bucket is stale there.
+    const u64 active = ((u64)total + slice - 1) / slice;
+    if (t >= active) return;
+    const u32 b = spill_bucket[t];
+    if (b == NO_SPILL || (t > 0 && spill_bucket[t - 1] == b)) return;
+    g1_xyzz_t acc, part;
+    load_xyzz(acc, buckets + b);
+    for (u32 u = t; u < active && spill_bucket[u] == b; u++) {
+        load_xyzz(part, spills + u);
+        xyzz_add(acc, acc, part);
+    }
+    store_xyzz(buckets + b, acc);
 }
 
 struct g1_jacobian_t {

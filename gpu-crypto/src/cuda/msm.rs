@@ -32,6 +32,14 @@ const REDUCE_THREADS_MAX: u32 = 128;
 const REDUCE_BLOCKS_PER_SM: usize = 2;
 /// Reduction threads when the SM count is unknown (unit tests): one wave on an H200.
 const REDUCE_DEFAULT_THREADS: usize = 1 << 15;
+/// Blocks of 128 threads of msm_accumulate per SM (its `__launch_bounds__(128, 3)`).
+const ACCUMULATE_BLOCKS_PER_SM: usize = 3;
+const ACCUMULATE_BLOCK: u32 = 128;
+/// Accumulation threads when the SM count is unknown (unit tests): one wave on an H200.
+const ACCUMULATE_DEFAULT_THREADS: usize = 132 * ACCUMULATE_BLOCKS_PER_SM * 128;
+/// Fewest sorted entries per accumulation thread: below that, small batches would spend
+/// more on adding the parts of buckets cut across slices than they save.
+const MIN_SLICE: usize = 4;
 /// Batches above this many points cross in chunks: each chunk is staged on the host and
 /// uploaded while the GPU sorts and accumulates the one before.
 const PIPELINE_MIN_POINTS: usize = 1 << 18;
@@ -48,8 +56,8 @@ const PARALLEL_STAGING: usize = 2 * PIECE;
 /// Widest window: 2^15 buckets per window keep the bucket array small and the sort's
 /// histogram in L2 for the largest MSMs.
 const MAX_WINDOW_BITS: u32 = 16;
-/// Window width above 2^18 points.
-const LARGE_WINDOW_BITS: u32 = 15;
+/// Window width above 2^19 points.
+const LARGE_WINDOW_BITS: u32 = 16;
 /// Upper bound on the bucket array of one call (2^(c-1) buckets per window per MSM).
 const MAX_BUCKET_BYTES: usize = 1 << 31;
 const ALIGN: usize = 256;
@@ -72,6 +80,7 @@ pub(crate) struct MsmKernels {
     scan_tile_sums: CudaFunction,
     scan_add: CudaFunction,
     accumulate: CudaFunction,
+    merge: CudaFunction,
     reduce: CudaFunction,
     /// Where ic_bls12_381 keeps x and y inside a `G1Affine`, probed on first use; `None`
     /// when the probe did not find them (points then cross as encodings).
@@ -94,6 +103,7 @@ impl MsmKernels {
             scan_tile_sums: f("msm_scan_tile_sums")?,
             scan_add: f("msm_scan_add")?,
             accumulate: f("msm_accumulate")?,
+            merge: f("msm_merge")?,
             reduce: f("msm_reduce")?,
             layout: OnceLock::new(),
         })
@@ -151,12 +161,12 @@ enum Staging {
     Encoded,
 }
 
-/// Window width c for MSMs of up to `n` points: wide windows keep buckets short (a
-/// bucket's additions are one thread's serial chain), at the price of more buckets to
-/// reduce (2^(c-1) per window). Measured on the H200 (docs/msm.md, msm-run3b): log2(n) - 2
-/// up to 2^16 points, 14 at 2^17 and 2^18 (faster than 15 and 16 there), 15 above (with
-/// the chunked upload, 15 beat 16 at 2^20 and 2^22: more points per bucket and chunk keep
-/// the threads of a warp evenly busy).
+/// Window width c for MSMs of up to `n` points: wide windows mean fewer windows, so fewer
+/// bucket additions (n per window), at the price of more buckets to reduce (2^(c-1) per
+/// window). Measured on the H200 with the slice-balanced accumulation (docs/msm.md,
+/// msm-run4b/4c): log2(n) - 2 up to 2^16 points, 14 at 2^17 to 2^19 (at 2^18, 13, 14 and
+/// 16 overlap within the runs' spread, 15 is slower), 16 above (at 2^20 16 beat 13, 14 and
+/// 15 by 7-19 %, at 2^22 14 and 15 by 14-18 %).
 pub fn window_bits(n: usize) -> u32 {
     if let Some(c) = std::env::var("GPU_CRYPTO_MSM_WINDOW_BITS")
         .ok()
@@ -166,7 +176,7 @@ pub fn window_bits(n: usize) -> u32 {
         return c;
     }
     let log = usize::BITS - n.max(1).saturating_sub(1).leading_zeros();
-    if log <= 18 {
+    if log <= 19 {
         log.saturating_sub(2).clamp(8, 14)
     } else {
         LARGE_WINDOW_BITS
@@ -200,6 +210,9 @@ struct Plan {
     /// Buckets over the whole batch.
     buckets: usize,
     tiles: usize,
+    /// Accumulation threads that fill one wave of the device (the spill area holds one
+    /// partial bucket per thread).
+    accumulate_threads: usize,
     /// Reduction: buckets per thread, threads per block, blocks per window.
     seg_len: u32,
     reduce_block: u32,
@@ -218,6 +231,8 @@ struct Plan {
     off_tile_sums: usize,
     off_sorted: usize,
     off_buckets: usize,
+    off_spills: usize,
+    off_spill_buckets: usize,
     off_partials: usize,
     device_bytes: usize,
 }
@@ -232,8 +247,13 @@ fn round_up(v: usize, to: usize) -> usize {
 }
 
 impl Plan {
-    /// `reduce_threads`: about how many reduction threads the device runs in one wave.
-    fn new(msms: &[MsmInput<'_>], reduce_threads: usize) -> Result<Plan, GpuError> {
+    /// `reduce_threads` and `accumulate_threads`: about how many threads of msm_reduce and
+    /// msm_accumulate the device runs in one wave.
+    fn new(
+        msms: &[MsmInput<'_>],
+        reduce_threads: usize,
+        accumulate_threads: usize,
+    ) -> Result<Plan, GpuError> {
         let n: usize = msms.iter().map(|m| m.points.len()).sum();
         let largest = msms.iter().map(|m| m.points.len()).max().unwrap_or(0);
         // Many MSMs in one batch multiply the buckets: narrow the windows until the bucket
@@ -292,7 +312,10 @@ impl Plan {
         let off_tile_sums = round_up(off_cursor + 4 * buckets, ALIGN);
         let off_sorted = round_up(off_tile_sums + 4 * tiles, ALIGN);
         let off_buckets = round_up(off_sorted + 4 * entries, ALIGN);
-        let off_partials = round_up(off_buckets + BUCKET_BYTES * buckets, ALIGN);
+        let accumulate_threads = accumulate_threads.max(1);
+        let off_spills = round_up(off_buckets + BUCKET_BYTES * buckets, ALIGN);
+        let off_spill_buckets = round_up(off_spills + BUCKET_BYTES * accumulate_threads, ALIGN);
+        let off_partials = round_up(off_spill_buckets + 4 * accumulate_threads, ALIGN);
         let device_bytes = off_partials + JACOBIAN_BYTES * partials;
         Ok(Plan {
             n,
@@ -303,6 +326,7 @@ impl Plan {
             half,
             buckets,
             tiles,
+            accumulate_threads,
             seg_len,
             reduce_block,
             blocks_per_window,
@@ -318,9 +342,20 @@ impl Plan {
             off_tile_sums,
             off_sorted,
             off_buckets,
+            off_spills,
+            off_spill_buckets,
             off_partials,
             device_bytes,
         })
+    }
+
+    /// Sorted entries per accumulation thread for a chunk of `count` points, and the
+    /// threads: about one wave, each with the same number of entries (the chunk has at most
+    /// count * windows entries; zero digits have none).
+    fn slices(&self, count: usize) -> (u32, usize) {
+        let entries = count * self.windows as usize;
+        let slice = entries.div_ceil(self.accumulate_threads).max(MIN_SLICE);
+        (slice as u32, entries.div_ceil(slice))
     }
 }
 
@@ -617,18 +652,24 @@ fn launch_1d(n: usize, threads: u32) -> LaunchConfig {
     }
 }
 
-/// Reduction threads that fit one wave of the device (REDUCE_DEFAULT_THREADS if the SM
-/// count cannot be read).
-fn reduce_threads(gpu: &GpuBackend) -> usize {
-    static THREADS: OnceLock<usize> = OnceLock::new();
+/// Threads of msm_reduce and of msm_accumulate that fit one wave of the device (the
+/// defaults if the SM count cannot be read).
+fn wave_threads(gpu: &GpuBackend) -> (usize, usize) {
+    static THREADS: OnceLock<(usize, usize)> = OnceLock::new();
     *THREADS.get_or_init(|| {
-        gpu.ctx
+        let sms = gpu
+            .ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .ok()
             .and_then(|sms| usize::try_from(sms).ok())
-            .filter(|&sms| sms > 0)
-            .map(|sms| sms * REDUCE_BLOCKS_PER_SM * REDUCE_THREADS_MAX as usize)
-            .unwrap_or(REDUCE_DEFAULT_THREADS)
+            .filter(|&sms| sms > 0);
+        match sms {
+            Some(sms) => (
+                sms * REDUCE_BLOCKS_PER_SM * REDUCE_THREADS_MAX as usize,
+                sms * ACCUMULATE_BLOCKS_PER_SM * ACCUMULATE_BLOCK as usize,
+            ),
+            None => (REDUCE_DEFAULT_THREADS, ACCUMULATE_DEFAULT_THREADS),
+        }
     })
 }
 
@@ -683,7 +724,8 @@ fn run_staged(
     w: &mut Worker,
     msms: &[MsmInput<'_>],
 ) -> Result<Vec<G1Projective>, GpuError> {
-    let plan = Plan::new(msms, reduce_threads(gpu))?;
+    let (reduce_wave, accumulate_wave) = wave_threads(gpu);
+    let plan = Plan::new(msms, reduce_wave, accumulate_wave)?;
     if plan.n == 0 {
         return Ok(vec![G1Projective::identity(); msms.len()]);
     }
@@ -747,9 +789,11 @@ fn run_staged(
         at(plan.off_cursor),
         at(plan.off_tile_sums),
     );
-    let (d_sorted, d_buckets, d_partials) = (
+    let (d_sorted, d_buckets, d_spills, d_spill_buckets, d_partials) = (
         at(plan.off_sorted),
         at(plan.off_buckets),
+        at(plan.off_spills),
+        at(plan.off_spill_buckets),
         at(plan.off_partials),
     );
     let msms32 = plan.msms as u32;
@@ -760,6 +804,10 @@ fn run_staged(
         // Poison: an unwritten partial sum is not a canonical field element.
         result::memset_d8_async(d_partials, 0xff, out_bytes, cu)
             .map_err(driver("poison partial sums"))?;
+        // Every bucket starts as the identity (all zero): msm_accumulate writes only the
+        // buckets that have entries.
+        result::memset_d8_async(d_buckets, 0, BUCKET_BYTES * plan.buckets, cu)
+            .map_err(driver("clear buckets"))?;
     }
 
     // Per chunk: stage on the host (the GPU meanwhile works on the chunk before), upload on
@@ -881,6 +929,7 @@ fn run_staged(
                 .launch(launch_1d(count, 256))
                 .map_err(driver("launch msm_scatter"))?;
             Marks::mark(&mut marks, &stream, format!("sort{c}"))?;
+            let (slice, threads) = plan.slices(count);
             stream
                 .launch_builder(&k.accumulate)
                 .arg(&d_points)
@@ -888,11 +937,25 @@ fn run_staged(
                 .arg(&d_starts)
                 .arg(&d_cursor)
                 .arg(&buckets32)
+                .arg(&slice)
                 .arg(&resume)
                 .arg(&d_buckets)
-                .launch(launch_1d(plan.buckets, 128))
+                .arg(&d_spills)
+                .arg(&d_spill_buckets)
+                .launch(launch_1d(threads, ACCUMULATE_BLOCK))
                 .map_err(driver("launch msm_accumulate"))?;
             Marks::mark(&mut marks, &stream, format!("accumulate{c}"))?;
+            stream
+                .launch_builder(&k.merge)
+                .arg(&d_cursor)
+                .arg(&buckets32)
+                .arg(&slice)
+                .arg(&d_spill_buckets)
+                .arg(&d_spills)
+                .arg(&d_buckets)
+                .launch(launch_1d(threads, 128))
+                .map_err(driver("launch msm_merge"))?;
+            Marks::mark(&mut marks, &stream, format!("merge{c}"))?;
         }
     }
 
@@ -1088,13 +1151,27 @@ mod tests {
             points: &points,
             scalars: &scalars,
         };
-        let plan = Plan::new(&vec![one; 32], REDUCE_DEFAULT_THREADS).expect("32 MSMs");
+        let plan = Plan::new(
+            &vec![one; 32],
+            REDUCE_DEFAULT_THREADS,
+            ACCUMULATE_DEFAULT_THREADS,
+        )
+        .expect("32 MSMs");
         assert_eq!(plan.c, 8);
-        let plan = Plan::new(&vec![one; 20_000], REDUCE_DEFAULT_THREADS).expect("20k MSMs");
+        let plan = Plan::new(
+            &vec![one; 20_000],
+            REDUCE_DEFAULT_THREADS,
+            ACCUMULATE_DEFAULT_THREADS,
+        )
+        .expect("20k MSMs");
         assert!(plan.c < 8, "c={}", plan.c);
         assert!(plan.buckets * BUCKET_BYTES <= MAX_BUCKET_BYTES);
         assert!(matches!(
-            Plan::new(&vec![one; 1_000_000], REDUCE_DEFAULT_THREADS),
+            Plan::new(
+                &vec![one; 1_000_000],
+                REDUCE_DEFAULT_THREADS,
+                ACCUMULATE_DEFAULT_THREADS
+            ),
             Err(GpuError::InputTooLarge(_))
         ));
     }
@@ -1173,10 +1250,38 @@ mod tests {
             }
             assert_eq!(next, 300_000);
         }
-        let plan = Plan::new(&msms, REDUCE_DEFAULT_THREADS).expect("plan");
+        let plan =
+            Plan::new(&msms, REDUCE_DEFAULT_THREADS, ACCUMULATE_DEFAULT_THREADS).expect("plan");
         assert_eq!(plan.chunk_target, 1 << 18);
-        let small = Plan::new(&msms[..2], REDUCE_DEFAULT_THREADS).expect("plan");
+        let small = Plan::new(
+            &msms[..2],
+            REDUCE_DEFAULT_THREADS,
+            ACCUMULATE_DEFAULT_THREADS,
+        )
+        .expect("plan");
         assert_eq!(small.chunk_target, 100_000);
+    }
+
+    /// Accumulation slices: equal slices that cover a chunk's largest possible number of
+    /// entries with at most one wave of threads, never fewer than MIN_SLICE entries each.
+    #[test]
+    fn accumulation_slices_cover_the_entries_within_one_wave() {
+        let g = G1Affine::generator();
+        let points = vec![g; 5000];
+        let scalars = vec![Scalar::one(); 5000];
+        let m = MsmInput {
+            points: &points,
+            scalars: &scalars,
+        };
+        let plan = Plan::new(&[m], REDUCE_DEFAULT_THREADS, 1000).expect("plan");
+        for count in [1usize, 3, 100, 4096, 5000, 1 << 18, (1 << 22) + 7] {
+            let (slice, threads) = plan.slices(count);
+            let entries = count * plan.windows as usize;
+            assert!(slice as usize >= MIN_SLICE);
+            assert!(threads * slice as usize >= entries, "count {count}");
+            assert!((threads - 1) * (slice as usize) < entries, "count {count}");
+            assert!(threads <= plan.accumulate_threads, "count {count}");
+        }
     }
 
     #[test]
@@ -1186,7 +1291,9 @@ mod tests {
         assert_eq!(window_bits(1 << 12), 10);
         assert_eq!(window_bits(1 << 16), 14);
         assert_eq!(window_bits(1 << 18), 14);
-        assert_eq!(window_bits((1 << 18) + 1), 15);
-        assert_eq!(window_bits(1 << 24), 15);
+        assert_eq!(window_bits((1 << 18) + 1), 14);
+        assert_eq!(window_bits(1 << 19), 14);
+        assert_eq!(window_bits((1 << 19) + 1), 16);
+        assert_eq!(window_bits(1 << 24), 16);
     }
 }

@@ -109,6 +109,7 @@ pub const G1_MSM: KernelProgram = KernelProgram {
         "msm_scan_tile_sums",
         "msm_scan_add",
         "msm_accumulate",
+        "msm_merge",
         "msm_reduce",
     ],
 };
