@@ -10,7 +10,8 @@
 
 use gpu_crypto::cuda::GpuBackend;
 use gpu_crypto::cuda::bench::{
-    ShaKernel, decompress_kernels, h2d_bandwidth, sha256_device_resident, sha256_from_pinned,
+    ShaKernel, decompress_breakdown, decompress_kernels, h2d_bandwidth, sha256_device_resident,
+    sha256_from_pinned,
 };
 use gpu_crypto::{G1Affine, G1Projective};
 use group::Group;
@@ -85,8 +86,52 @@ fn crossover(rows: &[Row], op: &str) -> String {
     }
 }
 
+/// SHA-256 kernel variants (the cp.async pipeline's depth and wait) against the production
+/// kernel, over the same device-resident chunks; every digest is checked.
+fn sha_kernel_variants(gpu: &GpuBackend, chunks: usize) -> anyhow::Result<()> {
+    let variants = [
+        (
+            ShaKernel::Production,
+            "production (3 stages, waits for blocks k and k+1)",
+        ),
+        (
+            ShaKernel::Defines("#define SHA256_WAIT_CURRENT_BLOCK\n"),
+            "3 stages, waits for block k only",
+        ),
+        (
+            ShaKernel::Defines("#define SHA256_STAGES 4\n#define SHA256_WAIT_CURRENT_BLOCK\n"),
+            "4 stages, waits for block k only",
+        ),
+        (
+            ShaKernel::Defines("#define SHA256_STAGES 2\n#define SHA256_WAIT_CURRENT_BLOCK\n"),
+            "2 stages, waits for block k only",
+        ),
+        (ShaKernel::RegisterPrefetch, "session 2's register prefetch"),
+    ];
+    for (variant, what) in variants {
+        let v = sha256_device_resident(gpu, variant, chunks, 1 << 20, IC_PREFIX, 5)
+            .map_err(|e| anyhow::anyhow!("device-resident ({what}): {e}"))?;
+        anyhow::ensure!(
+            v.mismatches == 0,
+            "device-resident ({what}): {} mismatches",
+            v.mismatches
+        );
+        println!(
+            "sha256 device-resident {} x 1 MiB, {what}: {:.2} ms median ({:.2}-{:.2}), {:.1} GB/s; all digests equal the CPU's",
+            v.chunks,
+            v.seconds.median * 1e3,
+            v.seconds.min * 1e3,
+            v.seconds.max * 1e3,
+            v.gbps()
+        );
+    }
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let quick = std::env::var("GPU_BENCH_QUICK").as_deref() == Ok("1");
+    // GPU_BENCH_VARIANTS=0: only the production kernels (no benchmark variants).
+    let variants = std::env::var("GPU_BENCH_VARIANTS").as_deref() != Ok("0");
     let threads = rayon::current_num_threads();
     let t0 = Instant::now();
     let gpu = GpuBackend::open(0).map_err(|e| anyhow::anyhow!("GPU unusable: {e}"))?;
@@ -103,6 +148,11 @@ fn main() -> anyhow::Result<()> {
     }
     println!("CPU: {threads} rayon threads");
     let mut rows = Vec::new();
+
+    // GPU_BENCH_ONLY=sha-kernels: only SHA-256 kernel variants over device-resident chunks.
+    if std::env::var("GPU_BENCH_ONLY").as_deref() == Ok("sha-kernels") {
+        return sha_kernel_variants(&gpu, if quick { 512 } else { 16384 });
+    }
 
     // G1 decompression, host bytes -> host results (engine-level call).
     let max_log = if quick { 12 } else { 20 };
@@ -150,7 +200,7 @@ fn main() -> anyhow::Result<()> {
             continue;
         }
         let reps = if n >= 1 << 20 { 5 } else { 20 };
-        for k in decompress_kernels(&gpu, &all_points[..n], reps)
+        for k in decompress_kernels(&gpu, &all_points[..n], reps, variants)
             .map_err(|e| anyhow::anyhow!("decompression kernels: {e}"))?
         {
             anyhow::ensure!(
@@ -168,6 +218,25 @@ fn main() -> anyhow::Result<()> {
                 k.points_per_second()
             );
         }
+    }
+
+    // Where a single-segment decompression's time goes, stage by stage.
+    for &n in &[448usize, 65536] {
+        if n > all_points.len() {
+            continue;
+        }
+        let b = decompress_breakdown(&gpu, &all_points[..n], 20)
+            .map_err(|e| anyhow::anyhow!("decompress breakdown: {e}"))?;
+        println!(
+            "decompress breakdown n={n:>6} (medians, ms): stage {:.3}  upload {:.3}  poison {:.3}  kernel {:.3}  download {:.3}  decode {:.3}  | sequential total {:.3}; all {n} equal the CPU",
+            b.stage.median * 1e3,
+            b.upload.median * 1e3,
+            b.poison.median * 1e3,
+            b.kernel.median * 1e3,
+            b.download.median * 1e3,
+            b.decode.median * 1e3,
+            b.total.median * 1e3,
+        );
     }
 
     // SHA-256 of 1 MiB chunks from ordinary (pageable) host memory, engine-level call.
@@ -218,10 +287,19 @@ fn main() -> anyhow::Result<()> {
 
     // SHA-256 kernel over device-resident chunks, and streamed from pinned host memory.
     let resident_chunks = if quick { 512 } else { 16384 };
-    for (variant, what) in [
-        (ShaKernel::AluAdds, "all adds on the ALU"),
-        (ShaKernel::ShrOnFma, "schedule shifts on the FMA pipe too"),
-    ] {
+    let sha_variants = if variants {
+        &[
+            (ShaKernel::AluAdds, "all adds on the ALU"),
+            (ShaKernel::ShrOnFma, "schedule shifts on the FMA pipe too"),
+            (
+                ShaKernel::RegisterPrefetch,
+                "session 2's register prefetch (no cp.async)",
+            ),
+        ][..]
+    } else {
+        &[][..]
+    };
+    for &(variant, what) in sha_variants {
         let v = sha256_device_resident(&gpu, variant, resident_chunks, 1 << 20, IC_PREFIX, 5)
             .map_err(|e| anyhow::anyhow!("device-resident ({what}): {e}"))?;
         anyhow::ensure!(

@@ -26,6 +26,7 @@ fn compare(points: &[[u8; 48]], gpu: &[Result<G1Affine, DecodeError>], what: &st
 /// Also compares with the crate's CPU path, item by item.
 fn compare_cpu_path(points: &[[u8; 48]], gpu: &[Result<G1Affine, DecodeError>]) {
     let cpu = gpu_crypto::cpu::g1_decompress(points);
+    assert_eq!(cpu.len(), gpu.len(), "result count");
     for (i, (c, g)) in cpu.iter().zip(gpu).enumerate() {
         assert_eq!(c, g, "item {i}: GPU differs from cpu::g1_decompress");
     }
@@ -79,6 +80,31 @@ fn random_valid_points_and_random_bytes_at_many_batch_sizes() {
         let out = gpu.g1_decompress(&points).expect("GPU call");
         compare(&points, &out, &format!("batch of {n}"));
         compare_cpu_path(&points, &out);
+    }
+}
+
+#[test]
+fn batches_of_several_pipeline_segments() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(5);
+    // More than three segments of the two-stream pipeline (2^16 points each) with a
+    // partial last one, invalid items of three kinds in every segment; then a batch of
+    // just over one segment on the same (reused) buffers and streams.
+    let n = 3 * 65536 + 777;
+    let mut points = valid_points(&mut r, n);
+    for (i, p) in points.iter_mut().enumerate() {
+        match i % 1000 {
+            3 => r.fill_bytes(p),
+            500 => *p = random_x(&mut r, 0x80),
+            999 => p[0] &= 0x7f,
+            _ => {}
+        }
+    }
+    for len in [n, 65536 + 5] {
+        let out = gpu.g1_decompress(&points[..len]).expect("GPU call");
+        assert_eq!(out.len(), len);
+        assert!(out.iter().any(|x| x.is_err()) && out.iter().any(|x| x.is_ok()));
+        compare_cpu_path(&points[..len], &out);
     }
 }
 

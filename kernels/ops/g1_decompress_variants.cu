@@ -1,6 +1,8 @@
-// Benchmark-only instances of batch G1 decompression (ops/g1_decompress.cuh): the
-// session-1 formulas (complete projective, plain square root) and the production formulas
-// under two register caps. Same arguments as g1_decompress; never used by the engine.
+// Benchmark-only instances of batch G1 decompression (ops/g1_decompress.cuh), never used
+// by the engine. The bench compiles this program several times, each time with a different
+// choice of field arithmetic (the FP_* switches of ff/fp.cuh defined ahead of it), and
+// measures each under two register budgets: none (2 blocks of 128 threads per SM at up to
+// 255 registers) and 168 registers (3 blocks per SM).
 #include "ops/g1_decompress.cuh"
 
 #define G1_DECOMPRESS_INSTANCE(name, method, min_blocks)                                     \
@@ -9,7 +11,5 @@
         g1_decompress_batch<method>(in, n, out, codes);                                      \
     }
 
-G1_DECOMPRESS_INSTANCE(g1_decompress_projective_plain, DECOMPRESS_PROJECTIVE_PLAIN, 1)
-G1_DECOMPRESS_INSTANCE(g1_decompress_jacobian_lb3, DECOMPRESS_JACOBIAN_WINDOW, 3)
-
-G1_DECOMPRESS_INSTANCE(g1_decompress_jacobian_lb4, DECOMPRESS_JACOBIAN_WINDOW, 4)
+G1_DECOMPRESS_INSTANCE(g1_decompress_lb1, DECOMPRESS_JACOBIAN_WINDOW, 1)
+G1_DECOMPRESS_INSTANCE(g1_decompress_lb3, DECOMPRESS_JACOBIAN_WINDOW, 3)

@@ -79,7 +79,84 @@ __device__ __forceinline__ void compress_bulk(u32 st[8], const u8* base, u64 cou
     }
 }
 
-template <bool FMA_ADDS, bool FMA_SHR>
+// The same loop with the next blocks fetched by cp.async into shared memory, issued
+// SHA256_STAGES - 1 blocks ahead. In compress_bulk the compiler issues the last prefetch
+// late in the block (its registers are the block's own, still live), so each block waited
+// out a global load; with one warp per scheduler (16,384 chunks) nothing hides that wait.
+// Asynchronous copies hold no registers, so they are issued at the top of the block, and
+// each thread reads back only what it copied itself (wait_group orders that; no barrier).
+// The default wait (run8, 712 GB/s) lets one group stay in flight, so block k also waits
+// for block k + 1's copies, issued a whole block earlier. Run9 measured 4 stages waiting for
+// block k only at 806 GB/s (all digests right; not yet through the tests and the soak).
+#define SHA256_THREADS 64
+// Bench switches: SHA256_STAGES (default 3) and SHA256_WAIT_CURRENT_BLOCK (wait for block
+// k's copies only, not also block k + 1's); docs/benchmarks.md has their figures.
+#ifndef SHA256_STAGES
+#define SHA256_STAGES 3
+#endif
+#ifdef SHA256_WAIT_CURRENT_BLOCK
+#define SHA256_IN_FLIGHT (SHA256_STAGES - 1)
+#else
+#define SHA256_IN_FLIGHT (SHA256_STAGES - 2)
+#endif
+
+__device__ __forceinline__ void cp_async16(uint4* smem, const u8* gmem) {
+    const u32 s = (u32)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+// Waits until at most SHA256_IN_FLIGHT groups of this thread are still in flight: by
+// default STAGES - 2, so after block k + 2's group is committed blocks k and k + 1 have
+// landed.
+__device__ __forceinline__ void cp_async_wait_stage() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(SHA256_IN_FLIGHT) : "memory");
+}
+
+// stage[s][j][thread]: a warp's 16-byte reads of one vector are consecutive (no conflicts).
+template <int QW, bool FMA_ADDS>
+__device__ __forceinline__ void compress_bulk_async(u32 st[8], const u8* base, u64 count,
+                                                    u32 sel, u32 one,
+                                                    uint4 (*stage)[4][SHA256_THREADS]) {
+    const u32 t = threadIdx.x;
+    uint4 v0 = load16(base);
+    // Block k's vectors 1..4 (bytes 16..80 above base + 64k) go to stage k % STAGES.
+#pragma unroll
+    for (int s = 0; s < SHA256_STAGES - 1; s++) {
+        if ((u64)s < count) {
+#pragma unroll
+            for (int j = 0; j < 4; j++) cp_async16(&stage[s][j][t], base + 64 * s + 16 * (j + 1));
+        }
+        cp_async_commit();
+    }
+    u32 slot = 0;
+    for (u64 k = 0; k < count; k++) {
+        const u64 ahead = k + SHA256_STAGES - 1;
+        if (ahead < count) {
+            const u32 fill = slot == 0 ? SHA256_STAGES - 1 : slot - 1;
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                cp_async16(&stage[fill][j][t], base + 64 * ahead + 16 * (j + 1));
+        }
+        cp_async_commit();  // possibly empty: keeps one group per block
+        cp_async_wait_stage();
+        const uint4 v1 = stage[slot][0][t], v2 = stage[slot][1][t], v3 = stage[slot][2][t],
+                    v4 = stage[slot][3][t];
+        const u32 lw[20] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w, v2.x, v2.y,
+                            v2.z, v2.w, v3.x, v3.y, v3.z, v3.w, v4.x, v4.y, v4.z, v4.w};
+        u32 w[16];
+#pragma unroll
+        for (int j = 0; j < 16; j++) w[j] = __byte_perm(lw[QW + j], lw[QW + j + 1], sel);
+        sha256_compress<FMA_ADDS, false>(st, w, one);
+        v0 = v4;
+        slot = slot == SHA256_STAGES - 1 ? 0 : slot + 1;
+    }
+}
+
+template <bool FMA_ADDS, bool FMA_SHR, bool ASYNC = false>
 __device__ __forceinline__ void sha256_prefixed_body(const u8* __restrict__ data,
                                                      const u64* __restrict__ offsets,
                                                      const u32* __restrict__ lens, u32 n,
@@ -116,11 +193,21 @@ __device__ __forceinline__ void sha256_prefixed_body(const u8* __restrict__ data
         const u32 sel = (qb << 12) | ((qb + 1) << 8) | ((qb + 2) << 4) | (qb + 3);
         const u8* base = m.chunk + (d - q);
         const u64 count = bulk_end - bulk_first;
-        switch (q >> 2) {
-            case 0: compress_bulk<0, FMA_ADDS, FMA_SHR>(st, base, count, sel, one); break;
-            case 1: compress_bulk<1, FMA_ADDS, FMA_SHR>(st, base, count, sel, one); break;
-            case 2: compress_bulk<2, FMA_ADDS, FMA_SHR>(st, base, count, sel, one); break;
-            default: compress_bulk<3, FMA_ADDS, FMA_SHR>(st, base, count, sel, one); break;
+        if (ASYNC) {
+            __shared__ uint4 stage_s[SHA256_STAGES][4][SHA256_THREADS];
+            switch (q >> 2) {
+                case 0: compress_bulk_async<0, FMA_ADDS>(st, base, count, sel, one, stage_s); break;
+                case 1: compress_bulk_async<1, FMA_ADDS>(st, base, count, sel, one, stage_s); break;
+                case 2: compress_bulk_async<2, FMA_ADDS>(st, base, count, sel, one, stage_s); break;
+                default: compress_bulk_async<3, FMA_ADDS>(st, base, count, sel, one, stage_s); break;
+            }
+        } else {
+            switch (q >> 2) {
+                case 0: compress_bulk<0, FMA_ADDS, FMA_SHR>(st, base, count, sel, one); break;
+                case 1: compress_bulk<1, FMA_ADDS, FMA_SHR>(st, base, count, sel, one); break;
+                case 2: compress_bulk<2, FMA_ADDS, FMA_SHR>(st, base, count, sel, one); break;
+                default: compress_bulk<3, FMA_ADDS, FMA_SHR>(st, base, count, sel, one); break;
+            }
         }
         k = bulk_end;
     }
@@ -133,21 +220,28 @@ __device__ __forceinline__ void sha256_prefixed_body(const u8* __restrict__ data
 
 // `one` must be 1 (see sha256_add_fma). Variants of the same function: the bench measures
 // all; the backend uses sha256_prefixed.
-extern "C" __global__ void __launch_bounds__(64)
+// SHA256_REGISTER_PREFETCH (the bench's comparison): the session-2 register prefetch.
+#ifdef SHA256_REGISTER_PREFETCH
+#define SHA256_PRODUCTION_ASYNC false
+#else
+#define SHA256_PRODUCTION_ASYNC true
+#endif
+extern "C" __global__ void __launch_bounds__(SHA256_THREADS)
 sha256_prefixed(const u8* __restrict__ data, const u64* __restrict__ offsets,
                 const u32* __restrict__ lens, u32 n, const u8* __restrict__ prefix,
                 u32 prefix_len, u32* __restrict__ digests, u32 one) {
-    sha256_prefixed_body<true, false>(data, offsets, lens, n, prefix, prefix_len, digests, one);
+    sha256_prefixed_body<true, false, SHA256_PRODUCTION_ASYNC>(data, offsets, lens, n, prefix,
+                                                               prefix_len, digests, one);
 }
 
-extern "C" __global__ void __launch_bounds__(64)
+extern "C" __global__ void __launch_bounds__(SHA256_THREADS)
 sha256_prefixed_alu(const u8* __restrict__ data, const u64* __restrict__ offsets,
                     const u32* __restrict__ lens, u32 n, const u8* __restrict__ prefix,
                     u32 prefix_len, u32* __restrict__ digests, u32 one) {
     sha256_prefixed_body<false, false>(data, offsets, lens, n, prefix, prefix_len, digests, one);
 }
 
-extern "C" __global__ void __launch_bounds__(64)
+extern "C" __global__ void __launch_bounds__(SHA256_THREADS)
 sha256_prefixed_shr_fma(const u8* __restrict__ data, const u64* __restrict__ offsets,
                         const u32* __restrict__ lens, u32 n, const u8* __restrict__ prefix,
                         u32 prefix_len, u32* __restrict__ digests, u32 one) {

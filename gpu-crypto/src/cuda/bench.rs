@@ -216,6 +216,32 @@ pub enum ShaKernel {
     AluAdds,
     /// `sha256_prefixed_shr_fma`: the schedule's shifts on the FMA pipe as well.
     ShrOnFma,
+    /// `sha256_prefixed` compiled here with `SHA256_REGISTER_PREFETCH` (session 2's loop:
+    /// the next block prefetched into registers instead of by cp.async).
+    RegisterPrefetch,
+    /// `sha256_prefixed` compiled here with these defines put ahead of the source (the
+    /// `SHA256_*` switches of ops/sha256_prefixed.cu).
+    Defines(&'static str),
+}
+
+/// Compiles `program` for the device with `defines` (source text put ahead of it) and
+/// loads `function` from it: benchmark variants of a production kernel.
+fn variant_function(
+    gpu: &GpuBackend,
+    program: &super::sources::KernelProgram,
+    defines: &str,
+    function: &str,
+) -> Result<cudarc::driver::CudaFunction, GpuError> {
+    let source: &'static str = Box::leak(format!("{defines}{}", program.source).into_boxed_str());
+    let variant = super::sources::KernelProgram { source, ..*program };
+    let compiled = super::compile::compile_program(&variant, &gpu.arch)?;
+    let module = gpu
+        .ctx
+        .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
+        .map_err(driver("cuModuleLoadData"))?;
+    module
+        .load_function(function)
+        .map_err(|e| GpuError::Driver(format!("cuModuleGetFunction {function}: {e}")))
 }
 
 /// SHA-256(prefix || chunk) over `chunks` random chunks already in device memory: one
@@ -228,12 +254,31 @@ pub fn sha256_device_resident(
     prefix: &[u8],
     reps: usize,
 ) -> Result<ShaThroughput, GpuError> {
+    gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
+    let compiled;
     let func = match kernel {
         ShaKernel::Production => &gpu.kernels.sha256_prefixed,
         ShaKernel::AluAdds => &gpu.kernels.sha256_prefixed_alu,
         ShaKernel::ShrOnFma => &gpu.kernels.sha256_prefixed_shr_fma,
+        ShaKernel::RegisterPrefetch => {
+            compiled = variant_function(
+                gpu,
+                &super::sources::SHA256_PREFIXED,
+                "#define SHA256_REGISTER_PREFETCH\n",
+                "sha256_prefixed",
+            )?;
+            &compiled
+        }
+        ShaKernel::Defines(defines) => {
+            compiled = variant_function(
+                gpu,
+                &super::sources::SHA256_PREFIXED,
+                defines,
+                "sha256_prefixed",
+            )?;
+            &compiled
+        }
     };
-    gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
     let stream = gpu.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
     let batch = DeviceBatch::new(gpu, &stream, chunks, chunk_len, prefix)?;
     fill_random(gpu, &stream, batch.data.ptr(), chunks * chunk_len, 0x5eed)?;
@@ -385,6 +430,7 @@ pub fn sha256_from_pinned(
 /// One decompression kernel instance measured on device-resident input.
 #[derive(Debug, Clone)]
 pub struct DecompressKernelTiming {
+    /// Kernel name, or field variant / kernel name.
     pub function: &'static str,
     pub points: usize,
     pub seconds: Timing,
@@ -399,14 +445,29 @@ impl DecompressKernelTiming {
     }
 }
 
-/// Kernel-only time of the production decompression kernel and of every benchmark
-/// variant (sources::G1_DECOMPRESS_VARIANTS, compiled here for the device's architecture)
+/// Field-arithmetic choices the decompression variants are compiled under (kernels/ff/fp.cuh
+/// switches): session 2's, then one change at a time, then the default.
+const FIELD_VARIANTS: &[(&str, &str)] = &[
+    (
+        "session2-field",
+        "#define FP_MUL_ONE_CHAIN\n#define FP_ADD_U64_EMULATION\n",
+    ),
+    ("ptx-add", "#define FP_MUL_ONE_CHAIN\n"),
+    ("ptx-add+2chain-mul", "#define FP_SQR_AS_MUL\n"),
+    ("ptx-add+2chain-mul+sqr", ""),
+    ("ptx-add+2chain-mul+sqr+inline", "#define FP_INLINE_MUL\n"),
+];
+
+/// Kernel-only time of the production decompression kernel and, `with_variants`, of every
+/// benchmark variant (sources::G1_DECOMPRESS_VARIANTS, compiled here for the device's
+/// architecture under each of FIELD_VARIANTS)
 /// over the same points in device memory; each instance's output is compared item by item
 /// with the CPU's `from_compressed` (code and 96-byte encoding).
 pub fn decompress_kernels(
     gpu: &GpuBackend,
     points: &[[u8; 48]],
     reps: usize,
+    with_variants: bool,
 ) -> Result<Vec<DecompressKernelTiming>, GpuError> {
     use super::sources::G1_DECOMPRESS_VARIANTS;
     let n = points.len();
@@ -420,11 +481,6 @@ pub fn decompress_kernels(
         .collect();
 
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
-    let compiled = super::compile::compile_program(&G1_DECOMPRESS_VARIANTS, &gpu.arch)?;
-    let module = gpu
-        .ctx
-        .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
-        .map_err(driver("cuModuleLoadData"))?;
     let stream = gpu.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
     let in_bytes = 48 * n;
     let out_offset = in_bytes.div_ceil(256) * 256;
@@ -439,12 +495,58 @@ pub fn decompress_kernels(
     }
     stream.synchronize().map_err(driver("upload points"))?;
 
-    let mut functions = vec![("g1_decompress", gpu.kernels.g1_decompress.clone())];
-    for name in G1_DECOMPRESS_VARIANTS.functions {
-        let f = module
-            .load_function(name)
-            .map_err(|e| GpuError::Driver(format!("cuModuleGetFunction {name}: {e}")))?;
-        functions.push((name, f));
+    let mut functions: Vec<(&'static str, cudarc::driver::CudaFunction)> =
+        vec![("g1_decompress", gpu.kernels.g1_decompress.clone())];
+    // NVRTC is single-threaded per program: compile the variants side by side, once per
+    // process (the bench calls this for several sizes).
+    static COMPILED: std::sync::OnceLock<Vec<Result<Vec<u8>, String>>> = std::sync::OnceLock::new();
+    let compile_all = || {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = FIELD_VARIANTS
+                .iter()
+                .map(|(_, defines)| {
+                    let arch = gpu.arch.as_str();
+                    s.spawn(move || {
+                        let source: &'static str = Box::leak(
+                            format!("{defines}{}", G1_DECOMPRESS_VARIANTS.source).into_boxed_str(),
+                        );
+                        let program = super::sources::KernelProgram {
+                            source,
+                            ..G1_DECOMPRESS_VARIANTS
+                        };
+                        super::compile::compile_program(&program, arch)
+                            .map(|c| c.cubin)
+                            .map_err(|e| e.to_string())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("compile thread panicked".to_string()))
+                })
+                .collect()
+        })
+    };
+    let compiled: &[Result<Vec<u8>, String>] = if with_variants {
+        COMPILED.get_or_init(compile_all)
+    } else {
+        &[]
+    };
+    for ((label, _), c) in FIELD_VARIANTS.iter().zip(compiled) {
+        let cubin = c.clone().map_err(GpuError::Compile)?;
+        let module = gpu
+            .ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+            .map_err(driver("cuModuleLoadData"))?;
+        for name in G1_DECOMPRESS_VARIANTS.functions {
+            let f = module
+                .load_function(name)
+                .map_err(|e| GpuError::Driver(format!("cuModuleGetFunction {name}: {e}")))?;
+            let label: &'static str = Box::leak(format!("{label}/{name}").into_boxed_str());
+            functions.push((label, f));
+        }
     }
     let config = LaunchConfig {
         grid_dim: (n32.div_ceil(128), 1, 1),
@@ -502,4 +604,136 @@ pub fn decompress_kernels(
         });
     }
     Ok(out)
+}
+
+/// Where the time of one single-segment decompression goes, stage by stage, each timed on
+/// its own (host clock for host work, CUDA events for device work), medians over `reps`.
+#[derive(Debug, Clone, Copy)]
+pub struct DecompressBreakdown {
+    pub points: usize,
+    /// Copying the encodings into pinned staging memory (host).
+    pub stage: Timing,
+    /// Host-to-device copy of the encodings.
+    pub upload: Timing,
+    /// Poisoning the outputs (two memsets).
+    pub poison: Timing,
+    /// The kernel.
+    pub kernel: Timing,
+    /// Device-to-host copy of encodings and codes.
+    pub download: Timing,
+    /// Turning codes and encodings into results (host).
+    pub decode: Timing,
+    /// All of it enqueued back to back on one stream, host clock, as the engine does it.
+    pub total: Timing,
+}
+
+/// Measures [`DecompressBreakdown`] with the production kernel; the decoded results are
+/// compared with the CPU's `from_compressed` (an error if any differs).
+pub fn decompress_breakdown(
+    gpu: &GpuBackend,
+    points: &[[u8; 48]],
+    reps: usize,
+) -> Result<DecompressBreakdown, GpuError> {
+    use std::time::Instant;
+    let n = points.len();
+    let n32 = u32::try_from(n).map_err(|_| GpuError::InputTooLarge(format!("{n} points")))?;
+    gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
+    let stream = gpu.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
+    let in_bytes = 48 * n;
+    let out_offset = in_bytes.div_ceil(256) * 256;
+    let mut host_in = PinnedBuffer::new(&gpu.ctx);
+    host_in.ensure(in_bytes)?;
+    let mut host_out = PinnedBuffer::new(&gpu.ctx);
+    host_out.ensure(97 * n)?;
+    let mut device = DeviceBuffer::new(&gpu.ctx);
+    device.ensure(out_offset + 97 * n)?;
+    let (d_in, d_out) = (device.ptr(), device.ptr() + out_offset as u64);
+    let d_codes = d_out + 96 * n as u64;
+    let config = LaunchConfig {
+        grid_dim: (n32.div_ceil(128), 1, 1),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (mut stage, mut upload, mut poison, mut kernel, mut download, mut decode, mut total) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
+    let mut results = Vec::new();
+    for r in 0..reps.max(1) + 1 {
+        let t_all = Instant::now();
+        let t = Instant::now();
+        host_in
+            .slice_mut(in_bytes)
+            .copy_from_slice(points.as_flattened());
+        let t_stage = t.elapsed().as_secs_f64();
+        let e0 = timed_event(gpu, &stream)?;
+        // SAFETY: every range lies inside the buffers ensured above; the host buffers are
+        // not touched until the stream is synchronised.
+        unsafe {
+            result::memcpy_htod_async(d_in, host_in.slice(in_bytes), stream.cu_stream())
+                .map_err(driver("upload points"))?;
+            let e1 = timed_event(gpu, &stream)?;
+            result::memset_d8_async(d_out, 0xa5, 96 * n, stream.cu_stream())
+                .map_err(driver("poison"))?;
+            result::memset_d8_async(d_codes, 0xff, n, stream.cu_stream())
+                .map_err(driver("poison"))?;
+            let e2 = timed_event(gpu, &stream)?;
+            stream
+                .launch_builder(&gpu.kernels.g1_decompress)
+                .arg(&d_in)
+                .arg(&n32)
+                .arg(&d_out)
+                .arg(&d_codes)
+                .launch(config)
+                .map_err(driver("launch g1_decompress"))?;
+            let e3 = timed_event(gpu, &stream)?;
+            result::memcpy_dtoh_async(host_out.slice_mut(97 * n), d_out, stream.cu_stream())
+                .map_err(driver("download"))?;
+            let e4 = timed_event(gpu, &stream)?;
+            e4.synchronize().map_err(driver("g1_decompress"))?;
+            let t = Instant::now();
+            let out = host_out.slice(97 * n);
+            let (encodings, codes) = out.split_at(96 * n);
+            results = codes
+                .iter()
+                .zip(encodings.chunks_exact(96))
+                .map(|(&c, e)| super::decompress::convert(c, e))
+                .collect::<Result<Vec<_>, _>>()?;
+            let t_decode = t.elapsed().as_secs_f64();
+            let t_total = t_all.elapsed().as_secs_f64();
+            if r > 0 {
+                stage.push(t_stage);
+                upload.push(elapsed(&e0, &e1)?);
+                poison.push(elapsed(&e1, &e2)?);
+                kernel.push(elapsed(&e2, &e3)?);
+                download.push(elapsed(&e3, &e4)?);
+                decode.push(t_decode);
+                total.push(t_total);
+            }
+        }
+    }
+    let expected: Vec<_> = points
+        .par_iter()
+        .map(crate::cpu::g1_decompress_one)
+        .collect();
+    if results != expected {
+        return Err(GpuError::BadOutput(
+            "breakdown: results differ from the CPU".into(),
+        ));
+    }
+    Ok(DecompressBreakdown {
+        points: n,
+        stage: Timing::of(stage),
+        upload: Timing::of(upload),
+        poison: Timing::of(poison),
+        kernel: Timing::of(kernel),
+        download: Timing::of(download),
+        decode: Timing::of(decode),
+        total: Timing::of(total),
+    })
 }

@@ -1,10 +1,12 @@
-//! Host side of batch G1 decompression: one contiguous upload of the 48-byte encodings,
-//! one launch, one download of the 96-byte uncompressed encodings and the codes.
+//! Host side of batch G1 decompression: the batch moves in segments, each staged into
+//! pinned memory, uploaded, decompressed and downloaded on one of two streams in turn, so
+//! one segment's copies and staging overlap another's kernel (and the last wave of one
+//! kernel overlaps the first of the next), while the host decodes finished segments.
 
 use super::memory::{DeviceBuffer, PinnedBuffer, driver};
 use super::{GpuBackend, GpuError, Worker};
 use crate::error::DecodeError;
-use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg, result, sys};
+use cudarc::driver::{CudaContext, CudaStream, LaunchConfig, PushKernelArg, result, sys};
 use ic_bls12_381::G1Affine;
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex};
@@ -19,6 +21,9 @@ pub(crate) struct DecompressBuffers {
     host_in: PinnedBuffer,
     host_out: PinnedBuffer,
     device: DeviceBuffer,
+    /// The second stream of the segment pipeline (the worker's stream is the first);
+    /// created on the first batch of more than one segment.
+    second: Option<Arc<CudaStream>>,
 }
 
 impl DecompressBuffers {
@@ -27,6 +32,7 @@ impl DecompressBuffers {
             host_in: PinnedBuffer::new(ctx),
             host_out: PinnedBuffer::new(ctx),
             device: DeviceBuffer::new(ctx),
+            second: None,
         }
     }
 }
@@ -35,7 +41,10 @@ fn round_up(v: usize, to: usize) -> usize {
     v.div_ceil(to) * to
 }
 
-fn convert(code: u8, encoding: &[u8]) -> Result<Result<G1Affine, DecodeError>, GpuError> {
+pub(crate) fn convert(
+    code: u8,
+    encoding: &[u8],
+) -> Result<Result<G1Affine, DecodeError>, GpuError> {
     if code == 0 {
         let bytes: &[u8; 96] = encoding
             .try_into()
@@ -53,9 +62,27 @@ fn convert(code: u8, encoding: &[u8]) -> Result<Result<G1Affine, DecodeError>, G
 
 /// Points per pipeline segment: the host decodes segment k's results while the GPU works
 /// on the segments after it. Small batches are one segment (no extra synchronisation).
-const SEGMENT: usize = 1 << 17;
+/// 2^16 points are about two waves of the kernel on an H200 (132 SMs x 256 threads); the
+/// two streams let the next segment's kernel fill the SMs that the current one's last
+/// wave leaves idle, and the last segment's host decoding (after the GPU is done) is short.
+const SEGMENT: usize = 1 << 16;
 
 pub(crate) fn run(
+    gpu: &GpuBackend,
+    w: &mut Worker,
+    points: &[[u8; 48]],
+) -> Result<Vec<Result<G1Affine, DecodeError>>, GpuError> {
+    let result = run_segments(gpu, w, points);
+    if result.is_err() {
+        // The caller quiesces the worker's stream; the second one is ours to drain.
+        if let Some(s) = &w.dec.second {
+            let _ = s.synchronize();
+        }
+    }
+    result
+}
+
+fn run_segments(
     gpu: &GpuBackend,
     w: &mut Worker,
     points: &[[u8; 48]],
@@ -74,29 +101,44 @@ pub(crate) fn run(
     w.dec.host_out.ensure(out_bytes)?;
     w.dec.device.ensure(out_offset + out_bytes)?;
 
-    let staged = w.dec.host_in.slice_mut(in_bytes);
-    if n >= PARALLEL_CONVERT {
-        staged
-            .par_chunks_mut(48 * 4096)
-            .zip(points.as_flattened().par_chunks(48 * 4096))
-            .for_each(|(dst, src)| dst.copy_from_slice(src));
-    } else {
-        staged.copy_from_slice(points.as_flattened());
-    }
-    let stream = w.stream.clone();
     let d_in = w.dec.device.ptr();
     let d_out = d_in + out_offset as u64;
     let d_codes = d_out + enc_bytes as u64;
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
 
-    // Enqueue every segment (upload, poison, launch, download, event), then decode the
-    // segments on the host in order as their events complete.
+    // Stage, then enqueue, every segment (upload, poison, launch, download, event) on the
+    // two streams in turn; then decode the segments on the host in order as their events
+    // complete. Staging segment k+1 overlaps the GPU's work on segment k.
     let segments: Vec<(usize, usize)> = (0..n)
         .step_by(SEGMENT)
         .map(|start| (start, (n - start).min(SEGMENT)))
         .collect();
+    let streams = if segments.len() > 1 {
+        let second = match &w.dec.second {
+            Some(s) => s.clone(),
+            None => {
+                let s = gpu.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
+                w.dec.second = Some(s.clone());
+                s
+            }
+        };
+        [w.stream.clone(), second]
+    } else {
+        [w.stream.clone(), w.stream.clone()]
+    };
     let mut done = Vec::with_capacity(segments.len());
-    for &(start, len) in &segments {
+    for (k, &(start, len)) in segments.iter().enumerate() {
+        let stream = &streams[k % 2];
+        let staged = &mut w.dec.host_in.slice_mut(in_bytes)[48 * start..48 * (start + len)];
+        let src = points[start..start + len].as_flattened();
+        if len >= PARALLEL_CONVERT {
+            staged
+                .par_chunks_mut(48 * 4096)
+                .zip(src.par_chunks(48 * 4096))
+                .for_each(|(dst, src)| dst.copy_from_slice(src));
+        } else {
+            staged.copy_from_slice(src);
+        }
         let len32 = len as u32; // <= SEGMENT
         let seg_in = d_in + (48 * start) as u64;
         let seg_out = d_out + (96 * start) as u64;
@@ -145,7 +187,7 @@ pub(crate) fn run(
         done.push(
             gpu.ctx
                 .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
-                .and_then(|e| e.record(&stream).map(|_| e))
+                .and_then(|e| e.record(stream).map(|_| e))
                 .map_err(driver("record segment event"))?,
         );
     }
