@@ -22,8 +22,9 @@ fn snapshot() -> Snapshot {
         let root =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../node-agent/tests/fixtures/ci-2core");
         let facts = node_agent::service::probe_root(&root);
-        let node =
-            node_agent::node::assess(facts, &ProfileSet::embedded().unwrap(), "auto").unwrap();
+        let image = node_agent::node::ImageStatus::read(&root);
+        let node = node_agent::node::assess(facts, &ProfileSet::embedded().unwrap(), "auto", image)
+            .unwrap();
         let crypto = node_agent::service::crypto_selftest_in_process(&node);
         let cost = node_agent::cost::CostTracker::new(node_agent::cost::CostParams::new(
             &node.cost,
