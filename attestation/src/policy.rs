@@ -448,8 +448,10 @@ fn parse_version(text: &str, field: &str) -> Result<(u8, u8, Option<u8>), Policy
     }
 }
 
-/// Expected measurements from an image `release-manifest.json`: the field
-/// `expected_measurement` (hex string or list), also accepted under `sev_snp`.
+/// Expected measurement from an image `release-manifest.json` (schema
+/// `sovereign-node/release-manifest/v1`, written by `image/build`): `sev_snp.launch_digest`,
+/// 96 hex digits (a list of them is accepted too). A manifest built without the OVMF
+/// firmware has `launch_digest: null` and a `reason`; that is an error naming the reason.
 pub fn load_release_manifest(path: &Path) -> Result<Vec<Vec<u8>>, PolicyError> {
     let err = |message: String| PolicyError::Manifest {
         path: path.to_owned(),
@@ -458,13 +460,20 @@ pub fn load_release_manifest(path: &Path) -> Result<Vec<Vec<u8>>, PolicyError> {
     let bytes = read(path)?;
     let json: serde_json::Value =
         serde_json::from_slice(&bytes).map_err(|e| err(format!("not JSON: {e}")))?;
-    let field = json
-        .get("expected_measurement")
-        .or_else(|| {
-            json.get("sev_snp")
-                .and_then(|s| s.get("expected_measurement"))
-        })
-        .ok_or_else(|| err("no expected_measurement field".into()))?;
+    let sev_snp = json
+        .get("sev_snp")
+        .ok_or_else(|| err("no sev_snp section (not an image release manifest?)".into()))?;
+    let field = match sev_snp.get("launch_digest") {
+        None => return Err(err("no sev_snp.launch_digest field".into())),
+        Some(serde_json::Value::Null) => {
+            let reason = sev_snp
+                .get("reason")
+                .and_then(|r| r.as_str())
+                .unwrap_or("no reason given");
+            return Err(err(format!("sev_snp.launch_digest is null: {reason}")));
+        }
+        Some(v) => v,
+    };
     let values: Vec<&serde_json::Value> = match field {
         serde_json::Value::Array(items) => items.iter().collect(),
         other => vec![other],
@@ -473,7 +482,7 @@ pub fn load_release_manifest(path: &Path) -> Result<Vec<Vec<u8>>, PolicyError> {
     for v in values {
         let s = v
             .as_str()
-            .ok_or_else(|| err("expected_measurement is not a hex string".into()))?;
+            .ok_or_else(|| err("sev_snp.launch_digest is not a hex string".into()))?;
         let m = hex::decode(s.trim()).map_err(|e| err(format!("not hex: {e}")))?;
         if m.len() != 48 {
             return Err(err(format!(
@@ -484,7 +493,7 @@ pub fn load_release_manifest(path: &Path) -> Result<Vec<Vec<u8>>, PolicyError> {
         out.push(m);
     }
     if out.is_empty() {
-        return Err(err("expected_measurement is empty".into()));
+        return Err(err("sev_snp.launch_digest is empty".into()));
     }
     Ok(out)
 }

@@ -613,7 +613,7 @@ fn identity_checks() {
     std::fs::write(
         dir.path().join("release-manifest.json"),
         format!(
-            "{{\"version\":\"1.0\",\"expected_measurement\":\"{}\"}}",
+            "{{\"schema\":\"sovereign-node/release-manifest/v1\",\"sev_snp\":{{\"launch_digest\":\"{}\"}}}}",
             "cd".repeat(48)
         ),
     )
@@ -636,7 +636,7 @@ fn identity_checks() {
     );
     std::fs::write(
         dir.path().join("release-manifest.json"),
-        format!("{{\"expected_measurement\":\"{m}\"}}"),
+        format!("{{\"sev_snp\":{{\"launch_digest\":\"{m}\",\"vcpus\":8}}}}"),
     )
     .unwrap();
     let mut c = Case::new(s);

@@ -1,10 +1,227 @@
-//! The on-disk kernel cache: the first open compiles and stores, the second loads, and a
-//! corrupted entry is recompiled (and overwritten), never fatal. One test in its own
-//! binary, because it sets GPU_CRYPTO_KERNEL_CACHE for the process.
+//! Where cubins come from (`kernel_cache`): the read-only precompiled directory (keyed by
+//! NVRTC version, not the driver) before the writable driver-keyed cache, a driver older
+//! than the precompiled cubins' CUDA version refused with its reason, `cached-only` mode
+//! failing instead of compiling. The lookup tests run without a GPU, on real cubins from
+//! NVRTC (skipped with the reason when NVRTC is missing, unless GPU_CRYPTO_REQUIRE_NVRTC=1).
+//! The GPU test (its own binary's only test that sets GPU_CRYPTO_* variables) checks that
+//! `GpuBackend::open` follows the same order: compile and store, load from the cache,
+//! recompile a corrupt entry, load precompiled cubins in cached-only mode, and refuse to
+//! open in cached-only mode without them.
 
 mod gpu_common;
 
-use gpu_crypto::cuda::{GpuBackend, kernel_cache, sources};
+use gpu_crypto::cuda::compile::{compile_program, nvrtc_version};
+use gpu_crypto::cuda::kernel_cache::{
+    self, KernelMode, Origin, Sources, cached_only_failure, min_driver_version, plan,
+};
+use gpu_crypto::cuda::{GpuBackend, GpuError, sources};
+use std::path::Path;
+
+/// The smallest program, compiled for sm_90 by the NVRTC found at run time; `None` (with the
+/// reason printed) without NVRTC.
+fn real_cubin() -> Option<((i32, i32), Vec<u8>)> {
+    let version = match nvrtc_version() {
+        Ok(v) => v,
+        Err(e) => {
+            if std::env::var("GPU_CRYPTO_REQUIRE_NVRTC").as_deref() == Ok("1") {
+                panic!("GPU_CRYPTO_REQUIRE_NVRTC=1 but NVRTC is unusable: {e}");
+            }
+            eprintln!("skipped: {e} (set GPU_CRYPTO_REQUIRE_NVRTC=1 to make this a failure)");
+            return None;
+        }
+    };
+    let compiled = compile_program(&sources::FILL_RANDOM, "sm_90").expect("compile fill_random");
+    assert!(
+        compiled.cubin.starts_with(b"\x7fELF"),
+        "a cubin is an ELF file"
+    );
+    Some((version, compiled.cubin))
+}
+
+fn origins(p: &kernel_cache::Plan) -> Vec<Origin> {
+    p.candidates.iter().map(|c| c.origin).collect()
+}
+
+fn kinds(p: &kernel_cache::Plan) -> Vec<(Origin, &'static str)> {
+    p.skipped.iter().map(|s| (s.origin, s.kind)).collect()
+}
+
+/// A precompiled directory as the image build writes it, and a writable cache holding an
+/// entry of the same program for `driver` (different bytes, so the tests see which one won).
+fn two_sources(
+    nvrtc: (i32, i32),
+    cubin: &[u8],
+    driver: i32,
+) -> (tempfile::TempDir, tempfile::TempDir) {
+    let pre = tempfile::tempdir().expect("temp dir");
+    let cache = tempfile::tempdir().expect("temp dir");
+    kernel_cache::write_nvrtc_version(pre.path(), nvrtc).expect("version file");
+    kernel_cache::store_precompiled(pre.path(), &sources::FILL_RANDOM, "sm_90", nvrtc, cubin)
+        .expect("store precompiled");
+    let mut other = cubin.to_vec();
+    other.extend_from_slice(b"cache");
+    let key = kernel_cache::cache_key(&sources::FILL_RANDOM, "sm_90", driver);
+    kernel_cache::store(cache.path(), &sources::FILL_RANDOM, &key, &other).expect("store cache");
+    (pre, cache)
+}
+
+fn sources_of<'a>(pre: &'a Path, cache: &'a Path) -> Sources<'a> {
+    Sources {
+        precompiled: Some(pre),
+        writable: Some(cache),
+    }
+}
+
+#[test]
+fn precompiled_comes_before_the_driver_keyed_cache_on_any_new_enough_driver() {
+    let Some((nvrtc, cubin)) = real_cubin() else {
+        return;
+    };
+    let min = min_driver_version(nvrtc);
+    let (pre, cache) = two_sources(nvrtc, &cubin, min);
+    let p = plan(
+        &sources::FILL_RANDOM,
+        "sm_90",
+        min,
+        sources_of(pre.path(), cache.path()),
+    );
+    assert_eq!(origins(&p), [Origin::Precompiled, Origin::Cache]);
+    assert!(p.skipped.is_empty(), "{:?}", p.skipped);
+    assert_eq!(
+        p.candidates[0].cubin, cubin,
+        "the precompiled cubin comes first"
+    );
+
+    // A newer driver (another minor CUDA version, another major): the same precompiled
+    // entry, although the writable cache (keyed by driver) has nothing for it.
+    for newer in [min + 10, min + 1000] {
+        let p = plan(
+            &sources::FILL_RANDOM,
+            "sm_90",
+            newer,
+            sources_of(pre.path(), cache.path()),
+        );
+        assert_eq!(origins(&p), [Origin::Precompiled], "driver {newer}");
+        assert_eq!(p.candidates[0].cubin, cubin);
+    }
+}
+
+#[test]
+fn an_older_driver_refuses_the_precompiled_cubins_with_the_reason() {
+    let Some((nvrtc, cubin)) = real_cubin() else {
+        return;
+    };
+    let older = min_driver_version(nvrtc) - 10;
+    let (pre, cache) = two_sources(nvrtc, &cubin, older);
+    let p = plan(
+        &sources::FILL_RANDOM,
+        "sm_90",
+        older,
+        sources_of(pre.path(), cache.path()),
+    );
+    assert_eq!(kinds(&p), [(Origin::Precompiled, "driver_too_old")]);
+    assert!(
+        p.skipped[0]
+            .reason
+            .contains(&format!("need CUDA {}.{}", nvrtc.0, nvrtc.1)),
+        "{}",
+        p.skipped[0]
+    );
+    // The writable cache (compiled on this node for this driver) is still used.
+    assert_eq!(origins(&p), [Origin::Cache]);
+    // cached-only with nothing usable: the error names the mode and every reason.
+    let none = plan(
+        &sources::FILL_RANDOM,
+        "sm_90",
+        older,
+        Sources {
+            precompiled: Some(pre.path()),
+            writable: None,
+        },
+    );
+    assert!(none.candidates.is_empty());
+    let msg = cached_only_failure(&sources::FILL_RANDOM, "sm_90", &none.skipped);
+    assert!(msg.contains("GPU_CRYPTO_KERNEL_MODE=cached-only"), "{msg}");
+    assert!(msg.contains("driver supports CUDA"), "{msg}");
+    assert!(msg.contains(sources::FILL_RANDOM.name), "{msg}");
+}
+
+#[test]
+fn another_architecture_nvrtc_version_or_source_is_a_miss() {
+    let Some((nvrtc, cubin)) = real_cubin() else {
+        return;
+    };
+    let min = min_driver_version(nvrtc);
+    let (pre, _cache) = two_sources(nvrtc, &cubin, min);
+    let only_pre = Sources {
+        precompiled: Some(pre.path()),
+        writable: None,
+    };
+    // sm_120 was not shipped in this directory.
+    let p = plan(&sources::FILL_RANDOM, "sm_120", min, only_pre);
+    assert_eq!(kinds(&p), [(Origin::Precompiled, "no_entry")]);
+    // Another program (another source text) has no entry either.
+    let p = plan(&sources::SHA256_PREFIXED, "sm_90", min, only_pre);
+    assert_eq!(kinds(&p), [(Origin::Precompiled, "no_entry")]);
+    // The directory says another NVRTC built it: other keys, so the entry is not found.
+    kernel_cache::write_nvrtc_version(pre.path(), (nvrtc.0, nvrtc.1 + 1)).expect("version");
+    let p = plan(&sources::FILL_RANDOM, "sm_90", min + 1000, only_pre);
+    assert_eq!(kinds(&p), [(Origin::Precompiled, "no_entry")]);
+    // A missing or malformed version file is a reason, not a guess.
+    for bad in ["", "13", "x.y", "-1.0"] {
+        std::fs::write(pre.path().join(kernel_cache::NVRTC_VERSION_FILE), bad).expect("write");
+        let p = plan(&sources::FILL_RANDOM, "sm_90", min, only_pre);
+        assert_eq!(kinds(&p), [(Origin::Precompiled, "no_version")], "{bad:?}");
+    }
+    std::fs::remove_file(pre.path().join(kernel_cache::NVRTC_VERSION_FILE)).expect("rm");
+    let p = plan(&sources::FILL_RANDOM, "sm_90", min, only_pre);
+    assert_eq!(kinds(&p), [(Origin::Precompiled, "no_version")]);
+}
+
+#[test]
+fn a_corrupt_precompiled_entry_falls_through_to_the_cache() {
+    let Some((nvrtc, cubin)) = real_cubin() else {
+        return;
+    };
+    let min = min_driver_version(nvrtc);
+    let (pre, cache) = two_sources(nvrtc, &cubin, min);
+    let entry = pre.path().join(
+        std::fs::read_dir(pre.path())
+            .expect("dir")
+            .find_map(|e| {
+                let name = e.ok()?.file_name().into_string().ok()?;
+                name.ends_with(".cubin").then_some(name)
+            })
+            .expect("entry"),
+    );
+    let mut bytes = std::fs::read(&entry).expect("read");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&entry, &bytes).expect("write");
+    let p = plan(
+        &sources::FILL_RANDOM,
+        "sm_90",
+        min,
+        sources_of(pre.path(), cache.path()),
+    );
+    assert_eq!(kinds(&p), [(Origin::Precompiled, "corrupt")]);
+    assert_eq!(origins(&p), [Origin::Cache]);
+}
+
+#[test]
+fn kernel_mode_values() {
+    assert_eq!(KernelMode::parse(""), Ok(KernelMode::Compile));
+    assert_eq!(KernelMode::parse("compile"), Ok(KernelMode::Compile));
+    assert_eq!(KernelMode::parse("cached-only"), Ok(KernelMode::CachedOnly));
+    let e = KernelMode::parse("cached_only").expect_err("unknown value");
+    assert!(e.contains("GPU_CRYPTO_KERNEL_MODE"), "{e}");
+    // Without any source, cached-only says that nothing was configured.
+    let msg = cached_only_failure(&sources::G1_MSM, "sm_120", &[]);
+    assert!(
+        msg.contains("GPU_CRYPTO_PRECOMPILED_KERNELS unset"),
+        "{msg}"
+    );
+}
 
 #[test]
 fn cache_hit_after_compile_and_recompile_after_corruption() {
@@ -73,6 +290,66 @@ fn cache_hit_after_compile_and_recompile_after_corruption() {
     drop(third);
     let fourth = GpuBackend::open(0).expect("open");
     assert!(fourth.program_loads().iter().all(|l| l.source == "cache"));
-    let _ = arch;
-    let _ = kernel_cache::entry_file;
+    drop(fourth);
+
+    // The image's setup: a precompiled directory for this architecture, cached-only mode,
+    // an empty writable cache. Every program loads from the precompiled directory.
+    let pre = tempfile::tempdir().expect("temp dir");
+    let empty = tempfile::tempdir().expect("temp dir");
+    let nvrtc = nvrtc_version().expect("NVRTC (it compiled above)");
+    kernel_cache::write_nvrtc_version(pre.path(), nvrtc).expect("version");
+    for p in sources::PROGRAMS {
+        let c = compile_program(p, &arch).expect("compile");
+        kernel_cache::store_precompiled(pre.path(), p, &arch, nvrtc, &c.cubin).expect("store");
+    }
+    // SAFETY: as above.
+    unsafe {
+        std::env::set_var("GPU_CRYPTO_KERNEL_CACHE", empty.path());
+        std::env::set_var(kernel_cache::PRECOMPILED_ENV, pre.path());
+        std::env::set_var(kernel_cache::MODE_ENV, "cached-only");
+    }
+    let fifth = GpuBackend::open(0).expect("open from the precompiled directory");
+    for l in fifth.program_loads() {
+        assert_eq!(l.source, "precompiled", "{l:?}");
+    }
+    let d = fifth
+        .sha256_prefixed(b"", &[b"abc".as_slice()])
+        .expect("sha");
+    assert_eq!(
+        hex::encode(d[0]),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+    drop(fifth);
+
+    // cached-only without the precompiled directory: opening fails, nothing is compiled.
+    // SAFETY: as above.
+    unsafe { std::env::set_var(kernel_cache::PRECOMPILED_ENV, empty.path().join("absent")) };
+    match GpuBackend::open(0) {
+        Err(e @ GpuError::KernelNotPrecompiled(_)) => {
+            assert!(e.to_string().contains("cached-only"), "{e}");
+        }
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("cached-only mode opened without precompiled kernels"),
+    }
+    assert_eq!(
+        std::fs::read_dir(empty.path()).expect("dir").count(),
+        0,
+        "nothing compiled"
+    );
+    let counts = kernel_cache::load_counts();
+    assert!(
+        counts
+            .iter()
+            .any(|c| c.outcome == "precompiled" && c.count >= sources::PROGRAMS.len() as u64),
+        "{counts:?}"
+    );
+    assert!(
+        counts.iter().any(|c| c.outcome == "refused_cached_only"),
+        "{counts:?}"
+    );
+    // SAFETY: as above.
+    unsafe {
+        std::env::remove_var(kernel_cache::PRECOMPILED_ENV);
+        std::env::remove_var(kernel_cache::MODE_ENV);
+    }
 }

@@ -94,6 +94,9 @@ def cmd_release(a):
         artifact("rootfs-verity", "rootfs.verity", "dm-verity hash tree of rootfs.squashfs"),
         artifact("package-lock", "packages.lock", "exact Debian packages of the root filesystem"),
     ]
+    if os.path.exists(os.path.join(out, "OVMF.amdsev.fd")):
+        artifacts.append(artifact("ovmf", "OVMF.amdsev.fd",
+                                  "OVMF AmdSevX64 firmware the host launches the guest with (measured; not in the disk image)"))
 
     disk = os.path.join(out, "disk.img")
     disk_image = {
@@ -106,12 +109,22 @@ def cmd_release(a):
             {"name": "sn-root", "partuuid": env["ROOT_PARTUUID"], "content": "rootfs.squashfs"},
             {"name": "sn-verity", "partuuid": env["VERITY_PARTUUID"], "content": "rootfs.verity"},
             {"name": "sn-config", "partuuid": env["CONFIG_PARTUUID"], "content": "zeros"},
+            {"name": "sn-data", "partuuid": env["DATA_PARTUUID"], "content": "empty ext4"},
         ],
         "config_partition": {
             "name": "sn-config",
             "offset_bytes": a.config_offset,
             "size_bytes": a.config_size,
             "format": "ustar archive padded with zeros; all zeros = no configuration",
+        },
+        "data_partition": {
+            "name": "sn-data",
+            "offset_bytes": a.data_offset,
+            "size_bytes": a.data_size,
+            "filesystem": "ext4",
+            "filesystem_uuid": env["DATA_FS_UUID"],
+            "mount_point": "/var/lib/sovereign-node",
+            "format": "empty ext4 as built; the node's persistent state (node key, agent state)",
         },
     }
 
@@ -144,6 +157,14 @@ def cmd_release(a):
                   "present": bool(a.ovmf)}
     if a.ovmf:
         ovmf_input.update(sha256=a.ovmf_sha256.lower(), size=os.path.getsize(a.ovmf))
+    ovmf_build = os.path.join(work, "ovmf-build-info.json")
+    if os.path.exists(ovmf_build):
+        with open(ovmf_build) as f:
+            info = json.load(f)
+        info.pop("cache_key", None)
+        ovmf_input.update(what="OVMF AmdSevX64 firmware built by image/ovmf/build from Debian's edk2 source package "
+                               "(measured; shipped as the OVMF.amdsev.fd artifact, not in the disk image)",
+                          built_from=info)
 
     with open(os.path.join(out, "packages.lock")) as f:
         packages = [l.strip() for l in f if l.strip() and not l.startswith("#")]
@@ -199,6 +220,8 @@ def main():
             s.add_argument("--roothash", required=True)
             s.add_argument("--config-offset", type=int, required=True)
             s.add_argument("--config-size", type=int, required=True)
+            s.add_argument("--data-offset", type=int, required=True)
+            s.add_argument("--data-size", type=int, required=True)
             s.add_argument("--ovmf", default="")
             s.add_argument("--ovmf-sha256", default="")
             s.add_argument("--repo", default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -42,6 +42,8 @@ pub enum GpuError {
     Driver(String),
     #[error("kernel compilation failed: {0}")]
     Compile(String),
+    #[error("no precompiled kernel: {0}")]
+    KernelNotPrecompiled(String),
     #[error("GPU output failed validation: {0}")]
     BadOutput(String),
     #[error("input outside what the GPU path handles: {0}")]
@@ -57,6 +59,7 @@ impl GpuError {
             GpuError::NoNvrtc(_) => "no_nvrtc",
             GpuError::Driver(_) => "driver",
             GpuError::Compile(_) => "compile",
+            GpuError::KernelNotPrecompiled(_) => "kernel_not_precompiled",
             GpuError::BadOutput(_) => "bad_output",
             GpuError::InputTooLarge(_) => "input_too_large",
             GpuError::Unsupported => "unsupported",
@@ -68,7 +71,8 @@ impl GpuError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProgramLoad {
     pub program: &'static str,
-    /// "cache", "compiled", or "recompiled (reason)" after a corrupt cache entry.
+    /// "precompiled", "cache", "compiled", or "recompiled (reasons)" when a cubin was found
+    /// but unusable (corrupt, refused for an old driver, rejected by the driver).
     pub source: String,
     pub seconds: f64,
 }
@@ -156,34 +160,58 @@ fn load_program(
     program: &KernelProgram,
     arch: &str,
     driver_version: i32,
+    mode: kernel_cache::KernelMode,
 ) -> Result<(Arc<CudaModule>, ProgramLoad), GpuError> {
     let start = Instant::now();
+    let precompiled = kernel_cache::precompiled_dir();
     let dir = kernel_cache::cache_dir();
-    let key = kernel_cache::cache_key(program, arch, driver_version);
-    let mut recompile_reason = None;
-    if let Some(dir) = &dir {
-        match kernel_cache::load(dir, program, &key) {
-            kernel_cache::Lookup::Hit(cubin) => {
-                match ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin)) {
-                    Ok(module) => {
-                        return Ok((
-                            module,
-                            ProgramLoad {
-                                program: program.name,
-                                source: "cache".into(),
-                                seconds: start.elapsed().as_secs_f64(),
-                            },
-                        ));
-                    }
-                    Err(e) => recompile_reason = Some(format!("cached cubin rejected: {e}")),
+    let plan = kernel_cache::plan(
+        program,
+        arch,
+        driver_version,
+        kernel_cache::Sources {
+            precompiled: precompiled.as_deref(),
+            writable: dir.as_deref(),
+        },
+    );
+    let mut skipped = plan.skipped;
+    for candidate in plan.candidates {
+        match ctx.load_module(cudarc::nvrtc::Ptx::from_binary(candidate.cubin)) {
+            Ok(module) => {
+                for s in &skipped {
+                    kernel_cache::count_skip(s);
+                    tracing::warn!(program = program.name, kind = s.kind, reason = %s,
+                        "kernel source skipped");
                 }
+                kernel_cache::count(candidate.origin.label(), "");
+                return Ok((
+                    module,
+                    ProgramLoad {
+                        program: program.name,
+                        source: candidate.origin.label().into(),
+                        seconds: start.elapsed().as_secs_f64(),
+                    },
+                ));
             }
-            kernel_cache::Lookup::Corrupt(why) => recompile_reason = Some(why),
-            kernel_cache::Lookup::Miss => {}
+            Err(e) => skipped.push(kernel_cache::Skip {
+                origin: candidate.origin,
+                kind: "rejected_by_driver",
+                reason: format!(
+                    "{}: cubin rejected by the driver: {e}",
+                    candidate.path.display()
+                ),
+            }),
         }
     }
-    if let Some(why) = &recompile_reason {
-        tracing::warn!(program = program.name, reason = %why, "kernel cache entry unusable; recompiling");
+    for s in &skipped {
+        kernel_cache::count_skip(s);
+        tracing::warn!(program = program.name, kind = s.kind, reason = %s, "kernel source skipped");
+    }
+    if mode == kernel_cache::KernelMode::CachedOnly {
+        kernel_cache::count("refused_cached_only", "");
+        return Err(GpuError::KernelNotPrecompiled(
+            kernel_cache::cached_only_failure(program, arch, &skipped),
+        ));
     }
     let compiled = compile::compile_program(program, arch)?;
     if !compiled.log.is_empty() {
@@ -193,14 +221,22 @@ fn load_program(
         .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone()))
         .map_err(driver("cuModuleLoadData"))?;
     if let Some(dir) = &dir
-        && let Err(e) = kernel_cache::store(dir, program, &key, &compiled.cubin)
+        && let Err(e) = kernel_cache::store(
+            dir,
+            program,
+            &kernel_cache::cache_key(program, arch, driver_version),
+            &compiled.cubin,
+        )
     {
         tracing::warn!(program = program.name, dir = %dir.display(), error = %e,
             "could not write the kernel cache; the next start compiles again");
     }
-    let source = match recompile_reason {
-        Some(why) => format!("recompiled ({why})"),
-        None => "compiled".into(),
+    kernel_cache::count("compiled", "");
+    let source = if skipped.is_empty() {
+        "compiled".to_string()
+    } else {
+        let reasons: Vec<String> = skipped.iter().map(|s| s.to_string()).collect();
+        format!("recompiled ({})", reasons.join("; "))
     };
     Ok((
         module,
@@ -242,6 +278,7 @@ impl GpuBackend {
         unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver_version) }
             .result()
             .map_err(driver("cuDriverGetVersion"))?;
+        let mode = kernel_cache::KernelMode::from_env().map_err(GpuError::KernelNotPrecompiled)?;
 
         // Compile the programs in parallel: NVRTC is single-threaded per program.
         let results: Vec<Result<(Arc<CudaModule>, ProgramLoad), GpuError>> =
@@ -253,7 +290,7 @@ impl GpuBackend {
                         let arch = &arch;
                         s.spawn(move || {
                             ctx.bind_to_thread().map_err(driver("bind context"))?;
-                            load_program(ctx, p, arch, driver_version)
+                            load_program(ctx, p, arch, driver_version, mode)
                         })
                     })
                     .collect();

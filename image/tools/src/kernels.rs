@@ -1,5 +1,7 @@
-//! Kernels precompiled for the image, in gpu-crypto's cubin cache format and file names
-//! (`gpu_crypto::cuda::kernel_cache`), so the node's engine finds them as cache hits.
+//! Kernels precompiled for the image: gpu-crypto's read-only precompiled directory
+//! (`gpu_crypto::cuda::kernel_cache`, `GPU_CRYPTO_PRECOMPILED_KERNELS`), keyed by source,
+//! architecture and NVRTC version, so a node loads them on any driver supporting that CUDA
+//! version and never compiles at boot.
 
 use gpu_crypto::cuda::compile::{compile_program, nvrtc_version};
 use gpu_crypto::cuda::kernel_cache;
@@ -13,8 +15,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub struct Cubin {
     pub program: &'static str,
     pub arch: String,
-    pub driver_version: i32,
-    /// Cache entry file name (relative to the cache directory).
+    /// Oldest `cuDriverGetVersion` that loads it (the CUDA version of the NVRTC).
+    pub min_driver_version: i32,
+    /// Entry file name (relative to the precompiled directory).
     pub file: String,
     pub cubin_sha256: String,
     pub cubin_size: usize,
@@ -30,12 +33,9 @@ pub struct Precompiled {
 /// many threads as the machine has (NVRTC compiles one program per call). Any compile
 /// error fails the whole run; so do NVRTC warnings, since the kernels are meant to compile
 /// cleanly (as in CI's nvrtc-check).
-pub fn precompile(
-    dir: &Path,
-    archs: &[String],
-    driver_version: i32,
-) -> anyhow::Result<Precompiled> {
+pub fn precompile(dir: &Path, archs: &[String]) -> anyhow::Result<Precompiled> {
     let (major, minor) = nvrtc_version().map_err(|e| anyhow::anyhow!("{e}"))?;
+    kernel_cache::write_nvrtc_version(dir, (major, minor))?;
     let jobs: Vec<(&String, &KernelProgram)> = archs
         .iter()
         .flat_map(|arch| PROGRAMS.iter().map(move |p| (arch, p)))
@@ -54,7 +54,7 @@ pub fn precompile(
                         let Some(&(arch, program)) = jobs.get(i) else {
                             return done;
                         };
-                        done.push((i, compile_one(dir, program, arch, driver_version)));
+                        done.push((i, compile_one(dir, program, arch, (major, minor))));
                     }
                 })
             })
@@ -83,7 +83,7 @@ fn compile_one(
     dir: &Path,
     program: &KernelProgram,
     arch: &str,
-    driver_version: i32,
+    nvrtc: (i32, i32),
 ) -> anyhow::Result<Cubin> {
     let compiled = compile_program(program, arch)
         .map_err(|e| anyhow::anyhow!("{} for {arch}: {e}", program.name))?;
@@ -94,18 +94,16 @@ fn compile_one(
             compiled.log
         );
     }
-    let key = kernel_cache::cache_key(program, arch, driver_version);
-    kernel_cache::store(dir, program, &key, &compiled.cubin)?;
-    let path = kernel_cache::entry_file(dir, program, arch, driver_version);
+    let path = kernel_cache::store_precompiled(dir, program, arch, nvrtc, &compiled.cubin)?;
     let file = path
         .file_name()
         .and_then(|f| f.to_str())
-        .ok_or_else(|| anyhow::anyhow!("cache entry name of {}", program.name))?
+        .ok_or_else(|| anyhow::anyhow!("entry name of {}", program.name))?
         .to_string();
     Ok(Cubin {
         program: program.name,
         arch: arch.to_string(),
-        driver_version,
+        min_driver_version: kernel_cache::min_driver_version(nvrtc),
         file,
         cubin_sha256: hex::encode(Sha256::digest(&compiled.cubin)),
         cubin_size: compiled.cubin.len(),
