@@ -87,7 +87,10 @@ pub fn policy_from_runtime_config(path: &Path) -> Result<Policy, ClientError> {
     let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| error(format!("not JSON: {e}")))?;
-    match value.get("schema_version").and_then(serde_json::Value::as_u64) {
+    match value
+        .get("schema_version")
+        .and_then(serde_json::Value::as_u64)
+    {
         Some(RUNTIME_CONFIG_SCHEMA_VERSION) => {}
         Some(other) => {
             return Err(error(format!(
