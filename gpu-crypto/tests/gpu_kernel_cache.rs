@@ -20,16 +20,7 @@ use std::path::Path;
 /// The smallest program, compiled for sm_90 by the NVRTC found at run time; `None` (with the
 /// reason printed) without NVRTC.
 fn real_cubin() -> Option<((i32, i32), Vec<u8>)> {
-    let version = match nvrtc_version() {
-        Ok(v) => v,
-        Err(e) => {
-            if std::env::var("GPU_CRYPTO_REQUIRE_NVRTC").as_deref() == Ok("1") {
-                panic!("GPU_CRYPTO_REQUIRE_NVRTC=1 but NVRTC is unusable: {e}");
-            }
-            eprintln!("skipped: {e} (set GPU_CRYPTO_REQUIRE_NVRTC=1 to make this a failure)");
-            return None;
-        }
-    };
+    let version = gpu_common::nvrtc_or_skip()?;
     let compiled = compile_program(&sources::FILL_RANDOM, "sm_90").expect("compile fill_random");
     assert!(
         compiled.cubin.starts_with(b"\x7fELF"),

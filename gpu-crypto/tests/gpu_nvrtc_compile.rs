@@ -4,20 +4,15 @@
 //! missing the test is skipped with a printed reason, unless GPU_CRYPTO_REQUIRE_NVRTC=1,
 //! which makes that a failure.
 
-use gpu_crypto::cuda::compile::{compile_program, nvrtc_version};
+mod gpu_common;
+
+use gpu_crypto::cuda::compile::compile_program;
 use gpu_crypto::cuda::sources::{BENCH_PROGRAMS, PROGRAMS, TARGET_ARCHS};
 
 #[test]
 fn every_kernel_compiles_without_warnings_for_every_target_arch() {
-    let version = match nvrtc_version() {
-        Ok(v) => v,
-        Err(e) => {
-            if std::env::var("GPU_CRYPTO_REQUIRE_NVRTC").as_deref() == Ok("1") {
-                panic!("GPU_CRYPTO_REQUIRE_NVRTC=1 but NVRTC is unusable: {e}");
-            }
-            eprintln!("skipped: {e} (set GPU_CRYPTO_REQUIRE_NVRTC=1 to make this a failure)");
-            return;
-        }
+    let Some(version) = gpu_common::nvrtc_or_skip() else {
+        return;
     };
     eprintln!("NVRTC {}.{}", version.0, version.1);
     // Compile every (program, arch) pair on its own thread: NVRTC is single-threaded.

@@ -26,6 +26,21 @@ pub fn gpu() -> Option<Arc<GpuBackend>> {
     }
 }
 
+/// The NVRTC version found at run time; `None` with the reason printed when NVRTC is
+/// unusable, or a panic when GPU_CRYPTO_REQUIRE_NVRTC=1 (CI, the device runner).
+pub fn nvrtc_or_skip() -> Option<(i32, i32)> {
+    match gpu_crypto::cuda::compile::nvrtc_version() {
+        Ok(v) => Some(v),
+        Err(e) => {
+            if std::env::var("GPU_CRYPTO_REQUIRE_NVRTC").as_deref() == Ok("1") {
+                panic!("GPU_CRYPTO_REQUIRE_NVRTC=1 but NVRTC is unusable: {e}");
+            }
+            eprintln!("skipped: {e} (set GPU_CRYPTO_REQUIRE_NVRTC=1 to make this a failure)");
+            None
+        }
+    }
+}
+
 pub fn rng(seed: u64) -> ChaCha20Rng {
     ChaCha20Rng::seed_from_u64(seed)
 }
