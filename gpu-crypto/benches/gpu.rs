@@ -8,6 +8,8 @@
 //! memory against the measured host-to-device bandwidth.
 //! `GPU_BENCH_QUICK=1` shrinks every size (a smoke run).
 
+mod timing;
+
 use gpu_crypto::cuda::GpuBackend;
 use gpu_crypto::cuda::bench::{
     ShaKernel, decompress_breakdown, decompress_kernels, h2d_bandwidth, sha256_device_resident,
@@ -19,24 +21,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 use std::time::Instant;
+use timing::time;
 
 const IC_PREFIX: &[u8] = b"\x0eic-state-chunk";
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-fn time<T>(reps: usize, mut f: impl FnMut() -> T) -> (f64, T) {
-    let mut out = f(); // warm-up (also the result that is checked)
-    let mut samples = Vec::new();
-    for _ in 0..reps.max(1) {
-        let t = Instant::now();
-        out = f();
-        samples.push(t.elapsed().as_secs_f64());
-    }
-    (median(samples), out)
-}
 
 fn random_points(n: usize) -> Vec<[u8; 48]> {
     let per = n.div_ceil(64).max(1);

@@ -14,6 +14,8 @@
 //! makes every GPU call print its phases (decode + hash, staging, combination, bisection).
 //! Prints the table last.
 
+mod timing;
+
 use blst::min_sig::{PublicKey, SecretKey, Signature};
 use blst::{BLST_ERROR, blst_scalar};
 use gpu_crypto::cuda::{BlsGpuStrategy, GpuBackend};
@@ -22,22 +24,7 @@ use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 use std::time::Instant;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-fn time<T>(reps: usize, mut f: impl FnMut() -> T) -> (f64, T) {
-    let out = f();
-    let mut samples = Vec::new();
-    for _ in 0..reps.max(1) {
-        let t = Instant::now();
-        let _ = f();
-        samples.push(t.elapsed().as_secs_f64());
-    }
-    (median(samples), out)
-}
+use timing::time;
 
 struct Batch {
     signatures: Vec<[u8; 48]>,

@@ -15,6 +15,8 @@
 //! Prints, last, the table with the ratios. `GPU_BENCH_QUICK=1` shrinks the sizes;
 //! `GPU_MSM_BENCH_SWEEP=1` also times other window widths and the encoded staging.
 
+mod timing;
+
 use blst::{MultiPoint, blst_p1, blst_p1_affine};
 use ff::Field;
 use gpu_crypto::cuda::GpuBackend;
@@ -26,23 +28,7 @@ use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Instant;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-/// Median of `reps` timed calls after one untimed warm-up call (whose result is returned).
-fn time<T>(reps: usize, mut f: impl FnMut() -> T) -> (f64, T) {
-    let out = f();
-    let mut samples = Vec::new();
-    for _ in 0..reps.max(1) {
-        let t = Instant::now();
-        let _ = f();
-        samples.push(t.elapsed().as_secs_f64());
-    }
-    (median(samples), out)
-}
+use timing::time;
 
 /// Distinct random points, generated in parallel chunks (start + j * step per chunk).
 fn random_points(n: usize, seed: u64) -> Vec<G1Affine> {

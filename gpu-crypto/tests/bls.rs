@@ -3,35 +3,15 @@
 //! 100) with per-item verdicts cross-checked against blst's `min_sig` verification,
 //! invalid encodings, and the identity rules of the replica.
 
+mod gpu_common;
+
 use blst::BLST_ERROR;
 use blst::min_sig::{PublicKey, SecretKey, Signature};
-use gpu_crypto::{
-    BlsItem, BlsScheme, DecodeError, Engine, G1Affine, G2Affine, Scalar, VerifyError, cpu,
-};
+use gpu_common::{Owned, items};
+use gpu_crypto::{BlsScheme, DecodeError, Engine, G1Affine, G2Affine, Scalar, VerifyError, cpu};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-
-/// An owned batch item.
-#[derive(Clone)]
-struct Owned {
-    signature: [u8; 48],
-    public_key: [u8; 96],
-    message: Vec<u8>,
-    scheme: BlsScheme,
-}
-
-fn items(batch: &[Owned]) -> Vec<BlsItem<'_>> {
-    batch
-        .iter()
-        .map(|o| BlsItem {
-            signature: &o.signature,
-            public_key: &o.public_key,
-            message: &o.message,
-            scheme: o.scheme,
-        })
-        .collect()
-}
 
 fn verify(batch: &[Owned]) -> Vec<Result<(), VerifyError>> {
     let via_cpu = cpu::bls_verify_batch(&items(batch));

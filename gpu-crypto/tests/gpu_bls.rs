@@ -9,10 +9,10 @@
 mod gpu_common;
 
 use ff::Field;
-use gpu_common::gpu;
+use gpu_common::{Owned, gpu, items};
 use gpu_crypto::cuda::BlsGpuStrategy;
 use gpu_crypto::{
-    BackendChoice, BlsItem, BlsScheme, Engine, G1Affine, G1Projective, G2Affine, Policy, Scalar,
+    BackendChoice, BlsScheme, Engine, G1Affine, G1Projective, G2Affine, Policy, Scalar,
     VerifyError, cpu,
 };
 use group::{Curve, Group};
@@ -89,27 +89,6 @@ fn products_of_pairings_equal_multi_miller_loop() {
     let n = got.len();
     assert_eq!(got[n - 2], Gt::identity().to_bytes());
     assert_ne!(got[n - 1], Gt::identity().to_bytes());
-}
-
-/// An owned batch item.
-#[derive(Clone)]
-struct Owned {
-    signature: [u8; 48],
-    public_key: [u8; 96],
-    message: Vec<u8>,
-    scheme: BlsScheme,
-}
-
-fn items(batch: &[Owned]) -> Vec<BlsItem<'_>> {
-    batch
-        .iter()
-        .map(|o| BlsItem {
-            signature: &o.signature,
-            public_key: &o.public_key,
-            message: &o.message,
-            scheme: o.scheme,
-        })
-        .collect()
 }
 
 /// A valid item signed with ic_bls12_381 and the CPU path's hash.

@@ -37,13 +37,6 @@ fn probe_of_this_machine() {
             }
             // NVML and sysfs see the same GPUs.
             assert_eq!(facts.gpus.pci_nvidia.len(), facts.gpus.gpus.len());
-            // The daemon probes with these calls; none of them may pull the CUDA driver
-            // library into the process (it costs the agent its RSS budget).
-            let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-            assert!(
-                !maps.contains("libcuda.so"),
-                "the NVML probe mapped libcuda.so into the process"
-            );
         }
     }
 }

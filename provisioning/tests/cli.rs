@@ -65,30 +65,26 @@ fn plan_flash_and_verify_as_the_operator_guide_does() {
     assert!(o.status.success(), "{}", text(&o));
     let image = release.join("disk.img");
     let target = tmp.path().join("node-01.img");
-    let o = run(&[
-        "flash",
-        "--image",
-        image.to_str().unwrap(),
-        "--target",
-        target.to_str().unwrap(),
-        "--node",
-        out_dir.join("node-01").to_str().unwrap(),
-    ]);
+    // `provision VERB --image IMAGE --target TARGET --node BUNDLE`.
+    let on_target = |verb: &str, node: &str| {
+        run(&[
+            verb,
+            "--image",
+            image.to_str().unwrap(),
+            "--target",
+            target.to_str().unwrap(),
+            "--node",
+            out_dir.join(node).to_str().unwrap(),
+        ])
+    };
+    let o = on_target("flash", "node-01");
     assert!(o.status.success(), "{}", text(&o));
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("flashed and verified"),
         "{}",
         text(&o)
     );
-    let o = run(&[
-        "verify",
-        "--image",
-        image.to_str().unwrap(),
-        "--target",
-        target.to_str().unwrap(),
-        "--node",
-        out_dir.join("node-01").to_str().unwrap(),
-    ]);
+    let o = on_target("verify", "node-01");
     assert!(o.status.success(), "{}", text(&o));
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("node node-01"),
@@ -96,15 +92,7 @@ fn plan_flash_and_verify_as_the_operator_guide_does() {
         text(&o)
     );
     // Against another node's bundle the partition does not match.
-    let o = run(&[
-        "verify",
-        "--image",
-        image.to_str().unwrap(),
-        "--target",
-        target.to_str().unwrap(),
-        "--node",
-        out_dir.join("node-02").to_str().unwrap(),
-    ]);
+    let o = on_target("verify", "node-02");
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 }
 

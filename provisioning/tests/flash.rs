@@ -33,6 +33,17 @@ struct Fixture {
 }
 
 impl Fixture {
+    /// `provision verify --image IMAGE --target TARGET`, as an operator runs it.
+    fn verify_with_the_binary(&self) -> std::process::Output {
+        Command::new(BIN)
+            .args(["verify", "--image"])
+            .arg(self.image())
+            .arg("--target")
+            .arg(self.target())
+            .output()
+            .unwrap()
+    }
+
     fn new() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let image_dir = dir.path().join("release");
@@ -179,13 +190,7 @@ fn a_flipped_byte_anywhere_fails_verify() {
     // The binary says so with exit status 1.
     std::fs::write(fx.target(), &pristine).unwrap();
     flip(&fx.target(), 4096);
-    let out = Command::new(BIN)
-        .args(["verify", "--image"])
-        .arg(fx.image())
-        .arg("--target")
-        .arg(fx.target())
-        .output()
-        .unwrap();
+    let out = fx.verify_with_the_binary();
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -223,13 +228,7 @@ fn a_write_cut_short_by_a_file_size_limit_is_a_failure_and_verify_says_so() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains("verified"));
 
     // What was left behind does not pass verification.
-    let out = Command::new(BIN)
-        .args(["verify", "--image"])
-        .arg(fx.image())
-        .arg("--target")
-        .arg(fx.target())
-        .output()
-        .unwrap();
+    let out = fx.verify_with_the_binary();
     assert_eq!(
         out.status.code(),
         Some(1),

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use gpu_crypto::cuda::GpuBackend;
-use gpu_crypto::{DecodeError, G1Affine, G1Projective};
+use gpu_crypto::{BlsItem, BlsScheme, DecodeError, G1Affine, G1Projective};
 use group::Group;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -187,4 +187,25 @@ pub fn cpu_sha256(prefix: &[u8], chunk: &[u8]) -> [u8; 32] {
     h.update(prefix);
     h.update(chunk);
     h.finalize().into()
+}
+
+/// An owned BLS batch item (the engine takes borrowed ones: [`items`]).
+#[derive(Clone)]
+pub struct Owned {
+    pub signature: [u8; 48],
+    pub public_key: [u8; 96],
+    pub message: Vec<u8>,
+    pub scheme: BlsScheme,
+}
+
+pub fn items(batch: &[Owned]) -> Vec<BlsItem<'_>> {
+    batch
+        .iter()
+        .map(|o| BlsItem {
+            signature: &o.signature,
+            public_key: &o.public_key,
+            message: &o.message,
+            scheme: o.scheme,
+        })
+        .collect()
 }
