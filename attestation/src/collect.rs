@@ -5,6 +5,7 @@
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ed25519_dalek::pkcs8::{DecodePrivateKey as _, EncodePrivateKey as _};
 use ed25519_dalek::{Signer as _, SigningKey};
@@ -37,6 +38,9 @@ pub enum CollectError {
     Certificate { path: String, message: String },
     #[error("GPU evidence: {0}")]
     Gpu(#[from] nvidia::CollectError),
+    /// [`GpuSource::External`] failed; the text says how (it names the GPU evidence).
+    #[error("{0}")]
+    GpuProcess(String),
     #[error("node key {path}: {message}")]
     NodeKey { path: PathBuf, message: String },
     #[error("SNP report from the test source: {0}")]
@@ -88,12 +92,29 @@ pub enum SnpSource {
 }
 
 /// Where GPU evidence comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone)]
 pub enum GpuSource {
-    /// Every GPU through NVML; failure is an error, never an empty list.
+    /// Every GPU through NVML in this process ([`collect_gpus`]); failure is an error,
+    /// never an empty list.
     Nvml,
+    /// [`collect_gpus`] run elsewhere: the node agent runs it in a short-lived child process,
+    /// so that NVML and libcuda never stay resident in the daemon.
+    External(Arc<dyn GpuCollector>),
     /// This node has no GPU evidence to give (profile without GPU, or the test source).
     None,
+}
+
+/// Collects every GPU's evidence for a verifier nonce as [`collect_gpus`] does, somewhere
+/// other than this process.
+pub trait GpuCollector: Send + Sync {
+    /// `Err` is a failure of the whole collection (its text), as [`collect_gpus`]'s `Err`.
+    fn collect(&self, nonce: &[u8; 32]) -> Result<(Vec<GpuEvidence>, Vec<GpuFailure>), String>;
+}
+
+/// Every GPU's evidence through NVML, GPU `i`'s report over `gpu_nonce(nonce, i)`; GPUs that
+/// failed are listed with the reason (see [`nvidia::collect_each`]).
+pub fn collect_gpus(nonce: &[u8; 32]) -> Result<(Vec<GpuEvidence>, Vec<GpuFailure>), CollectError> {
+    Ok(split_gpus(nvidia::collect_each(|i| gpu_nonce(nonce, i))?))
 }
 
 /// Everything the agent needs to answer `GET /v1/attestation?nonce=`.
@@ -107,9 +128,12 @@ impl Attester {
     /// Collect a bundle for `nonce`: GPU evidence first (its digest goes into REPORT_DATA),
     /// then the SNP report over REPORT_DATA, then the node key's signature over the report.
     pub fn attest(&self, nonce: &[u8; 32]) -> Result<Bundle, CollectError> {
-        let (gpus, gpu_failures) = match self.gpu {
+        let (gpus, gpu_failures) = match &self.gpu {
             GpuSource::None => (Vec::new(), Vec::new()),
-            GpuSource::Nvml => split_gpus(nvidia::collect_each(|i| gpu_nonce(nonce, i))?),
+            GpuSource::Nvml => collect_gpus(nonce)?,
+            GpuSource::External(collector) => {
+                collector.collect(nonce).map_err(CollectError::GpuProcess)?
+            }
         };
         let public = self.node_key.verifying_key().to_bytes();
         let rd = report_data(nonce, &public, &gpu_digest(&gpus, &gpu_failures));

@@ -5,7 +5,7 @@
 //! with the CPU reference item by item.
 //!
 //! `node-agent run` runs it in a short-lived child process (the agent's own binary, hidden
-//! `selftest` subcommand) with a timeout and reads the report from its standard output:
+//! `selftest` subcommand; see [`crate::child`]) with a timeout and reads the report from its standard output:
 //! the CUDA context, NVRTC and the kernels (over 100 MB of RSS on the H200) then never live
 //! in the long-running daemon, and a GPU fault or hang cannot take the agent down with it.
 
@@ -14,9 +14,8 @@ use gpu_crypto::selftest::{self, SelftestReport};
 use gpu_crypto::stats::StatsSnapshot;
 use gpu_crypto::{Engine, EngineReport, GpuStatus, Operation, Policy};
 use serde::{Deserialize, Serialize};
-use std::io::{Read as _, Write as _};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// Items per operation where the operation runs on the CPU.
 const CPU_ITEMS: usize = 8;
@@ -69,15 +68,7 @@ pub fn run_selftest(policy: Policy) -> ChildOutput {
 /// The hidden `node-agent selftest` subcommand: the policy as JSON on standard input, the
 /// [`ChildOutput`] as JSON on standard output.
 pub fn child_main() -> anyhow::Result<()> {
-    let mut input = String::new();
-    std::io::stdin().read_to_string(&mut input)?;
-    let policy: Policy = serde_json::from_str(&input)?;
-    let output = run_selftest(policy);
-    let mut stdout = std::io::stdout().lock();
-    serde_json::to_writer(&mut stdout, &output)?;
-    stdout.write_all(b"\n")?;
-    stdout.flush()?;
-    Ok(())
+    crate::child::serve_json(run_selftest)
 }
 
 /// Runs the selftest of `policy` in `command` (normally `node-agent selftest`), giving it
@@ -88,67 +79,10 @@ pub fn selftest_in_child(
     policy: &Policy,
     timeout: Duration,
 ) -> CryptoOutcome {
-    match run_child(&mut command, policy, timeout) {
+    match crate::child::exchange_json(&mut command, policy, timeout, "selftest report") {
         Ok(output) => outcome(policy, output),
         Err(reason) => failed(policy, format!("the selftest process {reason}")),
     }
-}
-
-fn run_child(
-    command: &mut Command,
-    policy: &Policy,
-    timeout: Duration,
-) -> Result<ChildOutput, String> {
-    let input = serde_json::to_vec(policy).map_err(|e| format!("input: {e}"))?;
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| format!("could not start: {e}"))?;
-    let pid = child.id();
-    // Writing and reading on their own threads: the child may print before it has read all
-    // of its input, and a full pipe must never block this thread past the timeout.
-    let writer = child.stdin.take().map(|mut stdin| {
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(&input);
-        })
-    });
-    let reader = child.stdout.take().map(|mut stdout| {
-        std::thread::spawn(move || {
-            let mut out = Vec::new();
-            let _ = stdout.read_to_end(&mut out);
-            out
-        })
-    });
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "(pid {pid}) did not finish within {} s and was killed",
-                    timeout.as_secs_f64()
-                ));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(format!("(pid {pid}): waiting failed: {e}")),
-        }
-    };
-    if let Some(w) = writer {
-        let _ = w.join();
-    }
-    let out = reader.and_then(|r| r.join().ok()).unwrap_or_default();
-    if !status.success() {
-        return Err(format!("(pid {pid}) failed: {status}"));
-    }
-    serde_json::from_slice(&out).map_err(|e| {
-        let text = String::from_utf8_lossy(&out);
-        let shown: String = text.chars().take(200).collect();
-        format!("(pid {pid}) printed no selftest report ({e}): {shown:?}")
-    })
 }
 
 /// The outcome of a selftest run, in this process or read from a child.
@@ -221,6 +155,7 @@ fn failed(policy: &Policy, reason: String) -> CryptoOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     #[test]
     fn cpu_policy_passes_in_process() {

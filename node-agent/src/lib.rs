@@ -2,6 +2,7 @@
 //! readiness, proves the crypto path, pins the replica's thread pools, and serves health,
 //! status and Prometheus telemetry (GPU, SEV-SNP, crypto paths, replica health, cost).
 
+pub mod child;
 pub mod collect;
 pub mod config;
 pub mod cost;
@@ -9,6 +10,7 @@ pub mod crypto;
 pub mod exposition;
 pub mod http;
 pub mod node;
+pub mod nvml_child;
 pub mod pinning;
 pub mod probe;
 pub mod service;

@@ -25,7 +25,8 @@ enum Command {
         root: PathBuf,
     },
     /// Record NVML samples as JSON (an array of samples, each an array of GPUs): the
-    /// format the golden tests replay.
+    /// format the golden tests replay. Xid counts come from the kernel log under `run`;
+    /// here they are empty.
     SampleGpu {
         #[arg(long, default_value_t = 2)]
         count: u32,
@@ -36,6 +37,11 @@ enum Command {
     /// standard input, runs the crypto selftest under it, prints the report as JSON.
     #[command(hide = true)]
     Selftest,
+    /// Internal: `run` starts this as a child process for each NVML query (probe, telemetry
+    /// sample, GPU evidence): the request as JSON on standard input, the answer on standard
+    /// output. The daemon never loads NVML itself.
+    #[command(hide = true)]
+    Nvml,
 }
 
 #[derive(Args)]
@@ -118,17 +124,18 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Probe { root } => {
-            let facts = service::probe_root(&root);
+            let facts = service::probe_root(&root, &node_agent::probe::NvmlMode::System);
             println!("{}", serde_json::to_string_pretty(&facts)?);
             Ok(())
         }
         Command::Selftest => node_agent::crypto::child_main(),
+        Command::Nvml => node_agent::nvml_child::child_main(),
         Command::SampleGpu {
             count,
             interval_seconds,
         } => {
-            use node_agent::collect::gpu::{GpuSource, NvmlSource};
-            let mut source = NvmlSource::open().context("opening NVML")?;
+            use node_agent::collect::gpu::{GpuSource, NvmlSampler};
+            let mut source = NvmlSampler::open().context("opening NVML")?;
             let mut samples = Vec::new();
             for i in 0..count {
                 if i > 0 {

@@ -9,8 +9,10 @@ use crate::cost::{CostParams, CostTracker};
 use crate::crypto::{self, CryptoOutcome};
 use crate::http::{AppState, AttestationService, AttestationStatus, Heartbeat, router};
 use crate::node::{NodeAssessment, RuntimeConfigFile};
+use crate::nvml_child::NvmlChild;
+use crate::probe::NvmlMode;
 use anyhow::Context;
-use hardware_profiles::{MachineFacts, ProfileSet};
+use hardware_profiles::{MachineFacts, NvmlStatus, ProfileSet};
 use sd_notify::NotifyState;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,9 +35,10 @@ pub fn notify(states: &[NotifyState]) {
     }
 }
 
-pub fn machine_facts(source: &FactsSource) -> anyhow::Result<MachineFacts> {
+/// The machine's facts; `nvml` is how a probe of the real root reaches NVML.
+pub fn machine_facts(source: &FactsSource, nvml: &NvmlMode) -> anyhow::Result<MachineFacts> {
     match source {
-        FactsSource::Probe(root) => Ok(probe_root(root)),
+        FactsSource::Probe(root) => Ok(probe_root(root, nvml)),
         FactsSource::Recorded(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading facts {}", path.display()))?;
@@ -44,15 +47,24 @@ pub fn machine_facts(source: &FactsSource) -> anyhow::Result<MachineFacts> {
     }
 }
 
-/// Probes the tree under `root`. NVML is the live driver's only for the real root: a
-/// fixture tree has no GPU behind it.
-pub fn probe_root(root: &Path) -> MachineFacts {
-    let nvml = if root == Path::new("/") {
-        crate::probe::NvmlMode::System
+/// Probes the tree under `root`. NVML (through `nvml`) only for the real root: a fixture
+/// tree has no GPU behind it.
+pub fn probe_root(root: &Path, nvml: &NvmlMode) -> MachineFacts {
+    if root == Path::new("/") {
+        crate::probe::probe(root, nvml)
     } else {
-        crate::probe::NvmlMode::absent(format!("fixture tree {}", root.display()))
-    };
-    crate::probe::probe(root, &nvml)
+        let fixture = NvmlMode::absent(format!("fixture tree {}", root.display()));
+        crate::probe::probe(root, &fixture)
+    }
+}
+
+/// How the daemon reaches NVML: a `node-agent nvml` child per query, never in itself
+/// ([`crate::nvml_child`]).
+pub fn daemon_nvml() -> NvmlMode {
+    match NvmlChild::this_executable() {
+        Ok(child) => NvmlMode::Child(child),
+        Err(reason) => NvmlMode::absent(reason),
+    }
 }
 
 pub fn profile_set(profiles_dir: Option<&Path>) -> anyhow::Result<ProfileSet> {
@@ -67,8 +79,9 @@ pub fn assess_node(
     config: &Config,
     facts: &FactsSource,
     profiles_dir: Option<&Path>,
+    nvml: &NvmlMode,
 ) -> anyhow::Result<NodeAssessment> {
-    let facts = machine_facts(facts)?;
+    let facts = machine_facts(facts, nvml)?;
     let profiles = profile_set(profiles_dir)?;
     let image = crate::node::ImageStatus::read(&config.root);
     Ok(crate::node::assess(
@@ -91,18 +104,9 @@ pub fn crypto_selftest_in_process(node: &NodeAssessment) -> CryptoOutcome {
 /// same executable), so that the daemon never opens a CUDA context of its own.
 pub fn crypto_selftest_in_child(node: &NodeAssessment) -> CryptoOutcome {
     let policy = node.runtime.crypto;
-    match std::env::current_exe() {
-        Ok(exe) => {
-            let mut command = std::process::Command::new(exe);
-            command.arg("selftest");
-            crypto::selftest_in_child(command, &policy, crypto::SELFTEST_TIMEOUT)
-        }
-        Err(e) => crypto::outcome(
-            &policy,
-            crypto::ChildOutput::EngineFailed {
-                reason: format!("cannot find this executable to run the selftest: {e}"),
-            },
-        ),
+    match crate::child::this_executable("selftest") {
+        Ok(command) => crypto::selftest_in_child(command, &policy, crypto::SELFTEST_TIMEOUT),
+        Err(reason) => crypto::outcome(&policy, crypto::ChildOutput::EngineFailed { reason }),
     }
 }
 
@@ -112,6 +116,7 @@ pub fn node_collectors(
     node: NodeAssessment,
     crypto: CryptoOutcome,
     clock: Arc<dyn Clock>,
+    nvml: &NvmlMode,
 ) -> anyhow::Result<Collectors> {
     let cost = CostTracker::new(CostParams::new(&node.cost, &config.cost));
     let expects_gpu = !node.facts.gpus.gpus.is_empty() || node.runtime.crypto.wants_gpu();
@@ -124,16 +129,31 @@ pub fn node_collectors(
         config.cost.cpu_seconds_per_item.clone(),
     )?;
 
-    match crate::collect::gpu::NvmlSource::open() {
-        Ok(source) => c.gpu = Some(Box::new(source)),
-        Err(e) if expects_gpu => {
-            // Keep the collector, failing, so the missing GPU shows as gpu up=0.
-            c.gpu = Some(Box::new(UnavailableGpu(format!("NVML: {e}"))));
+    // NVML's availability is what the probe's child found; samples come from a child each.
+    let nvml_absent = match &c.node.facts.gpus.nvml {
+        NvmlStatus::Available { .. } => None,
+        NvmlStatus::Absent { reason } => Some(reason.clone()),
+    };
+    match (nvml, nvml_absent) {
+        (NvmlMode::Child(child), None) => {
+            let xid = crate::collect::xid::XidWatcher::start(Path::new(crate::collect::xid::KMSG));
+            c.gpu = Some(Box::new(crate::collect::gpu::ChildGpuSource::new(
+                child.clone(),
+                xid,
+            )));
         }
-        Err(e) => c.disable(
-            "gpu",
-            format!("NVML not available ({e}) and the profile uses no GPU"),
-        ),
+        (_, reason) => {
+            let reason = reason.unwrap_or_else(|| "NVML is not reached from the daemon".into());
+            if expects_gpu {
+                // Keep the collector, failing, so the missing GPU shows as gpu up=0.
+                c.gpu = Some(Box::new(UnavailableGpu(format!("NVML: {reason}"))));
+            } else {
+                c.disable(
+                    "gpu",
+                    format!("NVML not available ({reason}) and the profile uses no GPU"),
+                );
+            }
+        }
     }
 
     let powercap = config.root.join("sys/class/powercap");
@@ -198,7 +218,8 @@ pub async fn run(
     notify(&[NotifyState::Status(
         "probing the machine and selecting the profile",
     )]);
-    let mut node = assess_node(&config, &facts, profiles_dir.as_deref())?;
+    let nvml = daemon_nvml();
+    let mut node = assess_node(&config, &facts, profiles_dir.as_deref(), &nvml)?;
     node.set_runtime_config_file(write_runtime_config(&config, &node));
     for line in &node.explanation {
         tracing::info!("{line}");
@@ -238,8 +259,9 @@ pub async fn run(
         &node.facts,
         &|name| std::env::var_os(name),
         node.profile == DEVELOPMENT_PROFILE,
+        &nvml,
     );
-    let mut collectors = node_collectors(&config, node, crypto, clock)?;
+    let mut collectors = node_collectors(&config, node, crypto, clock, &nvml)?;
     let first = tokio::task::block_in_place(|| collectors.collect());
     let state = AppState::new(first, heartbeat.clone())
         .with_attestation(attestation)
@@ -389,7 +411,7 @@ pub fn check(
     profiles_dir: Option<&Path>,
     out: &mut dyn std::io::Write,
 ) -> anyhow::Result<bool> {
-    let node = assess_node(config, facts, profiles_dir)?;
+    let node = assess_node(config, facts, profiles_dir, &NvmlMode::System)?;
     let crypto = crypto_selftest_in_process(&node);
     let selftest = &crypto.selftest;
     writeln!(out, "profile: {} ({})", node.profile, node.selection)?;
@@ -445,6 +467,7 @@ pub fn attestation_service(
     facts: &MachineFacts,
     env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
     development: bool,
+    nvml: &NvmlMode,
 ) -> (AttestationService, AttestationStatus) {
     use attestation::collect::{Attester, GpuSource, SnpSource, load_or_create_node_key};
     use attestation::test_source::TestSigner;
@@ -465,15 +488,22 @@ pub fn attestation_service(
         (AttestationService::Unavailable(reason), status)
     };
 
+    let nvml_source = || match nvml {
+        NvmlMode::System => GpuSource::Nvml,
+        NvmlMode::Child(child) => GpuSource::External(Arc::new(child.clone())),
+        NvmlMode::Absent { reason } => {
+            GpuSource::External(Arc::new(crate::nvml_child::Unreachable(reason.clone())))
+        }
+    };
     let gpu = match config.gpu_evidence {
-        GpuEvidence::Nvml => GpuSource::Nvml,
+        GpuEvidence::Nvml => nvml_source(),
         GpuEvidence::None => GpuSource::None,
         GpuEvidence::Auto if facts.gpus.gpus.is_empty() && facts.gpus.pci_nvidia.is_empty() => {
             GpuSource::None
         }
-        GpuEvidence::Auto => GpuSource::Nvml,
+        GpuEvidence::Auto => nvml_source(),
     };
-    status.gpu_evidence = gpu == GpuSource::Nvml;
+    status.gpu_evidence = !matches!(gpu, GpuSource::None);
     if config.source == EvidenceSource::Off {
         return unavailable(status, "disabled in the configuration".into());
     }

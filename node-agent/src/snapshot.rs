@@ -46,6 +46,9 @@ pub struct GpuSample {
     pub index: u32,
     pub name: String,
     pub uuid: String,
+    /// NVML's PCI bus id (`00000000:3B:00.0`); absent in samples recorded before it was.
+    #[serde(default)]
+    pub pci_bus_id: Option<String>,
     pub driver_version: String,
     pub power_watts: Option<f64>,
     /// NVML's energy counter (since the driver loaded), joules.
@@ -64,7 +67,8 @@ pub struct GpuSample {
     pub ecc_uncorrected_errors_total: Option<u64>,
     /// Confidential-computing mode of the system's GPUs (NVML conf-compute settings).
     pub cc_enabled: Option<bool>,
-    /// XID errors seen by the agent's NVML event watcher since it started: (xid, count).
+    /// Xid errors of this GPU in the kernel log, as far back as its ring buffer reaches when
+    /// the agent starts: (xid, count).
     pub xid_errors: Vec<(u64, u64)>,
     /// Readings NVML could not give, with its reason.
     pub unsupported: Vec<String>,

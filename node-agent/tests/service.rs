@@ -11,6 +11,8 @@ use node_agent::collect::ManualClock;
 use node_agent::collect::gpu::RecordedGpuSource;
 use node_agent::collect::rapl::RaplReader;
 use node_agent::http::{AppState, AttestationService, Heartbeat, router};
+use node_agent::nvml_child::NvmlChild;
+use node_agent::probe::NvmlMode;
 use node_agent::snapshot::Snapshot;
 use std::sync::Arc;
 use std::time::Duration;
@@ -399,7 +401,13 @@ async fn status_reports_the_attestation_state_directory_and_why() {
     };
     let sd = dir.path().to_owned();
     let env = move |name: &str| (name == "STATE_DIRECTORY").then(|| sd.clone().into_os_string());
-    let (service, status) = attestation_service(&config, &snap.node.facts, &env, false);
+    let (service, status) = attestation_service(
+        &config,
+        &snap.node.facts,
+        &env,
+        false,
+        &NvmlMode::absent("test"),
+    );
     assert!(status.available, "{status:?}");
     let key_path = dir.path().join("node-key.pem");
     assert_eq!(status.node_key, Some(key_path.display().to_string()));
@@ -449,7 +457,13 @@ async fn status_reports_the_attestation_state_directory_and_why() {
         test_seed: Some(dir.path().join("test-evidence-seed")),
         ..config
     };
-    let (service, status) = attestation_service(&config, &snap.node.facts, &no_env, false);
+    let (service, status) = attestation_service(
+        &config,
+        &snap.node.facts,
+        &no_env,
+        false,
+        &NvmlMode::absent("test"),
+    );
     assert!(!status.available);
     assert!(
         status
@@ -468,4 +482,55 @@ async fn status_reports_the_attestation_state_directory_and_why() {
     let (_, _, body) = get(&st, "/v1/status").await;
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["attestation"]["available"], false);
+}
+
+/// GPU evidence comes from an NVML child process (never NVML in the daemon): what the child
+/// answers reaches /v1/attestation, and a child that fails is a 503 naming the GPU evidence.
+#[tokio::test]
+async fn gpu_evidence_is_collected_by_the_nvml_child() {
+    use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
+    use node_agent::service::attestation_service;
+    let dir = tempfile::tempdir().unwrap();
+    let snap = fixed_snapshot("ci-2core", "auto", None);
+    let config = AttestationConfig {
+        source: EvidenceSource::Test,
+        gpu_evidence: GpuEvidence::Nvml,
+        state_dir: Some(dir.path().to_owned()),
+        ..AttestationConfig::default()
+    };
+    let seen = dir.path().join("request.json");
+    let child = NvmlChild::command(
+        "sh",
+        &[
+            "-c",
+            &format!(
+                "cat > {}; printf '%s' '{{\"answer\":\"failed\",\"reason\":\"NVML is not available (no NVIDIA driver)\"}}'",
+                seen.display()
+            ),
+        ],
+    );
+    let no_env = |_: &str| None;
+    let (service, status) = attestation_service(
+        &config,
+        &snap.node.facts,
+        &no_env,
+        false,
+        &NvmlMode::Child(child),
+    );
+    assert!(status.available && status.gpu_evidence, "{status:?}");
+    let st = state(snap, Duration::from_secs(60), true)
+        .with_attestation(service)
+        .with_attestation_status(status);
+    let nonce = "33".repeat(32);
+    let (code, _, body) = get(&st, &format!("/v1/attestation?nonce={nonce}")).await;
+    assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(
+        body.contains("GPU evidence: NVML is not available (no NVIDIA driver)"),
+        "{body}"
+    );
+    let request = std::fs::read_to_string(&seen).unwrap();
+    assert_eq!(
+        request,
+        format!(r#"{{"request":"evidence","nonce":"{nonce}"}}"#)
+    );
 }

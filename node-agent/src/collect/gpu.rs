@@ -1,14 +1,14 @@
-//! GPU telemetry through NVML: read on the collector's interval (never per request),
-//! plus a thread that waits for critical XID events.
+//! GPU telemetry through NVML, read on the collector's interval (never per request), and
+//! the Xid counts of the kernel log ([`super::xid`]).
 
+use super::xid::XidWatcher;
+use crate::nvml_child::NvmlChild;
 use crate::snapshot::GpuSample;
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::{
     Clock, ClockId, EccCounter, MemoryError, TemperatureSensor,
 };
 use nvml_wrapper::error::NvmlError;
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
 /// Where GPU samples come from: NVML on a node, or samples recorded from a real GPU.
 pub trait GpuSource: Send {
@@ -16,120 +16,56 @@ pub trait GpuSource: Send {
     fn sample(&mut self) -> Result<Vec<GpuSample>, String>;
 }
 
-/// (gpu index, xid) -> count, filled by the event thread.
-type XidCounts = Arc<Mutex<BTreeMap<(u32, u64), u64>>>;
-
-pub struct NvmlSource {
+/// NVML in this process: what the `node-agent nvml` child and `sample-gpu` use. The daemon
+/// itself samples through [`ChildGpuSource`] (see [`crate::nvml_child`] for why).
+pub struct NvmlSampler {
     nvml: Nvml,
-    xid: XidCounts,
-    /// Why the XID watcher is not running, if it is not.
-    pub xid_watch_error: Option<String>,
 }
 
-impl NvmlSource {
-    /// Loads libnvidia-ml and starts the XID event watcher.
-    pub fn open() -> Result<NvmlSource, NvmlError> {
-        let nvml = Nvml::init()?;
-        let xid: XidCounts = Arc::default();
-        let xid_watch_error = start_xid_watcher(Arc::clone(&xid)).err();
-        if let Some(e) = &xid_watch_error {
-            tracing::warn!(error = %e, "NVML XID events unavailable; XID counts not exported");
-        }
-        Ok(NvmlSource {
-            nvml,
-            xid,
-            xid_watch_error,
+impl NvmlSampler {
+    /// Loads libnvidia-ml.
+    pub fn open() -> Result<NvmlSampler, NvmlError> {
+        Ok(NvmlSampler {
+            nvml: Nvml::init()?,
         })
     }
 }
 
-/// Registers every GPU for critical XID events on a thread of its own (nvmlEventSetWait
-/// blocks) with its own NVML handle (NVML counts init/shutdown references).
-fn start_xid_watcher(counts: XidCounts) -> Result<(), String> {
-    let (tx, rx) = std::sync::mpsc::channel::<Result<(), String>>();
-    std::thread::Builder::new()
-        .name("nvml-xid".into())
-        .spawn(move || {
-            let setup = || -> Result<(Nvml, Vec<(String, u32)>), String> {
-                let nvml = Nvml::init().map_err(|e| e.to_string())?;
-                let n = nvml.device_count().map_err(|e| e.to_string())?;
-                let mut uuids = Vec::new();
-                for i in 0..n {
-                    let d = nvml.device_by_index(i).map_err(|e| e.to_string())?;
-                    uuids.push((d.uuid().map_err(|e| e.to_string())?, i));
-                }
-                Ok((nvml, uuids))
-            };
-            let (nvml, uuids) = match setup() {
-                Ok(v) => v,
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    return;
-                }
-            };
-            let mut set = match nvml.create_event_set() {
-                Ok(s) => s,
-                Err(e) => {
-                    let _ = tx.send(Err(e.to_string()));
-                    return;
-                }
-            };
-            for (_, i) in &uuids {
-                let registered = nvml
-                    .device_by_index(*i)
-                    .map_err(|e| e.to_string())
-                    .and_then(|d| {
-                        d.register_events(
-                            nvml_wrapper::bitmasks::event::EventTypes::CRITICAL_XID_ERROR,
-                            set,
-                        )
-                        .map_err(|e| e.to_string())
-                    });
-                match registered {
-                    Ok(s) => set = s,
-                    Err(e) => {
-                        let _ = tx.send(Err(format!("GPU {i}: {e}")));
-                        return;
-                    }
-                }
-            }
-            let _ = tx.send(Ok(()));
-            loop {
-                match set.wait(5_000) {
-                    Ok(event) => {
-                        let xid = match event.event_data {
-                            Some(nvml_wrapper::enums::event::XidError::Value(v)) => v,
-                            _ => 0,
-                        };
-                        let index = event
-                            .device
-                            .uuid()
-                            .ok()
-                            .and_then(|u| uuids.iter().find(|(x, _)| *x == u).map(|(_, i)| *i))
-                            .unwrap_or(u32::MAX);
-                        tracing::error!(gpu = index, xid, "NVML critical XID error");
-                        let mut m = counts.lock().unwrap_or_else(|p| p.into_inner());
-                        *m.entry((index, xid)).or_default() += 1;
-                    }
-                    Err(NvmlError::Timeout) => {}
-                    Err(e) => {
-                        tracing::warn!(error = %e, "NVML event wait failed; XID watcher stops");
-                        return;
-                    }
-                }
-            }
-        })
-        .map_err(|e| e.to_string())?;
-    rx.recv()
-        .map_err(|_| "XID watcher thread ended during setup".to_string())?
+/// The daemon's GPU source: each sample from a `node-agent nvml` child, with the Xids of the
+/// kernel log attributed by PCI bus id.
+pub struct ChildGpuSource {
+    child: NvmlChild,
+    xid: XidWatcher,
 }
 
-impl GpuSource for NvmlSource {
+impl ChildGpuSource {
+    pub fn new(child: NvmlChild, xid: XidWatcher) -> ChildGpuSource {
+        ChildGpuSource { child, xid }
+    }
+}
+
+impl GpuSource for ChildGpuSource {
+    fn sample(&mut self) -> Result<Vec<GpuSample>, String> {
+        let mut gpus = self.child.sample()?;
+        let xid_error = self.xid.error();
+        for gpu in &mut gpus {
+            gpu.xid_errors = match &gpu.pci_bus_id {
+                Some(bus) => self.xid.counts_for(bus),
+                None => Vec::new(),
+            };
+            if let Some(e) = &xid_error {
+                gpu.unsupported.push(format!("xid errors: {e}"));
+            }
+        }
+        Ok(gpus)
+    }
+}
+
+impl GpuSource for NvmlSampler {
     fn sample(&mut self) -> Result<Vec<GpuSample>, String> {
         let nvml = &self.nvml;
         let count = nvml.device_count().map_err(|e| e.to_string())?;
         let driver_version = nvml.sys_driver_version().unwrap_or_default();
-        let xid = self.xid.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut out = Vec::new();
         for index in 0..count {
             let d = nvml
@@ -151,6 +87,7 @@ impl GpuSource for NvmlSource {
             let u = &mut unsupported;
             s.name = get("name", d.name(), u).unwrap_or_default();
             s.uuid = get("uuid", d.uuid(), u).unwrap_or_default();
+            s.pci_bus_id = get("pci bus id", d.pci_info(), u).map(|p| p.bus_id);
             s.power_watts = get("power", d.power_usage(), u).map(|mw| f64::from(mw) / 1e3);
             s.energy_joules =
                 get("energy", d.total_energy_consumption(), u).map(|mj| mj as f64 / 1e3);
@@ -191,14 +128,6 @@ impl GpuSource for NvmlSource {
                 u,
             );
             s.cc_enabled = get("cc mode", d.is_cc_enabled(), u);
-            s.xid_errors = xid
-                .iter()
-                .filter(|((gpu, _), _)| *gpu == index)
-                .map(|((_, x), n)| (*x, *n))
-                .collect();
-            if let Some(e) = &self.xid_watch_error {
-                unsupported.push(format!("xid events: {e}"));
-            }
             s.unsupported = unsupported;
             out.push(s);
         }

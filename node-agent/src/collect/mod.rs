@@ -4,6 +4,7 @@
 pub mod gpu;
 pub mod rapl;
 pub mod replica;
+pub mod xid;
 
 use crate::cost::{CostTracker, offloaded_cpu_seconds};
 use crate::crypto::CryptoOutcome;

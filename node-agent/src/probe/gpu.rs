@@ -46,6 +46,14 @@ pub fn probe_gpus(root: &Path, mode: &NvmlMode) -> GpuInventory {
             Ok(nvml) => nvml_inventory(&nvml, pci_nvidia),
             Err(err) => GpuInventory::nvml_absent(format!("NVML init failed: {err}"), pci_nvidia),
         },
+        // The child's PCI list is of the same root ("/"); this process's is kept.
+        NvmlMode::Child(child) => match child.probe() {
+            Ok(inventory) => GpuInventory {
+                pci_nvidia,
+                ..inventory
+            },
+            Err(reason) => GpuInventory::nvml_absent(reason, pci_nvidia),
+        },
     }
 }
 

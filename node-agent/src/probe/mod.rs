@@ -5,8 +5,9 @@
 //! and every missing file or failing query becomes a [`Fact::Unknown`] with the reason:
 //! the probe never fails and never panics on what it reads.
 //!
-//! NVML is not under the root: [`NvmlMode::System`] queries the live driver, so a probe of
-//! a fixture tree passes [`NvmlMode::Absent`] with the reason (e.g. "fixture tree").
+//! NVML is not under the root: [`NvmlMode::System`] and [`NvmlMode::Child`] query the live
+//! driver, so a probe of a fixture tree passes [`NvmlMode::Absent`] with the reason (e.g.
+//! "fixture tree").
 
 mod cpu;
 mod gpu;
@@ -24,8 +25,10 @@ pub use sev::probe_sev_snp;
 /// Where GPU facts come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NvmlMode {
-    /// Load the system's NVML (libnvidia-ml.so.1) and query every GPU it lists.
+    /// Load the system's NVML (libnvidia-ml.so.1) in this process and query every GPU.
     System,
+    /// Ask a `node-agent nvml` child to do that (the daemon; see [`crate::nvml_child`]).
+    Child(crate::nvml_child::NvmlChild),
     /// Do not use NVML; GPUs are reported as unreadable for this reason.
     Absent { reason: String },
 }
