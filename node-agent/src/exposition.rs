@@ -490,7 +490,7 @@ fn encode_snapshot(s: &Snapshot, encoder: &mut DescriptorEncoder) -> fmt::Result
     )?;
     f.counter(
         "sovereign_gpu_xid_errors",
-        "NVIDIA Xid errors of the GPU in the kernel log (from as far back as its ring buffer reached when the agent started).",
+        "NVIDIA Xid errors of the GPU in the kernel log since the agent started.",
         None,
         &s.gpus
             .iter()

@@ -136,7 +136,8 @@ pub fn node_collectors(
     };
     match (nvml, nvml_absent) {
         (NvmlMode::Child(child), None) => {
-            let xid = crate::collect::xid::XidWatcher::start(Path::new(crate::collect::xid::KMSG));
+            use crate::collect::xid::{KMSG, ReadFrom, XidWatcher};
+            let xid = XidWatcher::start(Path::new(KMSG), ReadFrom::Now);
             c.gpu = Some(Box::new(crate::collect::gpu::ChildGpuSource::new(
                 child.clone(),
                 xid,

@@ -67,8 +67,7 @@ pub struct GpuSample {
     pub ecc_uncorrected_errors_total: Option<u64>,
     /// Confidential-computing mode of the system's GPUs (NVML conf-compute settings).
     pub cc_enabled: Option<bool>,
-    /// Xid errors of this GPU in the kernel log, as far back as its ring buffer reaches when
-    /// the agent starts: (xid, count).
+    /// Xid errors of this GPU in the kernel log since the agent started: (xid, count).
     pub xid_errors: Vec<(u64, u64)>,
     /// Readings NVML could not give, with its reason.
     pub unsupported: Vec<String>,

@@ -4,11 +4,13 @@
 //! `NVRM: Xid (PCI:0000:01:00): 31, pid=..., ...` (NVIDIA's "XID Errors" guide). The agent
 //! follows `/dev/kmsg` on a thread of its own and counts Xids per (PCI address, xid); the GPU
 //! collector attributes them through each GPU's PCI bus id. The kernel log rather than NVML
-//! events keeps NVML out of the daemon ([`crate::nvml_child`]), and it also counts the Xids
-//! the ring buffer still holds from before the agent started.
+//! events keeps NVML out of the daemon ([`crate::nvml_child`]).
+//!
+//! The daemon counts from its start, as the counters of a restarted exporter do: counting the
+//! whole ring buffer again after each restart would make `increase()` see every old Xid anew.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, ErrorKind, Read};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -70,6 +72,15 @@ pub fn kmsg_message(record: &str) -> Option<&str> {
         .map(|(_, text)| text.trim_end_matches('\n'))
 }
 
+/// Where [`XidWatcher::start`] begins in the kernel log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadFrom {
+    /// Records written from now on.
+    Now,
+    /// The oldest record the ring buffer still holds.
+    Oldest,
+}
+
 /// (PCI address, xid) -> count.
 type Counts = BTreeMap<(String, u64), u64>;
 
@@ -82,11 +93,19 @@ pub struct XidWatcher {
 }
 
 impl XidWatcher {
-    /// Follows the kernel log at `path` (normally [`KMSG`]) from the oldest record it still
-    /// holds. Failing to open it is recorded, not fatal: the GPU collector reports it.
-    pub fn start(path: &Path) -> XidWatcher {
+    /// Follows the kernel log at `path` (normally [`KMSG`]): from the next record when
+    /// `from` is [`ReadFrom::Now`] (the daemon), from the oldest one it holds otherwise. Failing
+    /// to open it is recorded, not fatal: the GPU collector reports it.
+    pub fn start(path: &Path, from: ReadFrom) -> XidWatcher {
         let watcher = XidWatcher::default();
-        match std::fs::File::open(path) {
+        let opened = std::fs::File::open(path).and_then(|mut file| {
+            if from == ReadFrom::Now {
+                // /dev/kmsg: SEEK_END moves past the last record.
+                file.seek(SeekFrom::End(0))?;
+            }
+            Ok(file)
+        });
+        match opened {
             Ok(file) => {
                 let w = watcher.clone();
                 let spawned =
@@ -254,7 +273,7 @@ mod tests {
     #[test]
     fn an_unreadable_log_is_a_reported_reason() {
         let dir = tempfile::tempdir().unwrap();
-        let watcher = XidWatcher::start(&dir.path().join("kmsg"));
+        let watcher = XidWatcher::start(&dir.path().join("kmsg"), ReadFrom::Now);
         let error = watcher.error().unwrap();
         assert!(
             error.contains("kmsg") && error.contains("No such file"),
@@ -268,12 +287,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kmsg");
         std::fs::write(&path, LOG).unwrap();
-        let watcher = XidWatcher::start(&path);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while watcher.error().is_none() && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        assert_eq!(watcher.error().as_deref(), Some("end of the kernel log"));
-        assert_eq!(watcher.counts_for("0000:08:00"), vec![(31, 2)]);
+        let finished = |watcher: &XidWatcher| {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while watcher.error().is_none() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            watcher.error()
+        };
+        let oldest = XidWatcher::start(&path, ReadFrom::Oldest);
+        assert_eq!(finished(&oldest).as_deref(), Some("end of the kernel log"));
+        assert_eq!(oldest.counts_for("0000:08:00"), vec![(31, 2)]);
+        // From now: what the log held before is not counted.
+        let now = XidWatcher::start(&path, ReadFrom::Now);
+        assert_eq!(finished(&now).as_deref(), Some("end of the kernel log"));
+        assert_eq!(now.counts_for("0000:08:00"), vec![]);
     }
 }
