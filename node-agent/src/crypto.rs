@@ -32,6 +32,28 @@ pub struct CryptoOutcome {
     pub report: EngineReport,
     pub selftest: SelftestResult,
     pub stats: StatsSnapshot,
+    /// How the selftest's engine obtained its GPU programs (none without a GPU).
+    pub kernel_loads: Vec<KernelLoadCount>,
+}
+
+/// One counter of `gpu_crypto::cuda::kernel_cache::load_counts` (precompiled, cache,
+/// compiled, skipped or refused, with the reason kind), owned for the trip through JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelLoadCount {
+    pub outcome: String,
+    pub reason: String,
+    pub count: u64,
+}
+
+fn kernel_loads() -> Vec<KernelLoadCount> {
+    gpu_crypto::cuda::kernel_cache::load_counts()
+        .into_iter()
+        .map(|c| KernelLoadCount {
+            outcome: c.outcome.into(),
+            reason: c.reason.into(),
+            count: c.count,
+        })
+        .collect()
 }
 
 /// What the `selftest` child prints on standard output (one JSON object).
@@ -40,10 +62,15 @@ pub struct CryptoOutcome {
 pub enum ChildOutput {
     Report {
         report: Box<SelftestReport>,
+        #[serde(default)]
+        kernel_loads: Vec<KernelLoadCount>,
     },
-    /// The engine could not start under the policy (e.g. a GPU-pinned operation, no GPU).
+    /// The engine could not start under the policy (e.g. a GPU-pinned operation, no GPU, or
+    /// kernels refused in cached-only mode: `kernel_loads` says which).
     EngineFailed {
         reason: String,
+        #[serde(default)]
+        kernel_loads: Vec<KernelLoadCount>,
     },
 }
 
@@ -58,9 +85,11 @@ pub fn run_selftest(policy: Policy) -> ChildOutput {
     match Engine::new(policy) {
         Ok(engine) => ChildOutput::Report {
             report: Box::new(selftest::run(&engine, &[], items_for(&engine), SEED)),
+            kernel_loads: kernel_loads(),
         },
         Err(e) => ChildOutput::EngineFailed {
             reason: e.to_string(),
+            kernel_loads: kernel_loads(),
         },
     }
 }
@@ -88,7 +117,10 @@ pub fn selftest_in_child(
 /// The outcome of a selftest run, in this process or read from a child.
 pub fn outcome(policy: &Policy, output: ChildOutput) -> CryptoOutcome {
     match output {
-        ChildOutput::Report { report } => {
+        ChildOutput::Report {
+            report,
+            kernel_loads,
+        } => {
             let checks = report
                 .operations
                 .iter()
@@ -122,12 +154,19 @@ pub fn outcome(policy: &Policy, output: ChildOutput) -> CryptoOutcome {
                 },
                 report: report.engine,
                 stats: report.stats,
+                kernel_loads,
             }
         }
-        ChildOutput::EngineFailed { reason } => failed(
-            policy,
-            format!("the crypto engine could not start: {reason}"),
-        ),
+        ChildOutput::EngineFailed {
+            reason,
+            kernel_loads,
+        } => CryptoOutcome {
+            kernel_loads,
+            ..failed(
+                policy,
+                format!("the crypto engine could not start: {reason}"),
+            )
+        },
     }
 }
 
@@ -149,6 +188,7 @@ fn failed(policy: &Policy, reason: String) -> CryptoOutcome {
             checks: vec![format!("FAILED: {reason}")],
         },
         stats: cpu.stats(),
+        kernel_loads: Vec::new(),
     }
 }
 
@@ -175,6 +215,27 @@ mod tests {
         assert_eq!(o.report.gpu, GpuStatus::NotRequested);
         let calls: u64 = o.stats.operations.iter().map(|c| c.calls).sum();
         assert!(calls >= 4, "{:?}", o.stats);
+    }
+
+    #[test]
+    fn the_childs_kernel_loads_reach_the_outcome() {
+        // As a node image's child prints them when cached-only mode refused to compile.
+        let json = r#"{"outcome":"engine_failed","reason":"kernel not precompiled","kernel_loads":[{"outcome":"refused_cached_only","reason":"no_entry","count":6}]}"#;
+        let output: ChildOutput = serde_json::from_str(json).unwrap();
+        let o = outcome(&Policy::cpu_only(), output);
+        assert!(!o.selftest.passed);
+        assert_eq!(
+            o.kernel_loads,
+            vec![KernelLoadCount {
+                outcome: "refused_cached_only".into(),
+                reason: "no_entry".into(),
+                count: 6
+            }]
+        );
+        // A child of an older agent prints no counts: none, not an error.
+        let old: ChildOutput =
+            serde_json::from_str(r#"{"outcome":"engine_failed","reason":"x"}"#).unwrap();
+        assert!(outcome(&Policy::cpu_only(), old).kernel_loads.is_empty());
     }
 
     #[test]

@@ -339,6 +339,20 @@ fn encode_snapshot(s: &Snapshot, encoder: &mut DescriptorEncoder) -> fmt::Result
         Some(Unit::Seconds),
         &one(vec![], c.offloaded_cpu_seconds),
     )?;
+    f.counter(
+        "sovereign_crypto_kernel_loads",
+        "GPU programs the selftest's engine obtained at start, by outcome (precompiled, cache, compiled, skipped_*, refused_cached_only) and reason kind.",
+        None,
+        &c.kernel_loads
+            .iter()
+            .map(|k| {
+                (
+                    vec![("outcome", k.outcome.clone()), ("reason", k.reason.clone())],
+                    k.count as f64,
+                )
+            })
+            .collect::<Vec<_>>(),
+    )?;
 
     // GPUs.
     let per_gpu = |get: &dyn Fn(&crate::snapshot::GpuSample) -> Option<f64>| {

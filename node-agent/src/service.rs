@@ -106,7 +106,13 @@ pub fn crypto_selftest_in_child(node: &NodeAssessment) -> CryptoOutcome {
     let policy = node.runtime.crypto;
     match crate::child::this_executable("selftest") {
         Ok(command) => crypto::selftest_in_child(command, &policy, crypto::SELFTEST_TIMEOUT),
-        Err(reason) => crypto::outcome(&policy, crypto::ChildOutput::EngineFailed { reason }),
+        Err(reason) => crypto::outcome(
+            &policy,
+            crypto::ChildOutput::EngineFailed {
+                reason,
+                kernel_loads: Vec::new(),
+            },
+        ),
     }
 }
 

@@ -80,6 +80,8 @@ pub struct CryptoStatus {
     pub stats: StatsSnapshot,
     /// CPU-seconds the GPU saved (GPU items x configured CPU cost per item).
     pub offloaded_cpu_seconds: f64,
+    /// How the selftest's engine obtained its GPU programs at start.
+    pub kernel_loads: Vec<crate::crypto::KernelLoadCount>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -140,10 +140,17 @@ fn golden_metrics_gpu_node() {
     if !testdata(path).exists() {
         panic!("missing recorded NVML samples {path}");
     }
-    let s = fixed_snapshot("epyc-9354p-snp-guest", "auto", Some(path));
+    let mut s = fixed_snapshot("epyc-9354p-snp-guest", "auto", Some(path));
     assert!(!s.gpus.is_empty());
+    // As the H200's selftest child loaded its six programs (testdata/gpu/h200-check-session4.txt).
+    s.crypto.kernel_loads = vec![node_agent::crypto::KernelLoadCount {
+        outcome: "cache".into(),
+        reason: String::new(),
+        count: 6,
+    }];
     let text = node_agent::exposition::encode(&Arc::new(s));
     assert!(text.contains("sovereign_gpu_power_watts{gpu=\"0\"}"));
+    assert!(text.contains("sovereign_crypto_kernel_loads_total{outcome=\"cache\",reason=\"\"} 6"));
     assert!(text.contains("sovereign_gpu_energy_joules_total{gpu=\"0\"}"));
     check_golden("metrics-gpu.txt", &text);
 }

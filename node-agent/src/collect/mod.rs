@@ -277,6 +277,7 @@ impl Collectors {
             selftest: self.crypto.selftest.clone(),
             offloaded_cpu_seconds: offloaded_cpu_seconds(&stats, &self.cpu_seconds_per_item),
             stats,
+            kernel_loads: self.crypto.kernel_loads.clone(),
         };
 
         let cost = self
