@@ -21,7 +21,9 @@ fn snapshot() -> Snapshot {
     std::thread::spawn(|| {
         let root =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../node-agent/tests/fixtures/ci-2core");
-        let facts = node_agent::service::probe_root(&root);
+        // A fixture tree: NVML is not consulted.
+        let nvml = node_agent::probe::NvmlMode::absent("fixture tree");
+        let facts = node_agent::service::probe_root(&root, &nvml);
         let image = node_agent::node::ImageStatus::read(&root);
         let node = node_agent::node::assess(facts, &ProfileSet::embedded().unwrap(), "auto", image)
             .unwrap();
@@ -80,6 +82,7 @@ impl Agents {
             &self.snapshot.node.facts,
             &|_| None,
             true,
+            &node_agent::probe::NvmlMode::absent("no GPU evidence"),
         );
         let state = AppState::new(
             self.snapshot.clone(),
