@@ -10,11 +10,11 @@
 
 mod timing;
 
-use gpu_crypto::cuda::GpuBackend;
 use gpu_crypto::cuda::bench::{
-    ShaKernel, decompress_breakdown, decompress_kernels, h2d_bandwidth, sha256_device_resident,
-    sha256_from_pinned,
+    ShaKernel, decompress_breakdown, decompress_kernels, fp_chain_latency, h2d_bandwidth,
+    sha256_device_resident, sha256_from_pinned,
 };
+use gpu_crypto::cuda::{DecompressKernel, GpuBackend, LATENCY_KERNEL_MAX_POINTS};
 use gpu_crypto::{G1Affine, G1Projective};
 use group::Group;
 use rand::SeedableRng;
@@ -154,7 +154,16 @@ fn main() -> anyhow::Result<()> {
     // G1 decompression, host bytes -> host results (engine-level call).
     let max_log = if quick { 12 } else { 20 };
     let all_points = random_points(1 << max_log);
-    let mut sizes: Vec<usize> = vec![1, 4, 16, 64, 128, 256, 448, 1024, 4096, 16384, 65536];
+    // Latency of dependent chains of field operations (one warp): what bounds small batches.
+    for (name, ns) in
+        fp_chain_latency(&gpu, 4096, 5).map_err(|e| anyhow::anyhow!("fp chains: {e}"))?
+    {
+        println!("fp chain {name:<22}: {ns:>8.1} ns per dependent step");
+    }
+
+    let mut sizes: Vec<usize> = vec![
+        1, 4, 16, 64, 128, 256, 448, 1024, 2048, 4096, 4097, 6144, 8192, 16384, 65536,
+    ];
     sizes.push(1 << max_log);
     sizes.retain(|&n| n <= 1 << max_log);
     let mut latency_448 = 0.0;
@@ -168,12 +177,30 @@ fn main() -> anyhow::Result<()> {
         let mismatches = gout.iter().zip(&cout).filter(|(g, c)| g != c).count();
         anyhow::ensure!(mismatches == 0, "decompress n={n}: {mismatches} mismatches");
         println!(
-            "decompress n={n:>8}: GPU {:>10.3} ms ({:>11.0} pts/s)  CPU {:>10.3} ms ({:>9.0} pts/s)  all {n} equal",
+            "decompress n={n:>8}: GPU {:>10.3} ms ({:>11.0} pts/s)  CPU {:>10.3} ms ({:>9.0} pts/s)  all {n} equal  [{:?} kernel]",
             g * 1e3,
             n as f64 / g,
             c * 1e3,
-            n as f64 / c
+            n as f64 / c,
+            DecompressKernel::for_batch(n)
         );
+        // Around the switch, the other kernel end to end too (the switch's evidence).
+        if (448..=16384).contains(&n) {
+            let other = match DecompressKernel::for_batch(n) {
+                DecompressKernel::Latency => DecompressKernel::Throughput,
+                DecompressKernel::Throughput => DecompressKernel::Latency,
+            };
+            let (o, oout) = time(reps, || gpu.g1_decompress_with(pts, other));
+            let oout = oout.map_err(|e| anyhow::anyhow!("GPU decompress ({other:?}): {e}"))?;
+            anyhow::ensure!(
+                oout == cout,
+                "decompress n={n} ({other:?}): differs from the CPU"
+            );
+            println!(
+                "decompress n={n:>8}: GPU {:>10.3} ms with the {other:?} kernel instead (switch at {LATENCY_KERNEL_MAX_POINTS}); all {n} equal",
+                o * 1e3
+            );
+        }
         if n == 448 {
             latency_448 = g;
         }
@@ -192,7 +219,7 @@ fn main() -> anyhow::Result<()> {
 
     // Kernel-only decompression time on device-resident points: the production kernel
     // and the benchmark variants (other formulas, other register budgets), each checked.
-    for &n in &[448usize, 16384, 1 << max_log] {
+    for &n in &[32usize, 448, 2048, 4096, 8192, 16384, 1 << max_log] {
         if n > all_points.len() {
             continue;
         }
@@ -234,6 +261,12 @@ fn main() -> anyhow::Result<()> {
             b.decode.median * 1e3,
             b.total.median * 1e3,
         );
+    }
+
+    // GPU_BENCH_ONLY=decompress: stop after the decompression figures.
+    if std::env::var("GPU_BENCH_ONLY").as_deref() == Ok("decompress") {
+        print_decompress_summary(&rows, latency_448, max_log, rate_max);
+        return Ok(());
     }
 
     // SHA-256 of 1 MiB chunks from ordinary (pageable) host memory, engine-level call.
@@ -414,4 +447,33 @@ fn main() -> anyhow::Result<()> {
     println!("| H2D bandwidth (pinned, 1 GiB) | {:.2} GB/s |", h2d);
     println!("| from-pinned / H2D | {:.0}% |", 100.0 * pn.gbps() / h2d);
     Ok(())
+}
+
+fn print_decompress_summary(rows: &[Row], latency_448: f64, max_log: u32, rate_max: f64) {
+    println!();
+    println!("| operation | batch | GPU | CPU | GPU/CPU speed |");
+    println!("|---|---|---|---|---|");
+    for r in rows {
+        println!(
+            "| {} | {} | {:.0} pts/s | {:.0} pts/s | {:.2}x |",
+            r.op,
+            r.n,
+            r.per_item,
+            r.n as f64 / r.cpu_s,
+            r.cpu_s / r.gpu_s
+        );
+    }
+    println!();
+    println!(
+        "| decompress crossover | {} |",
+        crossover(rows, "decompress")
+    );
+    println!(
+        "| decompress 448 points, host bytes -> host results | {:.3} ms |",
+        latency_448 * 1e3
+    );
+    println!(
+        "| decompress 2^{max_log} points | {:.0} points/s |",
+        rate_max
+    );
 }

@@ -192,6 +192,7 @@ fn assert_same_verdicts(gpu: &gpu_crypto::cuda::GpuBackend, batch: &[Owned], wha
     for strategy in [
         BlsGpuStrategy::RandomCombination,
         BlsGpuStrategy::RandomCombinationSplit,
+        BlsGpuStrategy::RandomCombinationQuarters,
         BlsGpuStrategy::PerItem,
     ] {
         let got = gpu

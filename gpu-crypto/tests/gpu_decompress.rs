@@ -5,6 +5,7 @@
 mod gpu_common;
 
 use gpu_common::*;
+use gpu_crypto::cuda::{DecompressKernel, LATENCY_KERNEL_MAX_POINTS};
 use gpu_crypto::{BackendChoice, DecodeError, Engine, G1Affine, Policy};
 use rand::RngCore;
 
@@ -146,5 +147,94 @@ fn engine_pinned_to_gpu_decompresses_on_gpu() {
     assert!(
         stats.contains("gpu") || stats.contains("Gpu"),
         "stats: {stats}"
+    );
+}
+
+/// Points on the curve outside the prime-order subgroup (random canonical x until the
+/// CPU says so), with both sort flags, and the order-3 points (0, +-2).
+fn non_subgroup_points(r: &mut rand_chacha::ChaCha20Rng, n: usize) -> Vec<[u8; 48]> {
+    let mut out = Vec::with_capacity(n + 2);
+    let mut zero_x = [0u8; 48];
+    zero_x[0] = 0x80;
+    out.push(zero_x);
+    zero_x[0] = 0xa0;
+    out.push(zero_x);
+    while out.len() < n + 2 {
+        let b = random_x(r, if out.len() % 2 == 0 { 0x80 } else { 0xa0 });
+        if reference_decompress(&b) == Err(DecodeError::NotInSubgroup) {
+            out.push(b);
+        }
+    }
+    out
+}
+
+/// Both kernels, forced, against the CPU at every size around the latency kernel's warp
+/// and block shapes and around the switch between the kernels, on a mix of random valid
+/// points, the shared corpus, random bytes and on-curve points outside G1 (the host
+/// poisons every output, so an unwritten item fails the call).
+#[test]
+fn both_kernels_match_the_cpu_at_sizes_around_their_shapes_and_the_switch() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(6);
+    let corpus: Vec<[u8; 48]> = gpu_crypto::corpus::g1_decompress_corpus()
+        .iter()
+        .map(|e| e.bytes)
+        .chain(adversarial(&mut rng(7)).into_iter().map(|(_, b)| b))
+        .collect();
+    let outside = non_subgroup_points(&mut r, 64);
+    let max = LATENCY_KERNEL_MAX_POINTS;
+    let sizes = [1usize, 2, 7, 8, 9, 31, 32, 33, 448, max - 1, max, max + 1];
+    let mut mix = valid_points(&mut r, max + 1);
+    for (i, p) in mix.iter_mut().enumerate() {
+        match i % 8 {
+            1 => r.fill_bytes(p),
+            3 => *p = corpus[(i / 8) % corpus.len()],
+            5 => *p = outside[(i / 8) % outside.len()],
+            6 => *p = random_x(&mut r, 0x80),
+            _ => {}
+        }
+    }
+    for &n in &sizes {
+        // Each size starts at a different offset so every kind of item meets every lane.
+        let start = (n * 5) % (mix.len() - n + 1);
+        let points = &mix[start..start + n];
+        let cpu = gpu_crypto::cpu::g1_decompress(points);
+        for kernel in [DecompressKernel::Latency, DecompressKernel::Throughput] {
+            let out = gpu.g1_decompress_with(points, kernel).expect("GPU call");
+            compare(points, &out, &format!("{kernel:?} kernel, batch of {n}"));
+            assert_eq!(
+                out, cpu,
+                "{kernel:?} kernel, batch of {n}: differs from cpu path"
+            );
+        }
+        let auto = gpu.g1_decompress(points).expect("GPU call");
+        assert_eq!(auto, cpu, "batch of {n}: differs from cpu path");
+    }
+    // The whole corpus and the non-subgroup points through the latency kernel alone.
+    for (what, points) in [("corpus", &corpus), ("outside G1", &outside)] {
+        let out = gpu
+            .g1_decompress_with(points, DecompressKernel::Latency)
+            .expect("GPU call");
+        compare(points, &out, what);
+    }
+    assert!(
+        gpu.g1_decompress_with(&outside, DecompressKernel::Latency)
+            .expect("GPU call")
+            .iter()
+            .all(|x| *x == Err(DecodeError::NotInSubgroup))
+    );
+}
+
+#[test]
+fn the_switch_picks_the_latency_kernel_for_small_batches() {
+    assert_eq!(DecompressKernel::for_batch(1), DecompressKernel::Latency);
+    assert_eq!(DecompressKernel::for_batch(448), DecompressKernel::Latency);
+    assert_eq!(
+        DecompressKernel::for_batch(LATENCY_KERNEL_MAX_POINTS),
+        DecompressKernel::Latency
+    );
+    assert_eq!(
+        DecompressKernel::for_batch(LATENCY_KERNEL_MAX_POINTS + 1),
+        DecompressKernel::Throughput
     );
 }

@@ -54,6 +54,38 @@ bls_rlc_halves(const u8* __restrict__ items, u32 n, const u8* __restrict__ neg_g
     f_out[t] = f;
 }
 
+// Four threads per item: each Miller loop of bls_rlc_halves cut in two
+// (miller_loop_head / miller_loop_tail), for batches that leave most of the GPU idle.
+// Head and tail threads run different code, so they sit in different warps: threads
+// [64g, 64g + 32) are the heads and [64g + 32, 64g + 64) the tails of leaves
+// 32g .. 32g + 31, leaf 2i being item i's message side and 2i + 1 its signature side.
+// f_out[2 leaf + part]: item i's four factors are f_out[4i .. 4i + 3], so the tree's
+// level 2 holds the items and a check is a final exponentiation only.
+extern "C" __global__ void __launch_bounds__(64)
+bls_rlc_quarters(const u8* __restrict__ items, u32 n, const u8* __restrict__ neg_g2,
+                 fp12_t* __restrict__ f_out) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 leaf = (t >> 6) * 32 + (t & 31);
+    const u32 part = (t >> 5) & 1;  // 0: head, 1: tail; uniform in a warp
+    if (leaf >= 2 * n) return;
+    const u8* item = items + (u64)(leaf >> 1) * BLS_ITEM_BYTES;
+    const bool signature_side = leaf & 1;
+    g1_proj_t p;
+    load_g1(p, signature_side ? item : item + 96);
+    g1_mul_u128(p, p, item + 384);
+    pairing_term_t term;
+    fp12_t f;
+    if (make_term(term, p, signature_side ? neg_g2 : item + 192)) {
+        if (part == 0)
+            miller_loop_head(f, term);
+        else
+            miller_loop_tail(f, term);
+    } else {
+        fp12_one(f);
+    }
+    f_out[2 * leaf + part] = f;
+}
+
 // One level of the combination tree: node j of the output is the product (f) and sum (s)
 // of nodes 2j and 2j + 1 of the input; an odd last node is carried up unchanged.
 extern "C" __global__ void __launch_bounds__(64)

@@ -164,4 +164,55 @@ __device__ __noinline__ void miller_loop_multi(fp12_t& f, pairing_term_t* terms,
     fp12_conj(f, f);
 }
 
+// The same loop for one term cut in two at bit BLS_ML_SPLIT_BIT, for two threads (two
+// warps: they run different code) to compute at once. With f_head from the bits above the
+// cut (each iteration ends with f = f^2) and g from the bits at and below it started
+// from f = 1 and R = [the head's multiple of Q], the loop gives
+//   f = conj(f_head^(2^(cut + 1)) * g * l_final),
+// because every later iteration squares what came before: the same value exactly, so
+// conj(head) * conj(tail) = miller_loop_multi of the term. The tail first walks R up the
+// head's bits with the same doubling and addition steps (lines unused), so its R and its
+// lines are the head's bit for bit. Cut at bit 33: 28 full iterations (four additions)
+// plus 34 squarings against 28 line-free steps plus 34 full iterations, about even.
+#define BLS_ML_SPLIT_BIT 33
+
+__device__ __noinline__ void miller_loop_head(fp12_t& f, pairing_term_t& t) {
+    line_t l;
+    fp12_one(f);
+    pairing_term_init(t);
+    for (int bit = 61; bit > BLS_ML_SPLIT_BIT; bit--) {
+        g2_doubling_step(l, t.r);
+        pairing_ell(f, l, t);
+        if ((BLS_X_ABS_SHR1 >> bit) & 1) {
+            g2_addition_step(l, t.r, t.q);
+            pairing_ell(f, l, t);
+        }
+        fp12_sqr(f, f);
+    }
+    for (int bit = BLS_ML_SPLIT_BIT; bit >= 0; bit--) fp12_sqr(f, f);
+    fp12_conj(f, f);
+}
+
+__device__ __noinline__ void miller_loop_tail(fp12_t& f, pairing_term_t& t) {
+    line_t l;
+    pairing_term_init(t);
+    for (int bit = 61; bit > BLS_ML_SPLIT_BIT; bit--) {
+        g2_doubling_step(l, t.r);
+        if ((BLS_X_ABS_SHR1 >> bit) & 1) g2_addition_step(l, t.r, t.q);
+    }
+    fp12_one(f);
+    for (int bit = BLS_ML_SPLIT_BIT; bit >= 0; bit--) {
+        g2_doubling_step(l, t.r);
+        pairing_ell(f, l, t);
+        if ((BLS_X_ABS_SHR1 >> bit) & 1) {
+            g2_addition_step(l, t.r, t.q);
+            pairing_ell(f, l, t);
+        }
+        fp12_sqr(f, f);
+    }
+    g2_doubling_step(l, t.r);
+    pairing_ell(f, l, t);
+    fp12_conj(f, f);
+}
+
 #endif

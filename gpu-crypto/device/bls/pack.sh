@@ -9,7 +9,7 @@ root="$(cd "$(dirname "$0")/../../.." && pwd)"
 cd "$root"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target-bls}"
 rm -rf .device-bls && mkdir -p .device-bls
-{ cargo test --release --no-run -p gpu-crypto --test gpu_bls --test gpu_bls_strategy --message-format=json
+{ cargo test --release --no-run -p gpu-crypto --test gpu_bls --test gpu_bls_strategy --test gpu_hash_to_g1 --message-format=json
   cargo bench --no-run -p gpu-crypto --bench gpu_bls --message-format=json; } 2>/dev/null \
   | python3 -c '
 import json, sys, shutil
@@ -23,7 +23,7 @@ for line in sys.stdin:
 '
 cp gpu-crypto/device/bls/run.sh .device-bls/run.sh
 for f in .device-bls/gpu*; do strip --strip-debug "$f"; done
-for t in gpu_bls gpu_bls_strategy gpu_bls_bench; do [ -x ".device-bls/$t" ] || { echo "missing .device-bls/$t" >&2; exit 1; }; done
+for t in gpu_bls gpu_bls_strategy gpu_hash_to_g1 gpu_bls_bench; do [ -x ".device-bls/$t" ] || { echo "missing .device-bls/$t" >&2; exit 1; }; done
 if [ "${BLS_PREBUILD_CACHE:-1}" = 1 ]; then
   LD_LIBRARY_PATH="$root/target/nvrtc/nvidia/cu13/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     python3 gpu-crypto/device/bls/prebuild_cache.py .device-bls/kernels sm_90 13000

@@ -15,9 +15,10 @@ export GPU_CRYPTO_KERNEL_CACHE=/tmp/gpu-crypto-kernels
 mkdir -p "$GPU_CRYPTO_KERNEL_CACHE"; cp kernels/*.cubin "$GPU_CRYPTO_KERNEL_CACHE/" 2>/dev/null
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv; nproc; } 2>&1 | tee "$OUT/env.log"
 rc=0
-for t in ${BLS_TESTS:-gpu_bls_strategy gpu_bls}; do
+for t in ${BLS_TESTS:-gpu_hash_to_g1 gpu_bls_strategy gpu_bls}; do
   s=$EPOCHREALTIME
-  if timeout "${BLS_TEST_TIMEOUT:-240}" ./"$t" --test-threads=4 --nocapture > "$OUT/test-$t.log" 2>&1; then r=ok; else r=FAILED; rc=1; fi
+  # PROFILE=2: every combination's root is also decided on the GPU and compared (bls.rs).
+  if GPU_CRYPTO_BLS_PROFILE=2 timeout "${BLS_TEST_TIMEOUT:-240}" ./"$t" --test-threads=4 --nocapture > "$OUT/test-$t.log" 2>&1; then r=ok; else r=FAILED; rc=1; fi
   printf '%-20s %-6s %6.1f s  %s\n' "$t" "$r" "$(awk -v a="$s" -v b="$EPOCHREALTIME" "BEGIN{print b-a}")" "$(grep -E '^test result' "$OUT/test-$t.log" | tail -1)" | tee -a "$OUT/summary.log"
   grep -q -E "FAILED|panicked" "$OUT/test-$t.log" && grep -E -B2 -A12 "panicked|FAILED" "$OUT/test-$t.log" | head -60
 done

@@ -495,8 +495,19 @@ pub fn decompress_kernels(
     }
     stream.synchronize().map_err(driver("upload points"))?;
 
-    let mut functions: Vec<(&'static str, cudarc::driver::CudaFunction)> =
-        vec![("g1_decompress", gpu.kernels.g1_decompress.clone())];
+    use super::decompress::DecompressKernel;
+    let mut functions: Vec<(&'static str, cudarc::driver::CudaFunction, DecompressKernel)> = vec![
+        (
+            "g1_decompress",
+            gpu.kernels.g1_decompress.clone(),
+            DecompressKernel::Throughput,
+        ),
+        (
+            "g1_decompress_latency",
+            gpu.kernels.g1_decompress_latency.clone(),
+            DecompressKernel::Latency,
+        ),
+    ];
     // NVRTC is single-threaded per program: compile the variants side by side, once per
     // process (the bench calls this for several sizes).
     static COMPILED: std::sync::OnceLock<Vec<Result<Vec<u8>, String>>> = std::sync::OnceLock::new();
@@ -545,16 +556,12 @@ pub fn decompress_kernels(
                 .load_function(name)
                 .map_err(|e| GpuError::Driver(format!("cuModuleGetFunction {name}: {e}")))?;
             let label: &'static str = Box::leak(format!("{label}/{name}").into_boxed_str());
-            functions.push((label, f));
+            functions.push((label, f, DecompressKernel::Throughput));
         }
     }
-    let config = LaunchConfig {
-        grid_dim: (n32.div_ceil(128), 1, 1),
-        block_dim: (128, 1, 1),
-        shared_mem_bytes: 0,
-    };
     let mut out = Vec::with_capacity(functions.len());
-    for (name, func) in functions {
+    for (name, func, shape) in functions {
+        let config = shape.config(n32);
         let launch_once = || -> Result<(), GpuError> {
             // SAFETY: arguments match the kernel's signature; buffers sized above.
             unsafe {
@@ -627,13 +634,14 @@ pub struct DecompressBreakdown {
     pub total: Timing,
 }
 
-/// Measures [`DecompressBreakdown`] with the production kernel; the decoded results are
-/// compared with the CPU's `from_compressed` (an error if any differs).
+/// Measures [`DecompressBreakdown`] with the kernel the backend picks for the batch; the
+/// decoded results are compared with the CPU's `from_compressed` (an error if any differs).
 pub fn decompress_breakdown(
     gpu: &GpuBackend,
     points: &[[u8; 48]],
     reps: usize,
 ) -> Result<DecompressBreakdown, GpuError> {
+    let shape = super::decompress::DecompressKernel::for_batch(points.len());
     use std::time::Instant;
     let n = points.len();
     let n32 = u32::try_from(n).map_err(|_| GpuError::InputTooLarge(format!("{n} points")))?;
@@ -649,11 +657,7 @@ pub fn decompress_breakdown(
     device.ensure(out_offset + 97 * n)?;
     let (d_in, d_out) = (device.ptr(), device.ptr() + out_offset as u64);
     let d_codes = d_out + 96 * n as u64;
-    let config = LaunchConfig {
-        grid_dim: (n32.div_ceil(128), 1, 1),
-        block_dim: (128, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let config = shape.config(n32);
     let (mut stage, mut upload, mut poison, mut kernel, mut download, mut decode, mut total) = (
         Vec::new(),
         Vec::new(),
@@ -684,7 +688,7 @@ pub fn decompress_breakdown(
                 .map_err(driver("poison"))?;
             let e2 = timed_event(gpu, &stream)?;
             stream
-                .launch_builder(&gpu.kernels.g1_decompress)
+                .launch_builder(shape.function(gpu))
                 .arg(&d_in)
                 .arg(&n32)
                 .arg(&d_out)
@@ -699,11 +703,20 @@ pub fn decompress_breakdown(
             let t = Instant::now();
             let out = host_out.slice(97 * n);
             let (encodings, codes) = out.split_at(96 * n);
-            results = codes
-                .iter()
-                .zip(encodings.chunks_exact(96))
-                .map(|(&c, e)| super::decompress::convert(c, e))
-                .collect::<Result<Vec<_>, _>>()?;
+            // As the engine decodes: on all cores above a few hundred items.
+            results = if n >= super::decompress::PARALLEL_CONVERT {
+                codes
+                    .par_iter()
+                    .zip(encodings.par_chunks_exact(96))
+                    .map(|(&c, e)| super::decompress::convert(c, e))
+                    .collect::<Result<Vec<_>, _>>()?
+            } else {
+                codes
+                    .iter()
+                    .zip(encodings.chunks_exact(96))
+                    .map(|(&c, e)| super::decompress::convert(c, e))
+                    .collect::<Result<Vec<_>, _>>()?
+            };
             let t_decode = t.elapsed().as_secs_f64();
             let t_total = t_all.elapsed().as_secs_f64();
             if r > 0 {
@@ -736,4 +749,57 @@ pub fn decompress_breakdown(
         decode: Timing::of(decode),
         total: Timing::of(total),
     })
+}
+
+/// Latency of one dependent step of each chain kernel of ops/fp_chain_bench.cu (one warp,
+/// `steps` steps per lane), in nanoseconds, median of `reps` launches.
+pub fn fp_chain_latency(
+    gpu: &GpuBackend,
+    steps: u32,
+    reps: usize,
+) -> Result<Vec<(&'static str, f64)>, GpuError> {
+    use super::sources::FP_CHAIN_BENCH;
+    gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
+    let compiled = super::compile::compile_program(&FP_CHAIN_BENCH, &gpu.arch)?;
+    let module = gpu
+        .ctx
+        .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
+        .map_err(driver("cuModuleLoadData"))?;
+    let stream = gpu.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
+    let mut out_buf = DeviceBuffer::new(&gpu.ctx);
+    out_buf.ensure(32 * 48)?;
+    let out_ptr = out_buf.ptr();
+    let mut results = Vec::new();
+    for &name in FP_CHAIN_BENCH.functions {
+        let f = module
+            .load_function(name)
+            .map_err(|e| GpuError::Driver(format!("cuModuleGetFunction {name}: {e}")))?;
+        let launch_once = || -> Result<(), GpuError> {
+            // SAFETY: (u32* out of 32 x 12 words, u32 steps), as every chain kernel takes.
+            unsafe {
+                stream
+                    .launch_builder(&f)
+                    .arg(&out_ptr)
+                    .arg(&steps)
+                    .launch(LaunchConfig {
+                        grid_dim: (1, 1, 1),
+                        block_dim: (32, 1, 1),
+                        shared_mem_bytes: 0,
+                    })
+                    .map_err(driver("launch fp chain"))?;
+            }
+            Ok(())
+        };
+        launch_once()?;
+        stream.synchronize().map_err(driver(name))?;
+        let mut samples = Vec::with_capacity(reps);
+        for _ in 0..reps.max(1) {
+            let a = timed_event(gpu, &stream)?;
+            launch_once()?;
+            let b = timed_event(gpu, &stream)?;
+            samples.push(elapsed(&a, &b)?);
+        }
+        results.push((name, Timing::of(samples).median * 1e9 / steps.max(1) as f64));
+    }
+    Ok(results)
 }

@@ -14,19 +14,23 @@
 //!   every verdict is per item: "invalid" is exact, "valid" holds except with probability
 //!   at most 2^-128 per combination.
 
-use super::decompress;
 use super::memory::{DeviceBuffer, PinnedBuffer, driver};
 use super::{GpuBackend, GpuError, Worker};
+use super::{decompress, hash_to_g1};
 use crate::cpu;
 use crate::engine::{BlsItem, BlsScheme};
 use crate::error::{DecodeError, VerifyError};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, LaunchConfig, PushKernelArg, result};
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg,
+    result,
+};
 use ic_bls12_381::{G1Affine, G2Affine, Gt};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, RwLock};
 use std::time::Instant;
 
 /// Bytes of one item of `bls_rlc_leaves`: signature (96), message point (96), public key
@@ -52,6 +56,9 @@ const RANDOM_BYTES: usize = 16;
 /// failing nodes are split one level first. Each check is a full Miller loop and final
 /// exponentiation on one thread, so one wide launch beats many narrow ones.
 const LEAF_DIRECT_MAX: usize = 1 << 16;
+/// With several threads per item the host finishes the tree from the first level of at
+/// most this many nodes (one download of at most 288 KiB, products on all cores).
+const HOST_TREE_MAX_NODES: usize = 512;
 /// Decoded public keys kept; past this the cache starts over.
 const PUBLIC_KEY_CACHE_MAX: usize = 1 << 16;
 
@@ -65,6 +72,9 @@ pub enum BlsGpuStrategy {
     /// message and the signature side): 2n Miller loops, but half the serial chain per
     /// thread and no Miller loop in the checks; for batches that leave the GPU idle.
     RandomCombinationSplit,
+    /// The same with four threads per item: each of the two Miller loops cut in two
+    /// (kernels/pairing/miller_loop.cuh), a shorter chain again at 4n Miller-loop halves.
+    RandomCombinationQuarters,
     /// Exact check per item: a two-term Miller loop and a final exponentiation each.
     PerItem,
 }
@@ -72,19 +82,39 @@ pub enum BlsGpuStrategy {
 /// Batches of at most this many items use the two-threads-per-item combination in
 /// `GpuBackend::bls_verify_batch` (docs/bls.md).
 pub const SPLIT_MAX_ITEMS: usize = 16384;
+/// Batches of at most this many items use four threads per item: 4n threads at 255
+/// registers still fit the H200 at once (132 SMs x 8 warps of 32), so each item's chain
+/// is shorter and nothing waits for a second wave.
+pub const QUARTERS_MAX_ITEMS: usize = 8192;
+
+/// `GpuBackend::bls_verify_batch`'s choice: more threads per item while the batch leaves
+/// the GPU idle (latency), fewer above.
+pub(crate) fn default_strategy(items: usize) -> BlsGpuStrategy {
+    if items <= QUARTERS_MAX_ITEMS {
+        BlsGpuStrategy::RandomCombinationQuarters
+    } else if items <= SPLIT_MAX_ITEMS {
+        BlsGpuStrategy::RandomCombinationSplit
+    } else {
+        BlsGpuStrategy::RandomCombination
+    }
+}
 
 pub(crate) struct BlsKernels {
     rlc_leaves: CudaFunction,
     rlc_halves: CudaFunction,
+    rlc_quarters: CudaFunction,
     tree_level: CudaFunction,
     check_nodes: CudaFunction,
     pairing_products: CudaFunction,
+    /// Messages hashed to G1 (hash_to_g1.rs).
+    pub(super) hash_to_g1: CudaFunction,
 }
 
 impl BlsKernels {
     pub(crate) fn load(
         verify: &Arc<CudaModule>,
         pairing: &Arc<CudaModule>,
+        hash: &Arc<CudaModule>,
     ) -> Result<BlsKernels, GpuError> {
         let f = |module: &Arc<CudaModule>, name: &str| {
             module
@@ -94,17 +124,23 @@ impl BlsKernels {
         Ok(BlsKernels {
             rlc_leaves: f(verify, "bls_rlc_leaves")?,
             rlc_halves: f(verify, "bls_rlc_halves")?,
+            rlc_quarters: f(verify, "bls_rlc_quarters")?,
             tree_level: f(verify, "bls_tree_level")?,
             check_nodes: f(verify, "bls_check_nodes")?,
             pairing_products: f(pairing, "bls_pairing_products")?,
+            hash_to_g1: f(hash, "hash_to_g1")?,
         })
     }
 }
 
+/// Shared with hash_to_g1.rs, which runs before the combination stages its items.
 pub(crate) struct BlsBuffers {
-    host_in: PinnedBuffer,
-    host_out: PinnedBuffer,
-    device: DeviceBuffer,
+    pub(super) host_in: PinnedBuffer,
+    pub(super) host_out: PinnedBuffer,
+    pub(super) device: DeviceBuffer,
+    /// hash_to_g1's stream, created on first use: the hash runs beside the signatures'
+    /// decompression on the worker's main stream.
+    pub(super) hash_stream: Option<Arc<CudaStream>>,
 }
 
 impl BlsBuffers {
@@ -113,6 +149,7 @@ impl BlsBuffers {
             host_in: PinnedBuffer::new(ctx),
             host_out: PinnedBuffer::new(ctx),
             device: DeviceBuffer::new(ctx),
+            hash_stream: None,
         }
     }
 }
@@ -129,27 +166,52 @@ fn grid(n: usize) -> LaunchConfig {
     }
 }
 
-static PUBLIC_KEY_CACHE: LazyLock<Mutex<HashMap<[u8; 96], G2Affine>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+static PUBLIC_KEY_CACHE: LazyLock<RwLock<HashMap<[u8; 96], G2Affine>>> =
+    LazyLock::new(|| RwLock::new(HashMap::new()));
 
-/// `cpu::g2_decompress_one` behind a cache of successful decodings, as the CPU path and
-/// the replica do (node keys recur every round; decoding one costs about a pairing).
-fn decode_public_key(bytes: &[u8; 96]) -> Result<G2Affine, DecodeError> {
-    let cached = PUBLIC_KEY_CACHE
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(bytes)
-        .copied();
-    if let Some(key) = cached {
-        return Ok(key);
+/// Every item's public key by `cpu::g2_decompress_one`, behind a cache of successful
+/// decodings as the CPU path and the replica keep (node keys recur every round; decoding
+/// one costs about a pairing): lookups in parallel under one read lock, the misses decoded
+/// in parallel and cached under one write lock (a lock per key cost about 4 ms at 4,096
+/// items on 16 threads).
+fn decode_public_keys(items: &[BlsItem<'_>]) -> Vec<Result<G2Affine, DecodeError>> {
+    let cached: Vec<Option<G2Affine>> = {
+        let cache = PUBLIC_KEY_CACHE.read().unwrap_or_else(|p| p.into_inner());
+        items
+            .par_iter()
+            .with_min_len(64)
+            .map(|i| cache.get(i.public_key).copied())
+            .collect()
+    };
+    let decoded: Vec<(&[u8; 96], Result<G2Affine, DecodeError>)> = items
+        .par_iter()
+        .zip(cached.par_iter())
+        .filter(|(_, c)| c.is_none())
+        .map(|(i, _)| (i.public_key, cpu::g2_decompress_one(i.public_key)))
+        .collect();
+    if decoded.iter().any(|(_, r)| r.is_ok()) {
+        let mut cache = PUBLIC_KEY_CACHE.write().unwrap_or_else(|p| p.into_inner());
+        for (bytes, r) in &decoded {
+            if let Ok(key) = r {
+                if cache.len() >= PUBLIC_KEY_CACHE_MAX {
+                    cache.clear();
+                }
+                cache.insert(**bytes, *key);
+            }
+        }
     }
-    let key = cpu::g2_decompress_one(bytes)?;
-    let mut cache = PUBLIC_KEY_CACHE.lock().unwrap_or_else(|p| p.into_inner());
-    if cache.len() >= PUBLIC_KEY_CACHE_MAX {
-        cache.clear();
-    }
-    cache.insert(*bytes, key);
-    Ok(key)
+    // The misses in item order: each None takes the next decoded result.
+    let mut decoded = decoded.into_iter().map(|(_, r)| r);
+    items
+        .iter()
+        .zip(cached)
+        .map(|(i, c)| match c {
+            Some(key) => Ok(key),
+            None => decoded
+                .next()
+                .unwrap_or_else(|| cpu::g2_decompress_one(i.public_key)),
+        })
+        .collect()
 }
 
 /// A decodable item: its index in the batch, its points and its message point.
@@ -161,37 +223,70 @@ struct Candidate {
     message: [u8; 96],
 }
 
-/// `cpu::hash_message_to_g1(scheme, message).to_uncompressed()`, computed by blst's
-/// `hash_to_g1` (RFC 9380 `hash_to_curve`, expand_message_xmd with SHA-256, the scheme's
-/// tag, no augmentation): the same point, several times faster than ic_bls12_381's.
-pub(crate) fn hash_to_g1_uncompressed(scheme: BlsScheme, message: &[u8]) -> [u8; 96] {
-    let dst = scheme.dst();
-    let mut point = blst::blst_p1::default();
-    let mut out = [0u8; 96];
-    // SAFETY: blst reads `message.len()` bytes of message and `dst.len()` of tag (no
-    // augmentation: null with length 0) and writes one blst_p1; serialize writes 96 bytes.
-    unsafe {
-        blst::blst_hash_to_g1(
-            &mut point,
-            message.as_ptr(),
-            message.len(),
-            dst.as_ptr(),
-            dst.len(),
-            std::ptr::null(),
-            0,
-        );
-        blst::blst_p1_serialize(out.as_mut_ptr(), &point);
+fn profiling() -> bool {
+    std::env::var_os("GPU_CRYPTO_BLS_PROFILE").is_some()
+}
+
+/// `GPU_CRYPTO_BLS_PROFILE=2`: also decide every combination's root on the GPU (timed,
+/// and compared with the host's decision): the tests' cross-check, not for timing runs.
+fn cross_check_root() -> bool {
+    std::env::var("GPU_CRYPTO_BLS_PROFILE").as_deref() == Ok("2")
+}
+
+/// Timing events recorded between the combination's launches when profiling (GPU time of
+/// each step, as opposed to the host's wall time of the phases).
+struct StreamMarks {
+    enabled: bool,
+    events: Vec<(&'static str, CudaEvent)>,
+}
+
+impl StreamMarks {
+    fn new(enabled: bool) -> StreamMarks {
+        StreamMarks {
+            enabled,
+            events: Vec::new(),
+        }
     }
-    out
+
+    fn mark(&mut self, stream: &CudaStream, what: &'static str) {
+        if !self.enabled {
+            return;
+        }
+        // Profiling only: a failed event leaves a gap in the report, nothing else.
+        if let Ok(e) = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT)) {
+            self.events.push((what, e));
+        }
+    }
+
+    /// "upload 0.21 ms, leaves 20.1 ms, ..." (each step since the previous mark).
+    fn report(&self) -> String {
+        self.events
+            .windows(2)
+            .filter_map(|pair| {
+                let ((_, a), (what, b)) = (&pair[0], &pair[1]);
+                a.elapsed_ms(b).ok().map(|ms| format!("{what} {ms:.2} ms"))
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// Seconds spent in each phase of the last call (`GPU_CRYPTO_BLS_PROFILE=1` prints them).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct Profile {
     decode_hash: f64,
+    /// Inside decode_hash: when the GPU's signature decompression and its hashing (two
+    /// streams, at once) were done, and the CPU's key decoding (alongside).
+    signatures: f64,
+    hash: f64,
+    keys: f64,
+    /// Inside decode_hash, before the GPU starts: grouping the items by message.
+    group: f64,
     stage: f64,
     combine: f64,
     bisect: f64,
+    /// GPU time of the combination's steps (StreamMarks::report).
+    kernels: String,
 }
 
 /// One verdict per item, in order. Identical to `cpu::bls_verify_batch` (same decoding,
@@ -220,29 +315,32 @@ pub(crate) fn verify_batch(
         })
         .collect();
 
-    // The GPU decompresses the signatures while the CPU decodes keys and hashes messages.
-    let (decoded_signatures, (public_keys, hashes)) = rayon::join(
-        || decompress::run(gpu, w, &signatures),
+    profile.group = start.elapsed().as_secs_f64();
+    // The GPU decompresses the signatures and hashes the messages while the CPU decodes
+    // the public keys (cached).
+    let tagged: Vec<(&[u8], &[u8])> = messages.iter().map(|(s, m)| (s.dst(), *m)).collect();
+    let (gpu_side, public_keys) = rayon::join(
         || {
-            rayon::join(
-                || {
-                    items
-                        .par_iter()
-                        .with_min_len(16)
-                        .map(|i| decode_public_key(i.public_key))
-                        .collect::<Vec<_>>()
-                },
-                || {
-                    messages
-                        .par_iter()
-                        .with_min_len(4)
-                        .map(|(scheme, message)| hash_to_g1_uncompressed(*scheme, message))
-                        .collect::<Vec<_>>()
-                },
-            )
+            // The hash on its own stream, the decompression on the worker's: both at once.
+            let t = Instant::now();
+            let pending = hash_to_g1::enqueue(gpu, w, &tagged)?;
+            let signatures = decompress::run(gpu, w, &signatures);
+            let t_sig = t.elapsed().as_secs_f64();
+            let hashes = hash_to_g1::finish(w, pending);
+            let t_hash = t.elapsed().as_secs_f64();
+            Ok::<_, GpuError>((signatures?, hashes?, t_sig, t_hash))
+        },
+        || {
+            let t = Instant::now();
+            let keys = decode_public_keys(items);
+            (keys, t.elapsed().as_secs_f64())
         },
     );
-    let decoded_signatures = decoded_signatures?;
+    let (decoded_signatures, hashes, t_sig, t_hash) = gpu_side?;
+    let (public_keys, t_keys) = public_keys;
+    profile.signatures = t_sig;
+    profile.hash = t_hash;
+    profile.keys = t_keys;
     if decoded_signatures.len() != items.len() {
         return Err(GpuError::BadOutput(format!(
             "{} decompressed signatures for {} items",
@@ -283,21 +381,32 @@ pub(crate) fn verify_batch(
     }
 
     let valid = match strategy {
-        BlsGpuStrategy::RandomCombination | BlsGpuStrategy::RandomCombinationSplit => {
-            match random_scalars(candidates.len()) {
-                Some(scalars) => {
-                    let split = strategy == BlsGpuStrategy::RandomCombinationSplit;
-                    combination_verdicts(gpu, w, &candidates, &scalars, split, &mut profile)?
-                }
-                None => {
-                    tracing::warn!(
-                        items = candidates.len(),
-                        "OS randomness unavailable: no random combination; checking each item exactly on the GPU"
-                    );
-                    per_item_verdicts(gpu, w, &candidates)?
-                }
+        BlsGpuStrategy::RandomCombination
+        | BlsGpuStrategy::RandomCombinationSplit
+        | BlsGpuStrategy::RandomCombinationQuarters => match random_scalars(candidates.len()) {
+            Some(scalars) => {
+                let threads_per_item = match strategy {
+                    BlsGpuStrategy::RandomCombinationSplit => 2,
+                    BlsGpuStrategy::RandomCombinationQuarters => 4,
+                    _ => 1,
+                };
+                combination_verdicts(
+                    gpu,
+                    w,
+                    &candidates,
+                    &scalars,
+                    threads_per_item,
+                    &mut profile,
+                )?
             }
-        }
+            None => {
+                tracing::warn!(
+                    items = candidates.len(),
+                    "OS randomness unavailable: no random combination; checking each item exactly on the GPU"
+                );
+                per_item_verdicts(gpu, w, &candidates)?
+            }
+        },
         BlsGpuStrategy::PerItem => per_item_verdicts(gpu, w, &candidates)?,
     };
     for (c, ok) in candidates.iter().zip(valid) {
@@ -309,15 +418,26 @@ pub(crate) fn verify_batch(
             };
         }
     }
-    if std::env::var_os("GPU_CRYPTO_BLS_PROFILE").is_some() {
+    if profiling() {
         eprintln!(
-            "bls profile: {} items: decode+hash {:.2} ms, stage {:.2} ms, combine {:.2} ms, bisect {:.2} ms",
+            "bls profile: {} items: decode+hash {:.2} ms (grouping {:.2} ms, then GPU: signatures done at {:.2} ms, hash at {:.2} ms; CPU keys {:.2} ms), stage {:.2} ms, combine {:.2} ms, bisect {:.2} ms",
             items.len(),
             profile.decode_hash * 1e3,
+            profile.group * 1e3,
+            profile.signatures * 1e3,
+            profile.hash * 1e3,
+            profile.keys * 1e3,
             profile.stage * 1e3,
             profile.combine * 1e3,
             profile.bisect * 1e3
         );
+        if !profile.kernels.is_empty() {
+            eprintln!(
+                "bls profile: {} items: combine on the GPU: {}",
+                items.len(),
+                profile.kernels
+            );
+        }
     }
     Ok(verdicts)
 }
@@ -389,9 +509,12 @@ fn combination_verdicts(
     w: &mut Worker,
     candidates: &[Candidate],
     scalars: &[[u8; RANDOM_BYTES]],
-    split: bool,
+    threads_per_item: usize,
     profile: &mut Profile,
 ) -> Result<Vec<bool>, GpuError> {
+    // Several threads per item: one leaf each, items on level log2(threads_per_item), no
+    // sums of r s (the signature side is in f).
+    let split = threads_per_item > 1;
     let t = Instant::now();
     let n = candidates.len();
     if u32::try_from(4 * n + 64).is_err() {
@@ -400,8 +523,8 @@ fn combination_verdicts(
         )));
     }
     // Split: two leaves per item (message side, signature side), items on level 1.
-    let item_level = usize::from(split);
-    let levels = tree_levels(if split { 2 * n } else { n });
+    let item_level = threads_per_item.trailing_zeros() as usize;
+    let levels = tree_levels(threads_per_item * n);
     let mut offsets = Vec::with_capacity(levels.len());
     let mut total = 0usize;
     for &len in &levels {
@@ -411,7 +534,22 @@ fn combination_verdicts(
     let layout = Layout::new(n, total, if split { 0 } else { total });
     let staged = layout.neg_g2 + G2_BYTES;
     w.bls.host_in.ensure(staged + 4 * (n + 1))?;
-    w.bls.host_out.ensure(n + 1)?;
+    // Several threads per item: the GPU builds the tree up to the first level of at most
+    // HOST_TREE_MAX_NODES nodes (not below the items) and the host multiplies that level
+    // and decides the product (the top levels are one Fp12 product per launch, about
+    // 80 us each on one thread). The levels above are only needed when the bisection
+    // splits nodes (more than LEAF_DIRECT_MAX items): then the GPU builds them all.
+    let top = if split && n <= LEAF_DIRECT_MAX {
+        levels
+            .iter()
+            .position(|&len| len <= HOST_TREE_MAX_NODES)
+            .unwrap_or(levels.len() - 1)
+            .max(item_level)
+    } else {
+        levels.len() - 1
+    };
+    let top_len = levels.get(top).copied().unwrap_or(1);
+    w.bls.host_out.ensure((n + 1).max(FP12_BYTES * top_len))?;
     w.bls.device.ensure(layout.end)?;
 
     {
@@ -446,6 +584,8 @@ fn combination_verdicts(
     };
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
     let k = &gpu.kernels.bls;
+    let mut marks = StreamMarks::new(profiling());
+    marks.mark(&stream, "start");
     // SAFETY: every device range lies inside `device` (Layout, ensured above) and every
     // host range inside the pinned buffers, untouched until the stream is synchronised
     // (in check_nodes). Kernel arguments match the kernels' signatures.
@@ -453,9 +593,25 @@ fn combination_verdicts(
         let cu = stream.cu_stream();
         result::memcpy_htod_async(at(layout.items), w.bls.host_in.slice(staged), cu)
             .map_err(driver("upload items"))?;
+        // Poison: 0xff limbs are no canonical Fp element, so an unwritten node of the
+        // level the host reads is caught.
+        result::memset_d8_async(d_f(offsets[top]), 0xff, FP12_BYTES * top_len, cu)
+            .map_err(driver("poison top level"))?;
+        marks.mark(&stream, "upload");
         let n32 = n as u32;
         let (d_items, d_f0, d_s0) = (at(layout.items), d_f(0), d_s(0));
-        if split {
+        if threads_per_item == 4 {
+            // Blocks of one warp, heads and tails of 32 leaves in alternate warps.
+            let d_neg_g2 = at(layout.neg_g2);
+            stream
+                .launch_builder(&k.rlc_quarters)
+                .arg(&d_items)
+                .arg(&n32)
+                .arg(&d_neg_g2)
+                .arg(&d_f0)
+                .launch(grid(64 * (2 * n).div_ceil(32)))
+                .map_err(driver("launch bls_rlc_quarters"))?;
+        } else if split {
             let d_neg_g2 = at(layout.neg_g2);
             stream
                 .launch_builder(&k.rlc_halves)
@@ -475,10 +631,16 @@ fn combination_verdicts(
                 .launch(grid(n))
                 .map_err(driver("launch bls_rlc_leaves"))?;
         }
-        for (level, &len) in levels.iter().enumerate().take(levels.len() - 1) {
-            let (f_in, s_in) = (d_f(offsets[level]), d_s(offsets[level]));
-            let (f_out, s_out) = (d_f(offsets[level + 1]), d_s(offsets[level + 1]));
-            let len32 = len as u32;
+        marks.mark(&stream, "leaves");
+    }
+    // One launch per level: node j of level + 1 from nodes 2j and 2j + 1 of level.
+    let launch_level = |level: usize| -> Result<(), GpuError> {
+        let len = levels.get(level).copied().unwrap_or(0);
+        let (f_in, s_in) = (d_f(offsets[level]), d_s(offsets[level]));
+        let (f_out, s_out) = (d_f(offsets[level + 1]), d_s(offsets[level + 1]));
+        let len32 = len as u32;
+        // SAFETY: as above; both levels lie inside the layout's tree area.
+        unsafe {
             stream
                 .launch_builder(&k.tree_level)
                 .arg(&f_in)
@@ -489,11 +651,45 @@ fn combination_verdicts(
                 .launch(grid(len.div_ceil(2)))
                 .map_err(driver("launch bls_tree_level"))?;
         }
+        Ok(())
+    };
+    for level in 0..top {
+        launch_level(level)?;
     }
+    marks.mark(&stream, "tree");
     let root = total - 1;
-    let root_ok = check_nodes(gpu, w, &layout, staged, split, &[root])?;
-    profile.combine = t.elapsed().as_secs_f64();
-    if root_ok.first() == Some(&true) {
+    let root_ok = if split {
+        // The product of the top level's nodes, finally exponentiated, decides the batch:
+        // on one GPU thread that chain was most of the combination's latency, on the host
+        // (blst) it is a fraction of a millisecond.
+        let ok = top_check_on_host(w, &stream, d_f(offsets[top]), top_len)?;
+        profile.combine = t.elapsed().as_secs_f64();
+        if cross_check_root() {
+            // The same decision on the GPU (timed by the marks).
+            marks.mark(
+                &stream,
+                "top level download and host product + final exponentiation",
+            );
+            for level in top..levels.len() - 1 {
+                launch_level(level)?;
+            }
+            let gpu_ok = check_nodes(gpu, w, &layout, staged, split, &[root])?;
+            marks.mark(&stream, "root check on the GPU (profiling only)");
+            if gpu_ok.first() != Some(&ok) {
+                return Err(GpuError::BadOutput(
+                    "root check: host and GPU final exponentiations disagree".into(),
+                ));
+            }
+        }
+        ok
+    } else {
+        let ok = check_nodes(gpu, w, &layout, staged, split, &[root])?;
+        marks.mark(&stream, "root check");
+        profile.combine = t.elapsed().as_secs_f64();
+        ok.first() == Some(&true)
+    };
+    profile.kernels = marks.report();
+    if root_ok {
         return Ok(vec![true; n]);
     }
 
@@ -589,6 +785,101 @@ fn bisect(
         failing = next;
         level -= 1;
     }
+}
+
+/// p, little-endian 64-bit limbs: Montgomery values on the device are below it.
+const P_LIMBS: [u64; 6] = [
+    0xb9fe_ffff_ffff_aaab,
+    0x1eab_fffe_b153_ffff,
+    0x6730_d2a0_f6b0_f624,
+    0x6477_4b84_f385_12bf,
+    0x4b1b_a7b6_434b_acd7,
+    0x1a01_11ea_397f_e69a,
+];
+
+/// A device Fp12 value (Montgomery form, R = 2^384, 12 x 32-bit little-endian limbs per
+/// Fp, coefficients c0.c0.c0, c0.c0.c1, ..., c1.c2.c1) as blst's `blst_fp12`, which has the
+/// same tower (u^2 = -1, v^3 = u + 1, w^2 = v), the same R and, on little-endian hosts, the
+/// same bytes in 6 x 64-bit limbs. `None` when a coefficient is not below p (unwritten).
+fn fp12_from_device(bytes: &[u8]) -> Option<blst::blst_fp12> {
+    if bytes.len() != FP12_BYTES {
+        return None;
+    }
+    let mut limbs = bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0xff; 8])));
+    let mut fp = || {
+        let mut l = [0u64; 6];
+        for v in &mut l {
+            *v = limbs.next()?;
+        }
+        // Canonical: l < p, compared from the top limb.
+        let below_p = l
+            .iter()
+            .rev()
+            .zip(P_LIMBS.iter().rev())
+            .find(|(a, b)| a != b)
+            .is_some_and(|(a, b)| a < b);
+        below_p.then_some(blst::blst_fp { l })
+    };
+    let mut fp2 = || Some(blst::blst_fp2 { fp: [fp()?, fp()?] });
+    let mut fp6 = || {
+        Some(blst::blst_fp6 {
+            fp2: [fp2()?, fp2()?, fp2()?],
+        })
+    };
+    Some(blst::blst_fp12 {
+        fp6: [fp6()?, fp6()?],
+    })
+}
+
+/// Whether `f`'s final exponentiation is one (blst's, which gives ic_bls12_381's Gt
+/// values: unit test `blst_final_exponentiation_agrees_with_ic_bls12_381`).
+fn final_exponentiation_is_one(f: &blst::blst_fp12) -> bool {
+    let mut out = blst::blst_fp12::default();
+    // SAFETY: blst reads one fp12 and writes one; both are plain structs of limbs.
+    unsafe {
+        blst::blst_final_exp(&mut out, f);
+        blst::blst_fp12_is_one(&out)
+    }
+}
+
+/// Downloads `count` consecutive tree nodes (Fp12) and decides their product on the host.
+fn top_check_on_host(
+    w: &mut Worker,
+    stream: &Arc<CudaStream>,
+    d_nodes: u64,
+    count: usize,
+) -> Result<bool, GpuError> {
+    let bytes = FP12_BYTES * count;
+    // SAFETY: the `count` nodes at `d_nodes` lie inside `device`; host_out holds `bytes`
+    // (ensured by the caller) and is read only after the stream is synchronised.
+    unsafe {
+        result::memcpy_dtoh_async(w.bls.host_out.slice_mut(bytes), d_nodes, stream.cu_stream())
+            .map_err(driver("download top level"))?;
+    }
+    stream.synchronize().map_err(driver("combination"))?;
+    let nodes: Vec<blst::blst_fp12> = w
+        .bls
+        .host_out
+        .slice(bytes)
+        .par_chunks_exact(FP12_BYTES)
+        .map(|c| {
+            fp12_from_device(c).ok_or_else(|| {
+                GpuError::BadOutput("tree node coefficient not canonical (unwritten?)".into())
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let product = nodes
+        .into_par_iter()
+        .reduce_with(|a, b| {
+            let mut r = blst::blst_fp12::default();
+            // SAFETY: blst reads two fp12 and writes one; plain structs of limbs.
+            unsafe { blst::blst_fp12_mul(&mut r, &a, &b) };
+            r
+        })
+        .ok_or_else(|| GpuError::BadOutput("internal: empty top level".into()))?;
+    Ok(final_exponentiation_is_one(&product))
 }
 
 /// Runs `bls_check_nodes` on `nodes` (flat tree indices) and waits for the verdicts.
@@ -813,9 +1104,9 @@ mod tests {
         let mut rng = ChaCha20Rng::seed_from_u64(4);
         for _ in 0..300 {
             let n = rng.gen_range(1..300usize);
-            let split = rng.r#gen::<bool>();
-            let item_level = usize::from(split);
-            let levels = tree_levels(if split { 2 * n } else { n });
+            let threads: usize = [1, 2, 4][rng.gen_range(0..3)];
+            let item_level = threads.trailing_zeros() as usize;
+            let levels = tree_levels(threads * n);
             let mut offsets = Vec::new();
             let mut total = 0;
             for &len in &levels {
@@ -836,7 +1127,7 @@ mod tests {
                 let i = flat - offsets[level];
                 let d = level - item_level.min(level);
                 if level < item_level {
-                    return bad[i / 2];
+                    return bad[i >> (item_level - level)];
                 }
                 ((i << d)..((i + 1) << d).min(n)).any(|item| bad[item])
             };
@@ -852,7 +1143,10 @@ mod tests {
             })
             .unwrap();
             let want: Vec<bool> = bad.iter().map(|b| !b).collect();
-            assert_eq!(got, want, "n {n}, split {split}, threshold {threshold}");
+            assert_eq!(
+                got, want,
+                "n {n}, {threads} threads/item, threshold {threshold}"
+            );
             assert!(
                 calls <= levels.len(),
                 "{calls} launches for {} levels",
@@ -881,19 +1175,80 @@ mod tests {
         }
     }
 
+    /// The device's Fp12 layout read as blst's: blst's Miller loop and final
+    /// exponentiation of random pairs, encoded as `Gt::to_bytes` (coefficients from c1.c2.c1
+    /// down to c0.c0.c0), equal ic_bls12_381's pairings, so the towers, R and the final
+    /// exponentiation agree; and the byte layout round-trips, poison rejected.
     #[test]
-    fn blst_hash_to_g1_equals_the_cpu_path() {
-        let mut rng = ChaCha20Rng::seed_from_u64(3);
-        for scheme in BlsScheme::ALL {
-            for len in [0usize, 1, 31, 32, 33, 100, 1000] {
-                let message: Vec<u8> = (0..len).map(|_| rng.r#gen()).collect();
+    fn blst_final_exponentiation_agrees_with_ic_bls12_381() {
+        use group::{Curve, Group};
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        for _ in 0..4 {
+            let p = ic_bls12_381::G1Projective::random(&mut rng).to_affine();
+            let q = ic_bls12_381::G2Projective::random(&mut rng).to_affine();
+            let mut bp = blst::blst_p1_affine::default();
+            let mut bq = blst::blst_p2_affine::default();
+            let mut ml = blst::blst_fp12::default();
+            let mut gt = blst::blst_fp12::default();
+            // SAFETY: blst reads 96/192-byte encodings and plain limb structs.
+            unsafe {
                 assert_eq!(
-                    hash_to_g1_uncompressed(scheme, &message),
-                    cpu::hash_message_to_g1(scheme, &message).to_uncompressed(),
-                    "{scheme:?}, {len} bytes"
+                    blst::blst_p1_deserialize(&mut bp, p.to_uncompressed().as_ptr()),
+                    blst::BLST_ERROR::BLST_SUCCESS
                 );
+                assert_eq!(
+                    blst::blst_p2_deserialize(&mut bq, q.to_uncompressed().as_ptr()),
+                    blst::BLST_ERROR::BLST_SUCCESS
+                );
+                blst::blst_miller_loop(&mut ml, &bq, &bp);
+                blst::blst_final_exp(&mut gt, &ml);
             }
+            let mut encoded = Vec::with_capacity(GT_BYTES);
+            for fp6 in gt.fp6.iter().rev() {
+                for fp2 in fp6.fp2.iter().rev() {
+                    for fp in fp2.fp.iter().rev() {
+                        let mut be = [0u8; 48];
+                        // SAFETY: writes 48 bytes from one fp.
+                        unsafe { blst::blst_bendian_from_fp(be.as_mut_ptr(), fp) };
+                        encoded.extend_from_slice(&be);
+                    }
+                }
+            }
+            assert_eq!(encoded[..], ic_bls12_381::pairing(&p, &q).to_bytes()[..]);
+            assert!(!final_exponentiation_is_one(&ml));
+            // Device layout: the limbs in order, little-endian.
+            let bytes: Vec<u8> = ml
+                .fp6
+                .iter()
+                .flat_map(|a| a.fp2.iter())
+                .flat_map(|b| b.fp.iter())
+                .flat_map(|c| c.l.iter())
+                .flat_map(|l| l.to_le_bytes())
+                .collect();
+            let back = fp12_from_device(&bytes).expect("canonical");
+            assert_eq!(back.fp6[1].fp2[2].fp[1].l, ml.fp6[1].fp2[2].fp[1].l);
+            assert_eq!(back.fp6[0].fp2[0].fp[0].l, ml.fp6[0].fp2[0].fp[0].l);
         }
+        assert!(fp12_from_device(&[0xff; FP12_BYTES]).is_none());
+        assert!(fp12_from_device(&[0; FP12_BYTES - 1]).is_none());
+        // One is one (Montgomery R mod p in the lowest coefficient).
+        let mut one = vec![0u8; FP12_BYTES];
+        for (k, l) in [
+            0x7609_0000_0002_fffdu64,
+            0xebf4_000b_c40c_0002,
+            0x5f48_9857_53c7_58ba,
+            0x77ce_5853_7052_5745,
+            0x5c07_1a97_a256_ec6d,
+            0x15f6_5ec3_fa80_e493,
+        ]
+        .iter()
+        .enumerate()
+        {
+            one[8 * k..8 * k + 8].copy_from_slice(&l.to_le_bytes());
+        }
+        assert!(final_exponentiation_is_one(
+            &fp12_from_device(&one).expect("one")
+        ));
     }
 
     #[test]

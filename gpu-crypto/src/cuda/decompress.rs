@@ -2,6 +2,7 @@
 //! pinned memory, uploaded, decompressed and downloaded on one of two streams in turn, so
 //! one segment's copies and staging overlap another's kernel (and the last wave of one
 //! kernel overlaps the first of the next), while the host decodes finished segments.
+//! Small batches (one segment) run the latency kernel instead of the throughput one.
 
 use super::memory::{DeviceBuffer, PinnedBuffer, driver};
 use super::{GpuBackend, GpuError, Worker};
@@ -12,10 +13,85 @@ use rayon::prelude::*;
 use std::sync::{Arc, Mutex};
 
 const THREADS: u32 = 128;
+/// The latency kernel's block: 8 points on 2 warps (kernels/ops/g1_decompress_latency.cu).
+const LATENCY_THREADS: u32 = 64;
+const LATENCY_POINTS_PER_BLOCK: u32 = 8;
+
+/// Batches of at most this many points run the latency kernel. Both kernels' time is one
+/// point's latency while the batch leaves schedulers idle; the latency kernel's block
+/// occupies 2 warps per 8 points (the throughput kernel: 4 per 128), so once the batch
+/// fills the schedulers it falls behind. Measured end to end on the H200 (run12,
+/// docs/benchmarks.md): latency kernel 0.68 / 0.97 / 1.98 / 1.81 ms at 2,048 / 4,096 /
+/// 6,144 / 8,192 points against 1.54 / 1.59 / 1.69 / 1.89 ms for the throughput kernel.
+pub const LATENCY_KERNEL_MAX_POINTS: usize = 4096;
+
+/// Which kernel decompresses a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecompressKernel {
+    /// kernels/ops/g1_decompress_latency.cu: one point over two warps (square root on one
+    /// lane, the subgroup test on a team of 4 lanes beside it).
+    Latency,
+    /// kernels/ops/g1_decompress.cu: one thread per point.
+    Throughput,
+}
+
+impl DecompressKernel {
+    /// The kernel the backend uses for a batch of `points`.
+    pub fn for_batch(points: usize) -> DecompressKernel {
+        if points <= LATENCY_KERNEL_MAX_POINTS {
+            DecompressKernel::Latency
+        } else {
+            DecompressKernel::Throughput
+        }
+    }
+
+    pub(crate) fn function(self, gpu: &GpuBackend) -> &cudarc::driver::CudaFunction {
+        match self {
+            DecompressKernel::Latency => &gpu.kernels.g1_decompress_latency,
+            DecompressKernel::Throughput => &gpu.kernels.g1_decompress,
+        }
+    }
+
+    /// Launch shape for `points` points.
+    pub(crate) fn config(self, points: u32) -> LaunchConfig {
+        let (grid, block) = match self {
+            DecompressKernel::Latency => {
+                (points.div_ceil(LATENCY_POINTS_PER_BLOCK), LATENCY_THREADS)
+            }
+            DecompressKernel::Throughput => (points.div_ceil(THREADS), THREADS),
+        };
+        LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (block, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+}
+
+impl GpuBackend {
+    /// [`GpuBackend::g1_decompress`] with the kernel chosen by the caller instead of by the
+    /// batch size (tests and benchmarks compare both kernels at every size).
+    pub fn g1_decompress_with(
+        &self,
+        points: &[[u8; 48]],
+        kernel: DecompressKernel,
+    ) -> Result<Vec<Result<G1Affine, DecodeError>>, GpuError> {
+        if points.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut w = self.worker();
+        let result = run_with(self, &mut w, points, kernel);
+        if result.is_err() {
+            w.quiesce();
+        }
+        result
+    }
+}
 /// Poison of the code bytes: not a valid code, so an unwritten item is caught.
 const CODE_POISON: u8 = 0xff;
-/// Items above which the host-side conversion runs on all cores.
-const PARALLEL_CONVERT: usize = 4096;
+/// Items above which the host-side conversion runs on all cores: about 0.3 us per item
+/// (two field elements into Montgomery form), so 448 items took 0.15 ms on one core.
+pub(crate) const PARALLEL_CONVERT: usize = 128;
 
 pub(crate) struct DecompressBuffers {
     host_in: PinnedBuffer,
@@ -72,7 +148,16 @@ pub(crate) fn run(
     w: &mut Worker,
     points: &[[u8; 48]],
 ) -> Result<Vec<Result<G1Affine, DecodeError>>, GpuError> {
-    let result = run_segments(gpu, w, points);
+    run_with(gpu, w, points, DecompressKernel::for_batch(points.len()))
+}
+
+fn run_with(
+    gpu: &GpuBackend,
+    w: &mut Worker,
+    points: &[[u8; 48]],
+    kernel: DecompressKernel,
+) -> Result<Vec<Result<G1Affine, DecodeError>>, GpuError> {
+    let result = run_segments(gpu, w, points, kernel);
     if result.is_err() {
         // The caller quiesces the worker's stream; the second one is ours to drain.
         if let Some(s) = &w.dec.second {
@@ -86,6 +171,7 @@ fn run_segments(
     gpu: &GpuBackend,
     w: &mut Worker,
     points: &[[u8; 48]],
+    kernel: DecompressKernel,
 ) -> Result<Vec<Result<G1Affine, DecodeError>>, GpuError> {
     let n = points.len();
     if n == 0 {
@@ -153,23 +239,38 @@ fn run_segments(
                 stream.cu_stream(),
             )
             .map_err(driver("upload points"))?;
-            result::memset_d8_async(seg_out, 0xa5, 96 * len, stream.cu_stream())
-                .map_err(driver("poison output"))?;
-            result::memset_d8_async(seg_codes, CODE_POISON, len, stream.cu_stream())
-                .map_err(driver("poison codes"))?;
+            if segments.len() == 1 {
+                // Encodings and codes are contiguous: one memset poisons both (an
+                // unwritten code is 0xff, which no kernel writes).
+                result::memset_d8_async(seg_out, CODE_POISON, 97 * len, stream.cu_stream())
+                    .map_err(driver("poison output"))?;
+            } else {
+                result::memset_d8_async(seg_out, 0xa5, 96 * len, stream.cu_stream())
+                    .map_err(driver("poison output"))?;
+                result::memset_d8_async(seg_codes, CODE_POISON, len, stream.cu_stream())
+                    .map_err(driver("poison codes"))?;
+            }
             stream
-                .launch_builder(&gpu.kernels.g1_decompress)
+                .launch_builder(kernel.function(gpu))
                 .arg(&seg_in)
                 .arg(&len32)
                 .arg(&seg_out)
                 .arg(&seg_codes)
-                .launch(LaunchConfig {
-                    grid_dim: (len32.div_ceil(THREADS), 1, 1),
-                    block_dim: (THREADS, 1, 1),
-                    shared_mem_bytes: 0,
-                })
+                .launch(kernel.config(len32))
                 .map_err(driver("launch g1_decompress"))?;
             let host_out = w.dec.host_out.slice_mut(out_bytes);
+            if segments.len() == 1 {
+                // One download of encodings and codes (contiguous on both sides).
+                result::memcpy_dtoh_async(host_out, d_out, stream.cu_stream())
+                    .map_err(driver("download results"))?;
+                done.push(
+                    gpu.ctx
+                        .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                        .and_then(|e| e.record(stream).map(|_| e))
+                        .map_err(driver("record segment event"))?,
+                );
+                continue;
+            }
             let (host_enc, host_codes) = host_out.split_at_mut(enc_bytes);
             result::memcpy_dtoh_async(
                 &mut host_enc[96 * start..96 * (start + len)],
@@ -203,6 +304,39 @@ fn run_segments(
             Err(DecodeError::NotCompressed) // discarded with the whole vector below
         }
     };
+    if let [event] = &done[..]
+        && n >= PARALLEL_CONVERT
+    {
+        // One segment: the host threads start now, while the kernel runs, and each waits
+        // for the event itself before decoding its share, so waking the pool (about
+        // 0.1 ms, as long as decoding 448 items on one core) overlaps the GPU's work.
+        let base = w.dec.host_out.slice(out_bytes).as_ptr() as usize;
+        let share = n.div_ceil(rayon::current_num_threads()).max(16);
+        let parts: Vec<Result<Vec<_>, GpuError>> = (0..n.div_ceil(share))
+            .into_par_iter()
+            .map(|part| {
+                event.synchronize().map_err(driver("g1_decompress"))?;
+                // SAFETY: the download into these bytes completed with the event; they
+                // lie inside host_out, which nothing writes until this call returns.
+                let out = unsafe { std::slice::from_raw_parts(base as *const u8, out_bytes) };
+                let (encodings, codes) = out.split_at(enc_bytes);
+                let (start, end) = (part * share, ((part + 1) * share).min(n));
+                Ok(codes[start..end]
+                    .iter()
+                    .zip(encodings[96 * start..96 * end].chunks_exact(96))
+                    .map(decode)
+                    .collect())
+            })
+            .collect();
+        let mut results = Vec::with_capacity(n);
+        for part in parts {
+            results.extend(part?);
+        }
+        return match bad_output.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(results),
+        };
+    }
     let mut results = Vec::with_capacity(n);
     for (&(start, len), event) in segments.iter().zip(&done) {
         event.synchronize().map_err(driver("g1_decompress"))?;

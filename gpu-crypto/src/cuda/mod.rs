@@ -14,6 +14,7 @@ pub mod bench;
 mod bls;
 pub mod compile;
 mod decompress;
+mod hash_to_g1;
 pub mod kernel_cache;
 mod memory;
 mod msm;
@@ -25,6 +26,7 @@ use crate::error::{DecodeError, VerifyError};
 use crate::policy::Operation;
 pub use bls::BlsGpuStrategy;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+pub use decompress::{DecompressKernel, LATENCY_KERNEL_MAX_POINTS};
 use ic_bls12_381::{G1Affine, G1Projective, G2Affine};
 use memory::driver;
 use sources::KernelProgram;
@@ -79,6 +81,8 @@ pub struct ProgramLoad {
 
 pub(crate) struct Kernels {
     pub(crate) g1_decompress: CudaFunction,
+    /// Small batches: one point over two warps (decompress.rs picks by batch size).
+    pub(crate) g1_decompress_latency: CudaFunction,
     pub(crate) sha256_prefixed: CudaFunction,
     /// The same hash with every addition on the integer ALU (bench comparison only).
     pub(crate) sha256_prefixed_alu: CudaFunction,
@@ -323,6 +327,10 @@ impl GpuBackend {
         };
         let kernels = Kernels {
             g1_decompress: function(0, "g1_decompress")?,
+            g1_decompress_latency: function(
+                program_index(&sources::G1_DECOMPRESS_LATENCY)?,
+                "g1_decompress_latency",
+            )?,
             sha256_prefixed: function(1, "sha256_prefixed")?,
             sha256_prefixed_alu: function(1, "sha256_prefixed_alu")?,
             sha256_prefixed_shr_fma: function(1, "sha256_prefixed_shr_fma")?,
@@ -331,6 +339,7 @@ impl GpuBackend {
             bls: bls::BlsKernels::load(
                 &modules[program_index(&sources::BLS_VERIFY)?],
                 &modules[program_index(&sources::BLS_PAIRING)?],
+                &modules[program_index(&sources::HASH_TO_G1)?],
             )?,
         };
 
@@ -467,13 +476,7 @@ impl GpuBackend {
         &self,
         items: &[BlsItem<'_>],
     ) -> Result<Vec<Result<(), VerifyError>>, GpuError> {
-        // Two threads per item while the batch leaves the GPU idle (latency), one above.
-        let strategy = if items.len() <= bls::SPLIT_MAX_ITEMS {
-            BlsGpuStrategy::RandomCombinationSplit
-        } else {
-            BlsGpuStrategy::RandomCombination
-        };
-        self.bls_verify_batch_with(items, strategy)
+        self.bls_verify_batch_with(items, bls::default_strategy(items.len()))
     }
 
     /// [`GpuBackend::bls_verify_batch`] with the GPU strategy chosen by the caller.

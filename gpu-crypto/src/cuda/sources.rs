@@ -35,6 +35,10 @@ pub const HEADERS: &[(&str, &str)] = &[
         include_str!("../../../kernels/ec/g1_subgroup.cuh"),
     ),
     (
+        "ec/g1_subgroup_team.cuh",
+        include_str!("../../../kernels/ec/g1_subgroup_team.cuh"),
+    ),
+    (
         "ec/g1_xyzz.cuh",
         include_str!("../../../kernels/ec/g1_xyzz.cuh"),
     ),
@@ -61,12 +65,49 @@ pub const HEADERS: &[(&str, &str)] = &[
         "hash/sha256.cuh",
         include_str!("../../../kernels/hash/sha256.cuh"),
     ),
+    (
+        "hash/expand_message_xmd.cuh",
+        include_str!("../../../kernels/hash/expand_message_xmd.cuh"),
+    ),
+    (
+        "ec/g1_sswu.cuh",
+        include_str!("../../../kernels/ec/g1_sswu.cuh"),
+    ),
+    (
+        "ec/g1_isogeny.cuh",
+        include_str!("../../../kernels/ec/g1_isogeny.cuh"),
+    ),
+    (
+        "ec/g1_hash_to_curve.cuh",
+        include_str!("../../../kernels/ec/g1_hash_to_curve.cuh"),
+    ),
 ];
 
 pub const G1_DECOMPRESS: KernelProgram = KernelProgram {
     name: "ops/g1_decompress.cu",
     source: include_str!("../../../kernels/ops/g1_decompress.cu"),
     functions: &["g1_decompress"],
+};
+
+/// Batch G1 decompression for small batches: one point over two warps (latency).
+pub const G1_DECOMPRESS_LATENCY: KernelProgram = KernelProgram {
+    name: "ops/g1_decompress_latency.cu",
+    source: include_str!("../../../kernels/ops/g1_decompress_latency.cu"),
+    functions: &["g1_decompress_latency"],
+};
+
+/// Benchmark-only: latency of dependent chains of Fp operations (one warp).
+pub const FP_CHAIN_BENCH: KernelProgram = KernelProgram {
+    name: "ops/fp_chain_bench.cu",
+    source: include_str!("../../../kernels/ops/fp_chain_bench.cu"),
+    functions: &[
+        "fp_chain_sqr",
+        "fp_chain_mul",
+        "fp_chain_mul_x2",
+        "fp_chain_team_level",
+        "fp_chain_team_double",
+        "fp_chain_double",
+    ],
 };
 
 /// Benchmark-only instances of the decompression kernel (two register budgets), compiled by
@@ -118,6 +159,7 @@ pub const BLS_VERIFY: KernelProgram = KernelProgram {
     functions: &[
         "bls_rlc_leaves",
         "bls_rlc_halves",
+        "bls_rlc_quarters",
         "bls_tree_level",
         "bls_check_nodes",
     ],
@@ -130,6 +172,13 @@ pub const BLS_PAIRING: KernelProgram = KernelProgram {
     functions: &["bls_pairing_products"],
 };
 
+/// Messages hashed to G1 (RFC 9380 hash_to_curve), for BLS verification.
+pub const HASH_TO_G1: KernelProgram = KernelProgram {
+    name: "ops/hash_to_g1.cu",
+    source: include_str!("../../../kernels/ops/hash_to_g1.cu"),
+    functions: &["hash_to_g1"],
+};
+
 /// Every program the backend loads; all must compile for every supported architecture.
 pub const PROGRAMS: &[KernelProgram] = &[
     G1_DECOMPRESS,
@@ -138,10 +187,12 @@ pub const PROGRAMS: &[KernelProgram] = &[
     G1_MSM,
     BLS_VERIFY,
     BLS_PAIRING,
+    G1_DECOMPRESS_LATENCY,
+    HASH_TO_G1,
 ];
 
 /// Programs only the benchmarks load; they must compile like the others.
-pub const BENCH_PROGRAMS: &[KernelProgram] = &[G1_DECOMPRESS_VARIANTS];
+pub const BENCH_PROGRAMS: &[KernelProgram] = &[G1_DECOMPRESS_VARIANTS, FP_CHAIN_BENCH];
 
 /// The architectures the product targets: H100/H200 (sm_90) and RTX PRO 6000 Blackwell (sm_120).
 pub const TARGET_ARCHS: &[&str] = &["sm_90", "sm_120"];
