@@ -244,23 +244,31 @@ fn cache_hit_after_compile_and_recompile_after_corruption() {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .collect();
     assert_eq!(entries.len(), sources::PROGRAMS.len(), "{entries:?}");
-    let sha = entries
-        .iter()
-        .find(|p| p.to_string_lossy().contains("sha256"))
-        .expect("sha entry");
+    // Entries are named after their program (`ops/g1_decompress.cu` ->
+    // `ops_g1_decompress_cu-<key>.cubin`); other programs share parts of these names.
+    let entry = |program: &str| {
+        let prefix = format!("{}-", program.replace(['/', '.'], "_"));
+        entries
+            .iter()
+            .find(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+            })
+            .unwrap_or_else(|| panic!("no cache entry for {program}: {entries:?}"))
+    };
+    const SHA: &str = "ops/sha256_prefixed.cu";
+    const DECOMPRESS: &str = "ops/g1_decompress.cu";
+    let sha = entry(SHA);
     let mut bytes = std::fs::read(sha).expect("read");
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
     std::fs::write(sha, &bytes).expect("write");
-    let dec = entries
-        .iter()
-        .find(|p| p.to_string_lossy().contains("decompress"))
-        .expect("decompress entry");
+    let dec = entry(DECOMPRESS);
     std::fs::write(dec, b"gpu-crypto-cubin").expect("truncate");
 
     let third = GpuBackend::open(0).expect("open after corruption");
     for l in third.program_loads() {
-        if l.program.contains("sha256") || l.program.contains("decompress") {
+        if l.program == SHA || l.program == DECOMPRESS {
             assert!(l.source.starts_with("recompiled"), "{l:?}");
         } else {
             assert_eq!(l.source, "cache", "{l:?}");
