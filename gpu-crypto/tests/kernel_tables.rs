@@ -89,4 +89,7 @@ fn sqrt_window_steps_rebuild_the_exponent() {
         shl_add(&mut acc, squarings, digit);
     }
     assert_eq!(acc, sqrt_exponent_from_modulus());
+    // ec/g1_sswu.cuh's fp_pow_pm3div4 walks the same steps without the last product by a:
+    // that is (p - 3) / 4 only if the last digit is 1.
+    assert_eq!(steps.last().map(|s| s & 7), Some(1));
 }

@@ -787,16 +787,6 @@ fn bisect(
     }
 }
 
-/// p, little-endian 64-bit limbs: Montgomery values on the device are below it.
-const P_LIMBS: [u64; 6] = [
-    0xb9fe_ffff_ffff_aaab,
-    0x1eab_fffe_b153_ffff,
-    0x6730_d2a0_f6b0_f624,
-    0x6477_4b84_f385_12bf,
-    0x4b1b_a7b6_434b_acd7,
-    0x1a01_11ea_397f_e69a,
-];
-
 /// A device Fp12 value (Montgomery form, R = 2^384, 12 x 32-bit little-endian limbs per
 /// Fp, coefficients c0.c0.c0, c0.c0.c1, ..., c1.c2.c1) as blst's `blst_fp12`, which has the
 /// same tower (u^2 = -1, v^3 = u + 1, w^2 = v), the same R and, on little-endian hosts, the
@@ -817,7 +807,7 @@ fn fp12_from_device(bytes: &[u8]) -> Option<blst::blst_fp12> {
         let below_p = l
             .iter()
             .rev()
-            .zip(P_LIMBS.iter().rev())
+            .zip(crate::corpus::MODULUS_LIMBS.iter().rev())
             .find(|(a, b)| a != b)
             .is_some_and(|(a, b)| a < b);
         below_p.then_some(blst::blst_fp { l })
