@@ -29,26 +29,10 @@ __device__ __constant__ u32 G1_H2F_2_256[FP_LIMBS] = {
     0xc5ce820fu, 0x075b3cd7u, 0x1c3edb0bu, 0x3ec6ba62u, 0x2bff6bceu, 0x168a13d8u,
     0xf8c449d2u, 0x87663c4bu, 0xddc8d830u, 0x15f34c83u, 0x9caa2e85u, 0x0f9628b4u};
 
-// r = a^((p - 3) / 4) = a^((p + 1) / 4 - 1): fp_sqrt's window over (p + 1) / 4 without the
-// product by a that ends it (its last step's digit is 1, which gpu-crypto's
-// tests/kernel_tables.rs checks). Not inlined: one copy of the ladder; every thread walks
-// the same steps (the exponent is public), so the branches are uniform.
-__device__ __noinline__ fp_t fp_pow_pm3div4(const fp_t a) {
-    fp_t a2, a3, a5, a7, acc;
-    fp_sqr(a2, a);
-    fp_mul(a3, a2, a);
-    fp_mul(a5, a3, a2);
-    fp_mul(a7, a5, a2);
-    acc = a3;  // FP_SQRT_W3_LEADING
-    for (int s = 0; s < FP_SQRT_W3_STEPS; s++) {
-        const u32 step = FP_SQRT_W3[s];
-        for (u32 k = step >> 3; k != 0; k--) fp_sqr(acc, acc);
-        const u32 digit = step & 7;
-        if (s == FP_SQRT_W3_STEPS - 1) break;  // digit 1: the exponent's last + 1
-        fp_mul(acc, acc, digit == 1 ? a : digit == 3 ? a3 : digit == 5 ? a5 : a7);
-    }
-    return acc;
-}
+// r = a^((p - 3) / 4) = a^((p + 1) / 4 - 1): fp_sqrt's window without the product by a that
+// ends it (its last digit is 1, which gpu-crypto's tests/kernel_tables.rs checks). Not
+// inlined: one copy of the ladder.
+__device__ __noinline__ fp_t fp_pow_pm3div4(const fp_t a) { return fp_pow_sqrt_window(a, false); }
 
 // sgn0 (RFC 9380 section 4.1, m = 1): the parity of the canonical value.
 __device__ __forceinline__ u32 fp_sgn0(const fp_t& a) {

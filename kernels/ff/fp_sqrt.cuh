@@ -24,9 +24,11 @@ __device__ __constant__ u8 FP_SQRT_W3[FP_SQRT_W3_STEPS] = {
     0x1f, 0x1f, 0x1f, 0x1f, 0x1f, 0x1f, 0x25, 0x25, 0x25, 0x09,
 };
 
-// r = a^((p+1)/4); returns whether r^2 == a. Not inlined: one copy of the ladder keeps
-// the kernel small; every thread walks the same steps, so the branches are uniform.
-__device__ __noinline__ bool fp_sqrt(fp_t& r, const fp_t& a) {
+// a^((p+1)/4) walked to the end of window step `steps`, where the last step stops after its
+// squarings when `last_product` is false (ec/g1_sswu.cuh: the last digit is 1, so that is
+// a^((p+1)/4 - 1) = a^((p-3)/4)). Inlined into its callers, which are not: every thread
+// walks the same steps, so the branches are uniform.
+__device__ __forceinline__ fp_t fp_pow_sqrt_window(const fp_t& a, bool last_product) {
     fp_t a2, a3, a5, a7, acc;
     fp_sqr(a2, a);
     fp_mul(a3, a2, a);
@@ -36,9 +38,17 @@ __device__ __noinline__ bool fp_sqrt(fp_t& r, const fp_t& a) {
     for (int s = 0; s < FP_SQRT_W3_STEPS; s++) {
         const u32 step = FP_SQRT_W3[s];
         for (u32 k = step >> 3; k != 0; k--) fp_sqr(acc, acc);
+        if (!last_product && s == FP_SQRT_W3_STEPS - 1) break;
         const u32 digit = step & 7;
         fp_mul(acc, acc, digit == 1 ? a : digit == 3 ? a3 : digit == 5 ? a5 : a7);
     }
+    return acc;
+}
+
+// r = a^((p+1)/4); returns whether r^2 == a. Not inlined: one copy of the ladder keeps
+// the kernel small.
+__device__ __noinline__ bool fp_sqrt(fp_t& r, const fp_t& a) {
+    const fp_t acc = fp_pow_sqrt_window(a, true);
     fp_t check;
     fp_sqr(check, acc);
     r = acc;

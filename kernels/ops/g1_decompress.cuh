@@ -87,16 +87,11 @@ __device__ __forceinline__ u32 g1_decompress_words(u32 out[24], const u32 in[12]
     return DECODE_OK;
 }
 
-// Grid-stride body shared by every kernel instance. 48-byte records are 16-byte aligned
-// (the host allocates 256-byte aligned buffers), so each moves as whole uint4 vectors.
-template <g1_decompress_method M>
-__device__ __forceinline__ void g1_decompress_batch(const u8* __restrict__ in, u32 n,
-                                                    u8* __restrict__ out,
-                                                    u8* __restrict__ codes) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+// Point i's 48 bytes as 12 big-endian words. Records are 16-byte aligned (the host
+// allocates 256-byte aligned buffers), so each moves as three uint4 vectors.
+__device__ __forceinline__ void g1_load_compressed(u32 words[12], const u8* __restrict__ in,
+                                                   u32 i) {
     const uint4* src = reinterpret_cast<const uint4*>(in + (u64)i * 48);
-    u32 words[12];
 #pragma unroll
     for (int v = 0; v < 3; v++) {
         const uint4 q = src[v];
@@ -105,6 +100,17 @@ __device__ __forceinline__ void g1_decompress_batch(const u8* __restrict__ in, u
         words[4 * v + 2] = q.z;
         words[4 * v + 3] = q.w;
     }
+}
+
+// Grid-stride body shared by every kernel instance.
+template <g1_decompress_method M>
+__device__ __forceinline__ void g1_decompress_batch(const u8* __restrict__ in, u32 n,
+                                                    u8* __restrict__ out,
+                                                    u8* __restrict__ codes) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u32 words[12];
+    g1_load_compressed(words, in, i);
     u32 result[24];
     const u32 code = g1_decompress_words<M>(result, words);
     uint4* dst = reinterpret_cast<uint4*>(out + (u64)i * 96);

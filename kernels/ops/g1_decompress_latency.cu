@@ -35,17 +35,7 @@ g1_decompress_latency(const u8* __restrict__ in, u32 n, u8* __restrict__ out,
     u32 words[12];
 #pragma unroll
     for (int w = 0; w < 12; w++) words[w] = 0;
-    if (live) {
-        const uint4* src = reinterpret_cast<const uint4*>(in + (u64)i * 48);
-#pragma unroll
-        for (int v = 0; v < 3; v++) {
-            const uint4 q = src[v];
-            words[4 * v] = q.x;
-            words[4 * v + 1] = q.y;
-            words[4 * v + 2] = q.z;
-            words[4 * v + 3] = q.w;
-        }
-    }
+    if (live) g1_load_compressed(words, in, i);
     fp_t x;
     fp_from_be_words(x, words);
     const u32 flags = x.l[FP_LIMBS - 1] >> 24;

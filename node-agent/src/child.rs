@@ -9,11 +9,15 @@ use std::io::{Read as _, Write as _};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The running executable's path, for starting `node-agent SUBCOMMAND`.
+pub fn this_executable_path(subcommand: &str) -> Result<std::path::PathBuf, String> {
+    std::env::current_exe()
+        .map_err(|e| format!("cannot find this executable to start `{subcommand}`: {e}"))
+}
+
 /// `node-agent SUBCOMMAND` of the running executable.
 pub fn this_executable(subcommand: &str) -> Result<Command, String> {
-    let exe = std::env::current_exe()
-        .map_err(|e| format!("cannot find this executable to start `{subcommand}`: {e}"))?;
-    let mut command = Command::new(exe);
+    let mut command = Command::new(this_executable_path(subcommand)?);
     command.arg(subcommand);
     Ok(command)
 }

@@ -101,10 +101,8 @@ pub struct NvmlChild {
 impl NvmlChild {
     /// `node-agent nvml` of the running executable.
     pub fn this_executable() -> Result<NvmlChild, String> {
-        let exe = std::env::current_exe()
-            .map_err(|e| format!("cannot find this executable to start the NVML process: {e}"))?;
         Ok(NvmlChild {
-            program: exe,
+            program: crate::child::this_executable_path("nvml")?,
             args: vec!["nvml".into()],
         })
     }
@@ -168,10 +166,12 @@ impl attestation::collect::GpuCollector for Unreachable {
 }
 
 fn unexpected(answer: &Answer) -> String {
-    let kind = serde_json::to_value(answer)
-        .ok()
-        .and_then(|v| v.get("answer").and_then(|a| a.as_str()).map(str::to_owned))
-        .unwrap_or_default();
+    let kind = match answer {
+        Answer::Inventory { .. } => "inventory",
+        Answer::Samples { .. } => "samples",
+        Answer::Evidence { .. } => "evidence",
+        Answer::Failed { .. } => "failed",
+    };
     format!("the NVML process answered the wrong request ({kind})")
 }
 

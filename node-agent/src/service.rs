@@ -149,8 +149,11 @@ pub fn node_collectors(
                 xid,
             )));
         }
-        (_, reason) => {
-            let reason = reason.unwrap_or_else(|| "NVML is not reached from the daemon".into());
+        (mode, reason) => {
+            let reason = reason.unwrap_or_else(|| match mode {
+                NvmlMode::Absent { reason } => reason.clone(),
+                _ => "the daemon samples NVML only through its child process".into(),
+            });
             if expects_gpu {
                 // Keep the collector, failing, so the missing GPU shows as gpu up=0.
                 c.gpu = Some(Box::new(UnavailableGpu(format!("NVML: {reason}"))));
