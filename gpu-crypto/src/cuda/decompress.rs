@@ -2,7 +2,8 @@
 //! pinned memory, uploaded, decompressed and downloaded on one of two streams in turn, so
 //! one segment's copies and staging overlap another's kernel (and the last wave of one
 //! kernel overlaps the first of the next), while the host decodes finished segments.
-//! Small batches (one segment) run the latency kernel instead of the throughput one.
+//! Batches of up to `LATENCY_KERNEL_MAX_POINTS` run the latency kernel instead of the
+//! throughput one.
 
 use super::memory::{DeviceBuffer, PinnedBuffer, driver};
 use super::{GpuBackend, GpuError, Worker};

@@ -420,15 +420,7 @@ impl GpuBackend {
         &self,
         points: &[[u8; 48]],
     ) -> Result<Vec<Result<G1Affine, DecodeError>>, GpuError> {
-        if points.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut w = self.worker();
-        let result = decompress::run(self, &mut w, points);
-        if result.is_err() {
-            w.quiesce();
-        }
-        result
+        self.g1_decompress_with(points, DecompressKernel::for_batch(points.len()))
     }
 
     /// `SHA-256(prefix || chunk)` for every chunk, identical to `cpu::sha256_prefixed`.
