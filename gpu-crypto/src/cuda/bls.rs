@@ -223,14 +223,18 @@ struct Candidate {
     message: [u8; 96],
 }
 
+/// `GPU_CRYPTO_BLS_PROFILE`, read once per process (the hot path asks on every call).
+static PROFILE: std::sync::LazyLock<Option<std::ffi::OsString>> =
+    std::sync::LazyLock::new(|| std::env::var_os("GPU_CRYPTO_BLS_PROFILE"));
+
 fn profiling() -> bool {
-    std::env::var_os("GPU_CRYPTO_BLS_PROFILE").is_some()
+    PROFILE.is_some()
 }
 
 /// `GPU_CRYPTO_BLS_PROFILE=2`: also decide every combination's root on the GPU (timed,
 /// and compared with the host's decision): the tests' cross-check, not for timing runs.
 fn cross_check_root() -> bool {
-    std::env::var("GPU_CRYPTO_BLS_PROFILE").as_deref() == Ok("2")
+    PROFILE.as_deref() == Some(std::ffi::OsStr::new("2"))
 }
 
 /// Timing events recorded between the combination's launches when profiling (GPU time of
