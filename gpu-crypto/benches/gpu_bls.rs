@@ -125,7 +125,7 @@ fn blst_verify(b: &Batch, bits: usize) -> bool {
 
 struct Row {
     what: String,
-    /// The better of the two combination strategies (or the default choice).
+    /// The best of the three combination strategies (or the GPU engine's own call).
     gpu_ms: f64,
     one_ms: Option<f64>,
     split_ms: Option<f64>,

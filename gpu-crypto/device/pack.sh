@@ -12,7 +12,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target-cuda}"
 # The field and curve headers are shared with the MSM and BLS kernels: their tests run too.
 # PACK_TESTS="a b ..": only those test binaries (a shorter build).
 tests=(gpu_decompress gpu_sha256 gpu_runtime gpu_kernel_cache gpu_nvrtc_compile gpu_soak
-  gpu_msm gpu_msm_encoded gpu_bls gpu_bls_strategy)
+  gpu_msm gpu_msm_encoded gpu_bls gpu_bls_strategy gpu_hash_to_g1)
 if [ -n "${PACK_TESTS:-}" ]; then read -r -a tests <<< "$PACK_TESTS"; fi
 args=(); for t in "${tests[@]}"; do args+=(--test "$t"); done
 rm -rf .device && mkdir -p .device
@@ -29,6 +29,8 @@ for line in sys.stdin:
         print(".device/" + name)
 '
 cp gpu-crypto/device/run.sh .device/run.sh
+# run.sh's default list: the test binaries built here (the whole list or PACK_TESTS).
+printf '%s\n' "${tests[@]}" | grep -v '^gpu_soak$' > .device/tests || true
 # The device tool carries at most 64 MiB: drop debug info.
 for f in .device/gpu*; do strip --strip-debug "$f"; done
 for t in "${tests[@]}" gpu; do [ -x ".device/$t" ] || { echo "missing .device/$t (build failed?)" >&2; exit 1; }; done

@@ -4,7 +4,8 @@
 //   u0, u1 = hash_to_field(msg, 2)          (expand_message_xmd, 64 bytes each, mod p)
 //   P = iso_map(sswu(u0)) + iso_map(sswu(u1))
 //   clear_cofactor(P) = (1 - x) P = P + [|x|] P   (h_eff, x < 0)
-// and the result's uncompressed encoding (G1Affine::to_uncompressed).
+// and the result's uncompressed encoding (G1Affine::to_uncompressed). The pieces, not one
+// function: ops/hash_to_g1.cu runs the two maps on two warps and adds on one.
 #ifndef SOVEREIGN_EC_G1_HASH_TO_CURVE_CUH
 #define SOVEREIGN_EC_G1_HASH_TO_CURVE_CUH
 
@@ -14,11 +15,6 @@
 #include "ec/g1_subgroup.cuh"
 #include "ec/g1_sswu.cuh"
 #include "ec/g1_isogeny.cuh"
-
-// One shared copy of the complete addition (used twice per message).
-__device__ __noinline__ void h2c_g1_add(g1_proj_t& r, const g1_proj_t& a, const g1_proj_t& b) {
-    g1_add(r, a, b);
-}
 
 // map_to_curve of RFC 9380 for G1: the SSWU image of u on E', then the isogeny to E.
 __device__ __forceinline__ void g1_map_to_curve(g1_proj_t& r, const fp_t& u) {
@@ -30,23 +26,7 @@ __device__ __forceinline__ void g1_map_to_curve(g1_proj_t& r, const fp_t& u) {
 __device__ __forceinline__ void g1_clear_cofactor(g1_proj_t& r, const g1_proj_t& p) {
     g1_proj_t q;
     g1_mul_by_abs_z(q, p);
-    h2c_g1_add(r, p, q);
-}
-
-// r = hash_to_curve(msg, dst), projective, on one thread; dst_len <= 255.
-// (ops/hash_to_g1.cu runs the two maps on two threads.)
-__device__ __forceinline__ void g1_hash_to_curve(g1_proj_t& r, const u8* msg, u32 msg_len,
-                                                 const u8* dst, u32 dst_len) {
-    u32 uniform[32];
-    expand_message_xmd_128(uniform, msg, msg_len, dst, dst_len);
-    fp_t u0, u1;
-    fp_from_be_words_64(u0, uniform);
-    fp_from_be_words_64(u1, uniform + 16);
-    g1_proj_t p, q;
-    g1_map_to_curve(p, u0);
-    g1_map_to_curve(q, u1);
-    h2c_g1_add(p, p, q);
-    g1_clear_cofactor(r, p);
+    g1_add_shared(r, p, q);
 }
 
 // G1Affine::to_uncompressed of a projective point: big-endian x then y, or the identity

@@ -13,6 +13,13 @@ struct g1_jac_t {
     fp_t x, y, z;
 };
 
+// The identity (Z = 0).
+__device__ __forceinline__ void g1_jac_identity(g1_jac_t& r) {
+    fp_zero(r.x);
+    fp_load_const(r.y, FP_ONE);
+    fp_zero(r.z);
+}
+
 // r = 2p ("dbl-2009-l", a = 0). Needs no case split: the curve has no point of order 2
 // (its order is odd), so y = 0 never occurs, and Z3 = 2YZ keeps the identity at Z = 0.
 // r may alias p.
@@ -67,9 +74,7 @@ __device__ __forceinline__ void g1_jac_add(g1_jac_t& r, const g1_jac_t& p, const
         if (fp_is_zero(rr)) {
             g1_jac_double(r, p);
         } else {
-            fp_zero(r.x);
-            fp_load_const(r.y, FP_ONE);
-            fp_zero(r.z);
+            g1_jac_identity(r);
         }
         return;
     }

@@ -93,4 +93,10 @@ __device__ __forceinline__ void g1_add(g1_proj_t& r, const g1_proj_t& p, const g
     r.z = z3;
 }
 
+// One shared (called) copy of the complete addition, for code that adds in loops or in
+// several places: inlining every use would multiply the formula's ~40 operations.
+__device__ __noinline__ void g1_add_shared(g1_proj_t& r, const g1_proj_t& a, const g1_proj_t& b) {
+    g1_add(r, a, b);
+}
+
 #endif

@@ -34,18 +34,6 @@ __device__ __constant__ u32 G1_H2F_2_256[FP_LIMBS] = {
 // inlined: one copy of the ladder.
 __device__ __noinline__ fp_t fp_pow_pm3div4(const fp_t a) { return fp_pow_sqrt_window(a, false); }
 
-// sgn0 (RFC 9380 section 4.1, m = 1): the parity of the canonical value.
-__device__ __forceinline__ u32 fp_sgn0(const fp_t& a) {
-    fp_t c;
-    fp_from_mont(c, a);
-    return c.l[0] & 1;
-}
-
-__device__ __forceinline__ void fp_select(fp_t& r, bool pick_b, const fp_t& a, const fp_t& b) {
-#pragma unroll
-    for (int i = 0; i < FP_LIMBS; i++) r.l[i] = pick_b ? b.l[i] : a.l[i];
-}
-
 // hash_to_field's OS2IP(64 bytes) mod p, from 16 big-endian words: hi * 2^256 + lo with
 // hi, lo the two 32-byte halves (each below p, so each converts to Montgomery directly).
 __device__ __forceinline__ void fp_from_be_words_64(fp_t& r, const u32 words[16]) {

@@ -127,9 +127,7 @@ __device__ __forceinline__ void g1_team_add(g1_jac_t& r, const g1_jac_t& p, cons
         if (rr_zero) {
             g1_jac_double(r, p);
         } else {
-            fp_zero(r.x);
-            fp_load_const(r.y, FP_ONE);
-            fp_zero(r.z);
+            g1_jac_identity(r);
         }
     } else {
         r.x = x3;

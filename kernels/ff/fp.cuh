@@ -540,6 +540,19 @@ __device__ __forceinline__ void fp_from_mont(fp_t& r, const fp_t& a) {
     fp_mul(r, a, one);
 }
 
+// sgn0 (RFC 9380 section 4.1, m = 1): the parity of the canonical value.
+__device__ __forceinline__ u32 fp_sgn0(const fp_t& a) {
+    fp_t c;
+    fp_from_mont(c, a);
+    return c.l[0] & 1;
+}
+
+// r = pick_b ? b : a, limb by limb (no branch around the operands' computation).
+__device__ __forceinline__ void fp_select(fp_t& r, bool pick_b, const fp_t& a, const fp_t& b) {
+#pragma unroll
+    for (int i = 0; i < FP_LIMBS; i++) r.l[i] = pick_b ? b.l[i] : a.l[i];
+}
+
 // 48 big-endian bytes -> integer limbs (no reduction; check with fp_geq_modulus).
 __device__ __forceinline__ void fp_from_be_bytes(fp_t& r, const u8* b) {
 #pragma unroll

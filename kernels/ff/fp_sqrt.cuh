@@ -24,10 +24,9 @@ __device__ __constant__ u8 FP_SQRT_W3[FP_SQRT_W3_STEPS] = {
     0x1f, 0x1f, 0x1f, 0x1f, 0x1f, 0x1f, 0x25, 0x25, 0x25, 0x09,
 };
 
-// a^((p+1)/4) walked to the end of window step `steps`, where the last step stops after its
-// squarings when `last_product` is false (ec/g1_sswu.cuh: the last digit is 1, so that is
-// a^((p+1)/4 - 1) = a^((p-3)/4)). Inlined into its callers, which are not: every thread
-// walks the same steps, so the branches are uniform.
+// a^((p+1)/4), or a^((p-3)/4) when `last_product` is false: the last window step then stops
+// after its squarings, and its digit is 1 (ec/g1_sswu.cuh). Inlined into its callers, which
+// are not: every thread walks the same steps, so the branches are uniform.
 __device__ __forceinline__ fp_t fp_pow_sqrt_window(const fp_t& a, bool last_product) {
     fp_t a2, a3, a5, a7, acc;
     fp_sqr(a2, a);

@@ -8,7 +8,8 @@
 // launch per level); `bls_check_nodes` decides any tree nodes: node f times
 // ML(node sum, -g2), final exponentiation, == 1. A leaf's check is the exact check of its
 // item (r_i is invertible mod the group order), so the host bisects a failing node down to
-// leaves and every verdict is per item. `bls_rlc_halves` is the two-threads-per-item form.
+// leaves and every verdict is per item. `bls_rlc_halves` and `bls_rlc_quarters` are the
+// two- and four-threads-per-item forms.
 #include "common.cuh"
 #include "pairing/bls_io.cuh"
 #include "pairing/final_exp.cuh"
@@ -33,6 +34,19 @@ bls_rlc_leaves(const u8* __restrict__ items, u32 n, fp12_t* __restrict__ f_out,
     f_out[i] = f;
 }
 
+// One side of item side / 2's pairing check as a Miller-loop term: side 2i is the message
+// side (r_i H_i, pk_i), side 2i + 1 the signature side (r_i s_i, -g2). False when the
+// term is the identity (its Miller loop is 1).
+__device__ __forceinline__ bool bls_side_term(pairing_term_t& term, const u8* items, u32 side,
+                                              const u8* neg_g2) {
+    const u8* item = items + (u64)(side >> 1) * BLS_ITEM_BYTES;
+    const bool signature_side = side & 1;
+    g1_proj_t p;
+    load_g1(p, signature_side ? item : item + 96);
+    g1_mul_u128(p, p, item + 384);
+    return make_term(term, p, signature_side ? neg_g2 : item + 192);
+}
+
 // The same combination with two threads per item (latency: half a Miller loop chain per
 // thread at batch sizes that leave the GPU idle): thread 2i computes ML(r_i H_i, pk_i),
 // thread 2i + 1 computes ML(r_i s_i, -g2); their product is item i's factor, so the tree's
@@ -42,14 +56,9 @@ bls_rlc_halves(const u8* __restrict__ items, u32 n, const u8* __restrict__ neg_g
                fp12_t* __restrict__ f_out) {
     const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= 2 * n) return;
-    const u8* item = items + (u64)(t >> 1) * BLS_ITEM_BYTES;
-    const bool signature_half = t & 1;
-    g1_proj_t p;
-    load_g1(p, signature_half ? item : item + 96);
-    g1_mul_u128(p, p, item + 384);
     pairing_term_t term;
     fp12_t f;
-    const int n_terms = make_term(term, p, signature_half ? neg_g2 : item + 192) ? 1 : 0;
+    const int n_terms = bls_side_term(term, items, t, neg_g2) ? 1 : 0;
     miller_loop_multi(f, &term, n_terms);
     f_out[t] = f;
 }
@@ -68,14 +77,9 @@ bls_rlc_quarters(const u8* __restrict__ items, u32 n, const u8* __restrict__ neg
     const u32 leaf = (t >> 6) * 32 + (t & 31);
     const u32 part = (t >> 5) & 1;  // 0: head, 1: tail; uniform in a warp
     if (leaf >= 2 * n) return;
-    const u8* item = items + (u64)(leaf >> 1) * BLS_ITEM_BYTES;
-    const bool signature_side = leaf & 1;
-    g1_proj_t p;
-    load_g1(p, signature_side ? item : item + 96);
-    g1_mul_u128(p, p, item + 384);
     pairing_term_t term;
     fp12_t f;
-    if (make_term(term, p, signature_side ? neg_g2 : item + 192)) {
+    if (bls_side_term(term, items, leaf, neg_g2)) {
         if (part == 0)
             miller_loop_head(f, term);
         else
@@ -100,7 +104,7 @@ bls_tree_level(const fp12_t* __restrict__ f_in, const g1_proj_t* __restrict__ s_
         f_out[j] = a;
         if (s_in != nullptr) {
             g1_proj_t p = s_in[2 * j], q = s_in[2 * j + 1];
-            bls_g1_add(p, p, q);
+            g1_add_shared(p, p, q);
             s_out[j] = p;
         }
     } else {

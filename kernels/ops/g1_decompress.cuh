@@ -102,7 +102,19 @@ __device__ __forceinline__ void g1_load_compressed(u32 words[12], const u8* __re
     }
 }
 
-// Grid-stride body shared by every kernel instance.
+// Item i's result: 96 bytes of encoding (24 big-endian words) and its code.
+__device__ __forceinline__ void g1_store_decompressed(u8* __restrict__ out,
+                                                      u8* __restrict__ codes, u32 i,
+                                                      const u32 (&result)[24], u32 code) {
+    uint4* dst = reinterpret_cast<uint4*>(out + (u64)i * 96);
+#pragma unroll
+    for (int v = 0; v < 6; v++)
+        dst[v] = make_uint4(result[4 * v], result[4 * v + 1], result[4 * v + 2],
+                            result[4 * v + 3]);
+    codes[i] = (u8)code;
+}
+
+// One point per thread: the body shared by every kernel instance.
 template <g1_decompress_method M>
 __device__ __forceinline__ void g1_decompress_batch(const u8* __restrict__ in, u32 n,
                                                     u8* __restrict__ out,
@@ -113,12 +125,7 @@ __device__ __forceinline__ void g1_decompress_batch(const u8* __restrict__ in, u
     g1_load_compressed(words, in, i);
     u32 result[24];
     const u32 code = g1_decompress_words<M>(result, words);
-    uint4* dst = reinterpret_cast<uint4*>(out + (u64)i * 96);
-#pragma unroll
-    for (int v = 0; v < 6; v++)
-        dst[v] = make_uint4(result[4 * v], result[4 * v + 1], result[4 * v + 2],
-                            result[4 * v + 3]);
-    codes[i] = (u8)code;
+    g1_store_decompressed(out, codes, i, result, code);
 }
 
 #endif

@@ -20,7 +20,7 @@
 #include "ops/g1_decompress.cuh"
 #include "ec/g1_subgroup_team.cuh"
 
-#define LATENCY_POINTS 8
+#define LATENCY_POINTS (32 / G1_TEAM)  // the teams of warp 1
 
 extern "C" __global__ void __launch_bounds__(64)
 g1_decompress_latency(const u8* __restrict__ in, u32 n, u8* __restrict__ out,
@@ -93,10 +93,5 @@ g1_decompress_latency(const u8* __restrict__ in, u32 n, u8* __restrict__ out,
         fp_to_be_words(result + 12, y_int);
         code = DECODE_OK;
     }
-    uint4* dst = reinterpret_cast<uint4*>(out + (u64)i * 96);
-#pragma unroll
-    for (int v = 0; v < 6; v++)
-        dst[v] = make_uint4(result[4 * v], result[4 * v + 1], result[4 * v + 2],
-                            result[4 * v + 3]);
-    codes[i] = (u8)code;
+    g1_store_decompressed(out, codes, i, result, code);
 }

@@ -31,7 +31,7 @@ hash_to_g1(const u8* __restrict__ data, const u32* __restrict__ records, u32 n,
     }
     __syncthreads();
     if (!active || warp == 1) return;
-    h2c_g1_add(p, p, second_map[lane]);
+    g1_add_shared(p, p, second_map[lane]);
     g1_clear_cofactor(p, p);
     u8 enc[96];
     g1_proj_to_uncompressed(enc, p);

@@ -46,11 +46,7 @@ __device__ __forceinline__ void load_g2(g2_affine_t& q, const u8* enc) {
     load_coordinate(q.y.c0, enc + 144, false);
 }
 
-// One shared copy of the complete G1 formulas (g1_projective.cuh) for the loops below.
-__device__ __noinline__ void bls_g1_add(g1_proj_t& r, const g1_proj_t& a, const g1_proj_t& b) {
-    g1_add(r, a, b);
-}
-
+// One shared copy of the complete doubling (g1_projective.cuh) for the loops below.
 __device__ __noinline__ void bls_g1_double(g1_proj_t& r, const g1_proj_t& a) { g1_double(r, a); }
 
 // r = k * p for a 128-bit little-endian k: fixed 4-bit windows (128 doublings, 32
@@ -60,13 +56,13 @@ __device__ __noinline__ void g1_mul_u128(g1_proj_t& r, const g1_proj_t& p, const
     g1_proj_t table[16];
     g1_identity(table[0]);
     table[1] = p;
-    for (int i = 2; i < 16; i++) bls_g1_add(table[i], table[i - 1], p);
+    for (int i = 2; i < 16; i++) g1_add_shared(table[i], table[i - 1], p);
     g1_proj_t acc;
     g1_identity(acc);
     for (int nib = 31; nib >= 0; nib--) {
         for (int d = 0; d < 4; d++) bls_g1_double(acc, acc);
         const u32 digit = (k[nib >> 1] >> ((nib & 1) * 4)) & 15;
-        bls_g1_add(acc, acc, table[digit]);
+        g1_add_shared(acc, acc, table[digit]);
     }
     r = acc;
 }

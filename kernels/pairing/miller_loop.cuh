@@ -176,19 +176,23 @@ __device__ __noinline__ void miller_loop_multi(fp12_t& f, pairing_term_t* terms,
 // plus 34 squarings against 28 line-free steps plus 34 full iterations, about even.
 #define BLS_ML_SPLIT_BIT 33
 
+// One iteration of the cut loops: f = (f * l_double [* l_add])^2 for `bit` of |x| >> 1.
+__device__ __forceinline__ void miller_split_iteration(fp12_t& f, line_t& l, pairing_term_t& t,
+                                                       int bit) {
+    g2_doubling_step(l, t.r);
+    pairing_ell(f, l, t);
+    if ((BLS_X_ABS_SHR1 >> bit) & 1) {
+        g2_addition_step(l, t.r, t.q);
+        pairing_ell(f, l, t);
+    }
+    fp12_sqr(f, f);
+}
+
 __device__ __noinline__ void miller_loop_head(fp12_t& f, pairing_term_t& t) {
     line_t l;
     fp12_one(f);
     pairing_term_init(t);
-    for (int bit = 61; bit > BLS_ML_SPLIT_BIT; bit--) {
-        g2_doubling_step(l, t.r);
-        pairing_ell(f, l, t);
-        if ((BLS_X_ABS_SHR1 >> bit) & 1) {
-            g2_addition_step(l, t.r, t.q);
-            pairing_ell(f, l, t);
-        }
-        fp12_sqr(f, f);
-    }
+    for (int bit = 61; bit > BLS_ML_SPLIT_BIT; bit--) miller_split_iteration(f, l, t, bit);
     for (int bit = BLS_ML_SPLIT_BIT; bit >= 0; bit--) fp12_sqr(f, f);
     fp12_conj(f, f);
 }
@@ -201,15 +205,7 @@ __device__ __noinline__ void miller_loop_tail(fp12_t& f, pairing_term_t& t) {
         if ((BLS_X_ABS_SHR1 >> bit) & 1) g2_addition_step(l, t.r, t.q);
     }
     fp12_one(f);
-    for (int bit = BLS_ML_SPLIT_BIT; bit >= 0; bit--) {
-        g2_doubling_step(l, t.r);
-        pairing_ell(f, l, t);
-        if ((BLS_X_ABS_SHR1 >> bit) & 1) {
-            g2_addition_step(l, t.r, t.q);
-            pairing_ell(f, l, t);
-        }
-        fp12_sqr(f, f);
-    }
+    for (int bit = BLS_ML_SPLIT_BIT; bit >= 0; bit--) miller_split_iteration(f, l, t, bit);
     g2_doubling_step(l, t.r);
     pairing_ell(f, l, t);
     fp12_conj(f, f);

@@ -2,28 +2,27 @@
 //! keys in G2, as the IC uses them); docs/bls.md has the whole story.
 //!
 //! * Decoding: signatures with the GPU decompression kernel (bit-identical accept set and
-//!   error codes to the CPU path), public keys on the CPU with `cpu::g2_decompress_one`
-//!   behind a cache, and the messages hashed to G1 on the CPU (rayon) with blst's
-//!   `hash_to_g1`, the same RFC 9380 map as the CPU path's `hash_message_to_g1` (equal
-//!   points, tested) at about a fifth of its cost; all at once: the GPU decompresses while
-//!   the CPU hashes.
+//!   error codes to the CPU path), the messages hashed to G1 with the GPU's RFC 9380
+//!   `hash_to_g1` kernel on a second stream (the same points as the CPU path's
+//!   `hash_message_to_g1`, tested), both at once, while the CPU decodes the public keys
+//!   (`cpu::g2_decompress_one` behind a cache).
 //! * Verification: a random linear combination with independent 128-bit scalars from a
-//!   ChaCha20 generator seeded by the OS (as the CPU path), checked with one Miller loop per
-//!   item plus one final exponentiation on the GPU (kernels/ops/bls_verify.cu). A failing
-//!   combination is bisected on the GPU down to single items, whose check is exact, so
-//!   every verdict is per item: "invalid" is exact, "valid" holds except with probability
-//!   at most 2^-128 per combination.
+//!   ChaCha20 generator seeded by the OS (as the CPU path), with one, two or four GPU
+//!   threads per item (kernels/ops/bls_verify.cu); the combination's root is finished on
+//!   the host with blst's final exponentiation. A failing combination is bisected on the
+//!   GPU down to single items, whose check is exact, so every verdict is per item:
+//!   "invalid" is exact, "valid" holds except with probability at most 2^-128 per
+//!   combination.
 
-use super::memory::{DeviceBuffer, PinnedBuffer, driver};
+use super::marks::StreamMarks;
+use super::memory::{DeviceBuffer, PinnedBuffer, align_device, driver};
 use super::{GpuBackend, GpuError, Worker};
 use super::{decompress, hash_to_g1};
 use crate::cpu;
 use crate::engine::{BlsItem, BlsScheme};
 use crate::error::{DecodeError, VerifyError};
-use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{
-    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg,
-    result,
+    CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg, result,
 };
 use ic_bls12_381::{G1Affine, G2Affine, Gt};
 use rand::{Rng, SeedableRng};
@@ -152,10 +151,13 @@ impl BlsBuffers {
             hash_stream: None,
         }
     }
-}
 
-fn align(v: usize) -> usize {
-    v.div_ceil(256) * 256
+    /// After a failed call: the hashing stream may still be downloading into `host_out`.
+    pub(super) fn quiesce(&self) {
+        if let Some(s) = &self.hash_stream {
+            let _ = s.synchronize();
+        }
+    }
 }
 
 fn grid(n: usize) -> LaunchConfig {
@@ -237,44 +239,6 @@ fn cross_check_root() -> bool {
     PROFILE.as_deref() == Some(std::ffi::OsStr::new("2"))
 }
 
-/// Timing events recorded between the combination's launches when profiling (GPU time of
-/// each step, as opposed to the host's wall time of the phases).
-struct StreamMarks {
-    enabled: bool,
-    events: Vec<(&'static str, CudaEvent)>,
-}
-
-impl StreamMarks {
-    fn new(enabled: bool) -> StreamMarks {
-        StreamMarks {
-            enabled,
-            events: Vec::new(),
-        }
-    }
-
-    fn mark(&mut self, stream: &CudaStream, what: &'static str) {
-        if !self.enabled {
-            return;
-        }
-        // Profiling only: a failed event leaves a gap in the report, nothing else.
-        if let Ok(e) = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT)) {
-            self.events.push((what, e));
-        }
-    }
-
-    /// "upload 0.21 ms, leaves 20.1 ms, ..." (each step since the previous mark).
-    fn report(&self) -> String {
-        self.events
-            .windows(2)
-            .filter_map(|pair| {
-                let ((_, a), (what, b)) = (&pair[0], &pair[1]);
-                a.elapsed_ms(b).ok().map(|ms| format!("{what} {ms:.2} ms"))
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
 /// Seconds spent in each phase of the last call (`GPU_CRYPTO_BLS_PROFILE=1` prints them).
 #[derive(Debug, Clone, Default)]
 struct Profile {
@@ -289,7 +253,7 @@ struct Profile {
     stage: f64,
     combine: f64,
     bisect: f64,
-    /// GPU time of the combination's steps (StreamMarks::report).
+    /// GPU time of the combination's steps (`StreamMarks::report`).
     kernels: String,
 }
 
@@ -306,23 +270,24 @@ pub(crate) fn verify_batch(
     let signatures: Vec<[u8; 48]> = items.iter().map(|i| *i.signature).collect();
 
     // Messages by what is hashed: (scheme, message), each hashed once.
+    // `tagged`: (the scheme's tag, message) of each group, as the hash kernel takes them.
     let mut group_of: HashMap<(BlsScheme, &[u8]), usize> = HashMap::new();
-    let mut messages: Vec<(BlsScheme, &[u8])> = Vec::new();
+    let mut tagged: Vec<(&[u8], &[u8])> = Vec::new();
     let groups: Vec<usize> = items
         .iter()
         .map(|item| {
-            let key = (item.scheme, item.message);
-            *group_of.entry(key).or_insert_with(|| {
-                messages.push(key);
-                messages.len() - 1
-            })
+            *group_of
+                .entry((item.scheme, item.message))
+                .or_insert_with(|| {
+                    tagged.push((item.scheme.dst(), item.message));
+                    tagged.len() - 1
+                })
         })
         .collect();
 
     profile.group = start.elapsed().as_secs_f64();
     // The GPU decompresses the signatures and hashes the messages while the CPU decodes
     // the public keys (cached).
-    let tagged: Vec<(&[u8], &[u8])> = messages.iter().map(|(s, m)| (s.dst(), *m)).collect();
     let (gpu_side, public_keys) = rayon::join(
         || {
             // The hash on its own stream, the decompression on the worker's: both at once.
@@ -330,7 +295,7 @@ pub(crate) fn verify_batch(
             let pending = hash_to_g1::enqueue(gpu, w, &tagged)?;
             let signatures = decompress::run(gpu, w, &signatures);
             let t_sig = t.elapsed().as_secs_f64();
-            let hashes = hash_to_g1::finish(w, pending);
+            let hashes = hash_to_g1::finish(w, pending, |enc, _| enc);
             let t_hash = t.elapsed().as_secs_f64();
             Ok::<_, GpuError>((signatures?, hashes?, t_sig, t_hash))
         },
@@ -389,19 +354,12 @@ pub(crate) fn verify_batch(
         | BlsGpuStrategy::RandomCombinationSplit
         | BlsGpuStrategy::RandomCombinationQuarters => match random_scalars(candidates.len()) {
             Some(scalars) => {
-                let threads_per_item = match strategy {
-                    BlsGpuStrategy::RandomCombinationSplit => 2,
-                    BlsGpuStrategy::RandomCombinationQuarters => 4,
-                    _ => 1,
+                let leaves = match strategy {
+                    BlsGpuStrategy::RandomCombinationSplit => Leaves::Two,
+                    BlsGpuStrategy::RandomCombinationQuarters => Leaves::Four,
+                    _ => Leaves::One,
                 };
-                combination_verdicts(
-                    gpu,
-                    w,
-                    &candidates,
-                    &scalars,
-                    threads_per_item,
-                    &mut profile,
-                )?
+                combination_verdicts(gpu, w, &candidates, &scalars, leaves, &mut profile)?
             }
             None => {
                 tracing::warn!(
@@ -491,11 +449,11 @@ impl Layout {
     fn new(n: usize, total_nodes: usize, sum_nodes: usize) -> Layout {
         let items = 0;
         let neg_g2 = ITEM_BYTES * n;
-        let f = align(neg_g2 + G2_BYTES);
-        let s = align(f + FP12_BYTES * total_nodes);
-        let nodes = align(s + G1_PROJ_BYTES * sum_nodes);
-        let verdicts = align(nodes + 4 * (n + 1));
-        let end = align(verdicts + n + 1);
+        let f = align_device(neg_g2 + G2_BYTES);
+        let s = align_device(f + FP12_BYTES * total_nodes);
+        let nodes = align_device(s + G1_PROJ_BYTES * sum_nodes);
+        let verdicts = align_device(nodes + 4 * (n + 1));
+        let end = align_device(verdicts + n + 1);
         Layout {
             items,
             neg_g2,
@@ -508,17 +466,37 @@ impl Layout {
     }
 }
 
+/// Threads per item of the combination's leaves, and so the leaf kernel: `bls_rlc_leaves`,
+/// `bls_rlc_halves` or `bls_rlc_quarters`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Leaves {
+    One,
+    Two,
+    Four,
+}
+
+impl Leaves {
+    fn threads_per_item(self) -> usize {
+        match self {
+            Leaves::One => 1,
+            Leaves::Two => 2,
+            Leaves::Four => 4,
+        }
+    }
+}
+
 fn combination_verdicts(
     gpu: &GpuBackend,
     w: &mut Worker,
     candidates: &[Candidate],
     scalars: &[[u8; RANDOM_BYTES]],
-    threads_per_item: usize,
+    leaves: Leaves,
     profile: &mut Profile,
 ) -> Result<Vec<bool>, GpuError> {
     // Several threads per item: one leaf each, items on level log2(threads_per_item), no
     // sums of r s (the signature side is in f).
-    let split = threads_per_item > 1;
+    let threads_per_item = leaves.threads_per_item();
+    let split = leaves != Leaves::One;
     let t = Instant::now();
     let n = candidates.len();
     if u32::try_from(4 * n + 64).is_err() {
@@ -604,27 +582,26 @@ fn combination_verdicts(
         marks.mark(&stream, "upload");
         let n32 = n as u32;
         let (d_items, d_f0, d_s0) = (at(layout.items), d_f(0), d_s(0));
-        if threads_per_item == 4 {
-            // Blocks of one warp, heads and tails of 32 leaves in alternate warps.
+        if split {
+            let (kernel, threads, what) = if leaves == Leaves::Four {
+                // Heads and tails of 32 leaves in alternate warps.
+                (
+                    &k.rlc_quarters,
+                    64 * (2 * n).div_ceil(32),
+                    "launch bls_rlc_quarters",
+                )
+            } else {
+                (&k.rlc_halves, 2 * n, "launch bls_rlc_halves")
+            };
             let d_neg_g2 = at(layout.neg_g2);
             stream
-                .launch_builder(&k.rlc_quarters)
+                .launch_builder(kernel)
                 .arg(&d_items)
                 .arg(&n32)
                 .arg(&d_neg_g2)
                 .arg(&d_f0)
-                .launch(grid(64 * (2 * n).div_ceil(32)))
-                .map_err(driver("launch bls_rlc_quarters"))?;
-        } else if split {
-            let d_neg_g2 = at(layout.neg_g2);
-            stream
-                .launch_builder(&k.rlc_halves)
-                .arg(&d_items)
-                .arg(&n32)
-                .arg(&d_neg_g2)
-                .arg(&d_f0)
-                .launch(grid(2 * n))
-                .map_err(driver("launch bls_rlc_halves"))?;
+                .launch(grid(threads))
+                .map_err(driver(what))?;
         } else {
             stream
                 .launch_builder(&k.rlc_leaves)
@@ -799,23 +776,8 @@ fn fp12_from_device(bytes: &[u8]) -> Option<blst::blst_fp12> {
     if bytes.len() != FP12_BYTES {
         return None;
     }
-    let mut limbs = bytes
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0xff; 8])));
-    let mut fp = || {
-        let mut l = [0u64; 6];
-        for v in &mut l {
-            *v = limbs.next()?;
-        }
-        // Canonical: l < p, compared from the top limb.
-        let below_p = l
-            .iter()
-            .rev()
-            .zip(crate::corpus::MODULUS_LIMBS.iter().rev())
-            .find(|(a, b)| a != b)
-            .is_some_and(|(a, b)| a < b);
-        below_p.then_some(blst::blst_fp { l })
-    };
+    let mut coefficients = bytes.chunks_exact(48).map(super::msm::fp_from_gpu);
+    let mut fp = || coefficients.next().flatten();
     let mut fp2 = || Some(blst::blst_fp2 { fp: [fp()?, fp()?] });
     let mut fp6 = || {
         Some(blst::blst_fp6 {
@@ -1000,9 +962,9 @@ fn pairing_products_raw(
         return Ok(Vec::new());
     }
     let pair_bytes = PAIR_BYTES * pairs.len();
-    let starts_off = align(pair_bytes);
+    let starts_off = align_device(pair_bytes);
     let in_bytes = starts_off + 4 * starts.len();
-    let out_off = align(in_bytes);
+    let out_off = align_device(in_bytes);
     let out_bytes = GT_BYTES * groups;
     w.bls.host_in.ensure(in_bytes)?;
     w.bls.host_out.ensure(out_bytes)?;

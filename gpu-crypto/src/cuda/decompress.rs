@@ -5,7 +5,7 @@
 //! Batches of up to `LATENCY_KERNEL_MAX_POINTS` run the latency kernel instead of the
 //! throughput one.
 
-use super::memory::{DeviceBuffer, PinnedBuffer, driver};
+use super::memory::{DeviceBuffer, PinnedBuffer, align_device, driver};
 use super::{GpuBackend, GpuError, Worker};
 use crate::error::DecodeError;
 use cudarc::driver::{CudaContext, CudaStream, LaunchConfig, PushKernelArg, result, sys};
@@ -114,10 +114,6 @@ impl DecompressBuffers {
     }
 }
 
-fn round_up(v: usize, to: usize) -> usize {
-    v.div_ceil(to) * to
-}
-
 pub(crate) fn convert(
     code: u8,
     encoding: &[u8],
@@ -183,7 +179,7 @@ fn run_segments(
     let in_bytes = 48 * n;
     let enc_bytes = 96 * n;
     let out_bytes = enc_bytes + n;
-    let out_offset = round_up(in_bytes, 256);
+    let out_offset = align_device(in_bytes);
     w.dec.host_in.ensure(in_bytes)?;
     w.dec.host_out.ensure(out_bytes)?;
     w.dec.device.ensure(out_offset + out_bytes)?;
@@ -264,27 +260,21 @@ fn run_segments(
                 // One download of encodings and codes (contiguous on both sides).
                 result::memcpy_dtoh_async(host_out, d_out, stream.cu_stream())
                     .map_err(driver("download results"))?;
-                done.push(
-                    gpu.ctx
-                        .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
-                        .and_then(|e| e.record(stream).map(|_| e))
-                        .map_err(driver("record segment event"))?,
-                );
-                continue;
+            } else {
+                let (host_enc, host_codes) = host_out.split_at_mut(enc_bytes);
+                result::memcpy_dtoh_async(
+                    &mut host_enc[96 * start..96 * (start + len)],
+                    seg_out,
+                    stream.cu_stream(),
+                )
+                .map_err(driver("download results"))?;
+                result::memcpy_dtoh_async(
+                    &mut host_codes[start..start + len],
+                    seg_codes,
+                    stream.cu_stream(),
+                )
+                .map_err(driver("download codes"))?;
             }
-            let (host_enc, host_codes) = host_out.split_at_mut(enc_bytes);
-            result::memcpy_dtoh_async(
-                &mut host_enc[96 * start..96 * (start + len)],
-                seg_out,
-                stream.cu_stream(),
-            )
-            .map_err(driver("download results"))?;
-            result::memcpy_dtoh_async(
-                &mut host_codes[start..start + len],
-                seg_codes,
-                stream.cu_stream(),
-            )
-            .map_err(driver("download codes"))?;
         }
         done.push(
             gpu.ctx
@@ -305,6 +295,7 @@ fn run_segments(
             Err(DecodeError::NotCompressed) // discarded with the whole vector below
         }
     };
+    let mut results = Vec::with_capacity(n);
     if let [event] = &done[..]
         && n >= PARALLEL_CONVERT
     {
@@ -329,31 +320,26 @@ fn run_segments(
                     .collect())
             })
             .collect();
-        let mut results = Vec::with_capacity(n);
         for part in parts {
             results.extend(part?);
         }
-        return match bad_output.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            Some(e) => Err(e),
-            None => Ok(results),
-        };
-    }
-    let mut results = Vec::with_capacity(n);
-    for (&(start, len), event) in segments.iter().zip(&done) {
-        event.synchronize().map_err(driver("g1_decompress"))?;
-        let out = w.dec.host_out.slice(out_bytes);
-        let (encodings, codes) = out.split_at(enc_bytes);
-        let codes = &codes[start..start + len];
-        let encodings = &encodings[96 * start..96 * (start + len)];
-        if len >= PARALLEL_CONVERT {
-            results.par_extend(
-                codes
-                    .par_iter()
-                    .zip(encodings.par_chunks_exact(96))
-                    .map(decode),
-            );
-        } else {
-            results.extend(codes.iter().zip(encodings.chunks_exact(96)).map(decode));
+    } else {
+        for (&(start, len), event) in segments.iter().zip(&done) {
+            event.synchronize().map_err(driver("g1_decompress"))?;
+            let out = w.dec.host_out.slice(out_bytes);
+            let (encodings, codes) = out.split_at(enc_bytes);
+            let codes = &codes[start..start + len];
+            let encodings = &encodings[96 * start..96 * (start + len)];
+            if len >= PARALLEL_CONVERT {
+                results.par_extend(
+                    codes
+                        .par_iter()
+                        .zip(encodings.par_chunks_exact(96))
+                        .map(decode),
+                );
+            } else {
+                results.extend(codes.iter().zip(encodings.chunks_exact(96)).map(decode));
+            }
         }
     }
     match bad_output.into_inner().unwrap_or_else(|p| p.into_inner()) {

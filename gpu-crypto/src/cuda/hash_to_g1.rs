@@ -4,7 +4,7 @@
 //! The points equal ic_bls12_381's `HashToCurve<ExpandMsgXmd<Sha256>>` for G1 (what
 //! `cpu::hash_message_to_g1` calls), for any message and tag: tests/gpu_hash_to_g1.rs.
 
-use super::memory::driver;
+use super::memory::{align_device, driver};
 use super::{GpuBackend, GpuError, Worker};
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg, result};
 use ic_bls12_381::G1Affine;
@@ -39,10 +39,6 @@ fn effective_dst(dst: &[u8]) -> Cow<'_, [u8]> {
     }
 }
 
-fn align(v: usize) -> usize {
-    v.div_ceil(256) * 256
-}
-
 impl GpuBackend {
     /// `hash_to_curve(message, tag)` in G1 for each `(tag, message)` pair, in order:
     /// equal to ic_bls12_381's `HashToCurve<ExpandMsgXmd<Sha256>>` for `G1Projective`.
@@ -51,30 +47,12 @@ impl GpuBackend {
             return Ok(Vec::new());
         }
         let mut w = self.worker();
-        let result = run(self, &mut w, messages);
+        let result = enqueue(self, &mut w, messages).and_then(|p| finish(&mut w, p, |_, p| p));
         if result.is_err() {
             w.quiesce();
         }
-        result?
-            .iter()
-            .map(|enc| {
-                Option::<G1Affine>::from(G1Affine::from_uncompressed_unchecked(enc))
-                    .ok_or_else(|| GpuError::BadOutput("hash_to_g1: undecodable point".into()))
-            })
-            .collect()
+        result
     }
-}
-
-/// The points of `(tag, message)` pairs as `G1Affine::to_uncompressed`, each checked to
-/// be a well-formed encoding of a point on the curve (an unwritten or corrupted output is
-/// `GpuError::BadOutput`).
-pub(crate) fn run(
-    gpu: &GpuBackend,
-    w: &mut Worker,
-    messages: &[(&[u8], &[u8])],
-) -> Result<Vec<[u8; POINT_BYTES]>, GpuError> {
-    let pending = enqueue(gpu, w, messages)?;
-    finish(w, pending)
 }
 
 /// A hash launched on the worker's hash stream, not yet waited for.
@@ -118,9 +96,9 @@ pub(crate) fn enqueue(
         )));
     }
     let records_len = RECORD_BYTES * n;
-    let data_off = align(records_len);
+    let data_off = align_device(records_len);
     let in_bytes = data_off + data_len;
-    let out_off = align(in_bytes);
+    let out_off = align_device(in_bytes);
     let out_bytes = POINT_BYTES * n;
     w.bls.host_in.ensure(in_bytes)?;
     w.bls.host_out.ensure(out_bytes)?;
@@ -203,9 +181,16 @@ pub(crate) fn enqueue(
     })
 }
 
-/// Waits for an enqueued hash and checks its points. Always call it (also when other work
-/// failed in between): it is what makes the BLS buffers free again.
-pub(crate) fn finish(w: &mut Worker, pending: Pending) -> Result<Vec<[u8; POINT_BYTES]>, GpuError> {
+/// Waits for an enqueued hash and checks that every output is a well-formed encoding of a
+/// point on the curve (an unwritten or corrupted output is `GpuError::BadOutput`); `keep`
+/// picks what the caller needs of each (the encoding for staging, or the decoded point).
+/// Always call it (also when other work failed in between): it is what makes the BLS
+/// buffers free again (`Worker::quiesce` also waits for the stream after a failure).
+pub(crate) fn finish<T: Send>(
+    w: &mut Worker,
+    pending: Pending,
+    keep: impl Fn([u8; POINT_BYTES], G1Affine) -> T + Sync,
+) -> Result<Vec<T>, GpuError> {
     let Some(stream) = pending.stream else {
         return Ok(Vec::new());
     };
@@ -220,14 +205,12 @@ pub(crate) fn finish(w: &mut Worker, pending: Pending) -> Result<Vec<[u8; POINT_
             let enc: [u8; POINT_BYTES] = c
                 .try_into()
                 .map_err(|_| GpuError::BadOutput("short point".into()))?;
-            let on_curve = Option::<G1Affine>::from(G1Affine::from_uncompressed_unchecked(&enc))
-                .is_some_and(|p| bool::from(p.is_on_curve()));
-            if !on_curve {
-                return Err(GpuError::BadOutput(
+            match Option::<G1Affine>::from(G1Affine::from_uncompressed_unchecked(&enc)) {
+                Some(p) if bool::from(p.is_on_curve()) => Ok(keep(enc, p)),
+                _ => Err(GpuError::BadOutput(
                     "hash_to_g1: output is no point on the curve (unwritten?)".into(),
-                ));
+                )),
             }
-            Ok(enc)
         })
         .collect()
 }

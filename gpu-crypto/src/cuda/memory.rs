@@ -6,6 +6,12 @@ use super::GpuError;
 use cudarc::driver::{CudaContext, DriverError, result, sys};
 use std::sync::Arc;
 
+/// `v` rounded up to 256 bytes: where the parts of one device buffer start (the alignment
+/// cudaMalloc gives a buffer, which every kernel's vector loads may assume).
+pub(crate) fn align_device(v: usize) -> usize {
+    v.div_ceil(256) * 256
+}
+
 pub(crate) fn driver(what: &'static str) -> impl Fn(DriverError) -> GpuError {
     move |e| GpuError::Driver(format!("{what}: {e}"))
 }

@@ -16,6 +16,7 @@ pub mod compile;
 mod decompress;
 mod hash_to_g1;
 pub mod kernel_cache;
+mod marks;
 mod memory;
 mod msm;
 mod sha256;
@@ -111,6 +112,7 @@ impl Worker {
     fn quiesce(&mut self) {
         let _ = self.stream.synchronize();
         self.sha.quiesce();
+        self.bls.quiesce();
     }
 }
 

@@ -10,13 +10,13 @@
 //! read without converting (see [`PointLayout`] and [`raw_scalars_usable`]): copying 128
 //! bytes per point instead of three Montgomery reductions per point on the host.
 
-use super::memory::{DeviceBuffer, PinnedBuffer, driver};
+use super::marks::StreamMarks;
+use super::memory::{DeviceBuffer, PinnedBuffer, align_device, driver};
 use super::{GpuBackend, GpuError, Worker};
 use crate::engine::MsmInput;
 use blst::{blst_fp, blst_p1};
 use cudarc::driver::{
-    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg,
-    result, sys,
+    CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg, result, sys,
 };
 use ic_bls12_381::{G1Affine, G1Projective, Scalar};
 use rayon::prelude::*;
@@ -60,7 +60,6 @@ const MAX_WINDOW_BITS: u32 = 16;
 const LARGE_WINDOW_BITS: u32 = 16;
 /// Upper bound on the bucket array of one call (2^(c-1) buckets per window per MSM).
 const MAX_BUCKET_BYTES: usize = 1 << 31;
-const ALIGN: usize = 256;
 const FP_BYTES: usize = 48;
 const POINT_BYTES: usize = 2 * FP_BYTES;
 const SCALAR_BYTES: usize = 32;
@@ -242,10 +241,6 @@ fn bucket_count(msms: usize, c: u32) -> u128 {
     ((msms as u128) * (window_count(c) as u128)) << (c - 1)
 }
 
-fn round_up(v: usize, to: usize) -> usize {
-    v.div_ceil(to) * to
-}
-
 impl Plan {
     /// `reduce_threads` and `accumulate_threads`: about how many threads of msm_reduce and
     /// msm_accumulate the device runs in one wave.
@@ -303,19 +298,19 @@ impl Plan {
 
         // Scalars and the MSM start table first: they cross (and are sorted) before the points.
         let off_scalars = 0;
-        let off_starts_in = round_up(off_scalars + SCALAR_BYTES * n, ALIGN);
-        let off_points = round_up(off_starts_in + 4 * (msms.len() + 1), ALIGN);
+        let off_starts_in = align_device(off_scalars + SCALAR_BYTES * n);
+        let off_points = align_device(off_starts_in + 4 * (msms.len() + 1));
         let in_bytes = off_points + POINT_BYTES * n;
-        let off_counts = round_up(in_bytes, ALIGN);
-        let off_starts = round_up(off_counts + 4 * buckets, ALIGN);
-        let off_cursor = round_up(off_starts + 4 * buckets, ALIGN);
-        let off_tile_sums = round_up(off_cursor + 4 * buckets, ALIGN);
-        let off_sorted = round_up(off_tile_sums + 4 * tiles, ALIGN);
-        let off_buckets = round_up(off_sorted + 4 * entries, ALIGN);
+        let off_counts = align_device(in_bytes);
+        let off_starts = align_device(off_counts + 4 * buckets);
+        let off_cursor = align_device(off_starts + 4 * buckets);
+        let off_tile_sums = align_device(off_cursor + 4 * buckets);
+        let off_sorted = align_device(off_tile_sums + 4 * tiles);
+        let off_buckets = align_device(off_sorted + 4 * entries);
         let accumulate_threads = accumulate_threads.max(1);
-        let off_spills = round_up(off_buckets + BUCKET_BYTES * buckets, ALIGN);
-        let off_spill_buckets = round_up(off_spills + BUCKET_BYTES * accumulate_threads, ALIGN);
-        let off_partials = round_up(off_spill_buckets + 4 * accumulate_threads, ALIGN);
+        let off_spills = align_device(off_buckets + BUCKET_BYTES * buckets);
+        let off_spill_buckets = align_device(off_spills + BUCKET_BYTES * accumulate_threads);
+        let off_partials = align_device(off_spill_buckets + 4 * accumulate_threads);
         let device_bytes = off_partials + JACOBIAN_BYTES * partials;
         Ok(Plan {
             n,
@@ -673,36 +668,6 @@ fn wave_threads(gpu: &GpuBackend) -> (usize, usize) {
     })
 }
 
-/// Timing events of one call (`GPU_CRYPTO_MSM_PROFILE=1` only).
-struct Marks {
-    ctx: Arc<CudaContext>,
-    events: Vec<(String, CudaEvent)>,
-}
-
-impl Marks {
-    fn mark(marks: &mut Option<Marks>, stream: &CudaStream, what: String) -> Result<(), GpuError> {
-        if let Some(m) = marks {
-            let e = m
-                .ctx
-                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(driver("cuEventCreate"))?;
-            e.record(stream).map_err(driver("cuEventRecord"))?;
-            m.events.push((what, e));
-        }
-        Ok(())
-    }
-
-    fn report(&self) -> String {
-        let mut out = Vec::new();
-        for pair in self.events.windows(2) {
-            if let Ok(ms) = pair[0].1.elapsed_ms(&pair[1].1) {
-                out.push(format!("{} {:.3}", pair[1].0, ms));
-            }
-        }
-        out.join(", ")
-    }
-}
-
 pub(crate) fn run(
     gpu: &GpuBackend,
     w: &mut Worker,
@@ -739,11 +704,9 @@ fn run_staged(
     let copy = w.msm.points_stream()?;
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
     let stream = w.stream.clone();
-    let mut marks = profile_enabled().then(|| Marks {
-        ctx: gpu.ctx.clone(),
-        events: Vec::new(),
-    });
-    Marks::mark(&mut marks, &stream, "start".into())?;
+    // Timing events (GPU_CRYPTO_MSM_PROFILE=1 only).
+    let mut marks = StreamMarks::new(profile_enabled());
+    marks.mark(&stream, "start");
 
     let base = w.msm.device.ptr();
     let at = |off: usize| base + off as u64;
@@ -843,7 +806,7 @@ fn run_staged(
                 .map_err(driver("upload points"))?;
         }
         stream.join(&copy).map_err(driver("wait for the upload"))?;
-        Marks::mark(&mut marks, &stream, format!("wait{c}"))?;
+        marks.mark(&stream, format_args!("wait{c}"));
         let (first32, count32, resume) = (first as u32, count as u32, u32::from(c > 0));
         let d_chunk_scalars = d_scalars + (SCALAR_BYTES * first) as u64;
         let d_chunk_points = d_points + (POINT_BYTES * first) as u64;
@@ -928,7 +891,7 @@ fn run_staged(
                 .arg(&d_sorted)
                 .launch(launch_1d(count, 256))
                 .map_err(driver("launch msm_scatter"))?;
-            Marks::mark(&mut marks, &stream, format!("sort{c}"))?;
+            marks.mark(&stream, format_args!("sort{c}"));
             let (slice, threads) = plan.slices(count);
             stream
                 .launch_builder(&k.accumulate)
@@ -944,7 +907,7 @@ fn run_staged(
                 .arg(&d_spill_buckets)
                 .launch(launch_1d(threads, ACCUMULATE_BLOCK))
                 .map_err(driver("launch msm_accumulate"))?;
-            Marks::mark(&mut marks, &stream, format!("accumulate{c}"))?;
+            marks.mark(&stream, format_args!("accumulate{c}"));
             stream
                 .launch_builder(&k.merge)
                 .arg(&d_cursor)
@@ -955,7 +918,7 @@ fn run_staged(
                 .arg(&d_buckets)
                 .launch(launch_1d(threads, 128))
                 .map_err(driver("launch msm_merge"))?;
-            Marks::mark(&mut marks, &stream, format!("merge{c}"))?;
+            marks.mark(&stream, format_args!("merge{c}"));
         }
     }
 
@@ -975,11 +938,11 @@ fn run_staged(
                 shared_mem_bytes: 0,
             })
             .map_err(driver("launch msm_reduce"))?;
-        Marks::mark(&mut marks, &stream, "reduce".into())?;
+        marks.mark(&stream, "reduce");
         result::memcpy_dtoh_async(w.msm.host_out.slice_mut(out_bytes), d_partials, cu)
             .map_err(driver("download partial sums"))?;
     }
-    Marks::mark(&mut marks, &stream, "download".into())?;
+    marks.mark(&stream, "download");
     stream.synchronize().map_err(driver("g1 msm"))?;
     let t_gpu = t_start.elapsed().as_secs_f64();
     let partials = w.msm.host_out.slice(out_bytes);
@@ -1007,7 +970,7 @@ fn run_staged(
         total_ms = t_end * 1e3,
         "g1 msm"
     );
-    if let Some(m) = &marks {
+    if marks.enabled() {
         eprintln!(
             "msm profile: {} points in {} MSMs, c={}, {} chunk(s), {:?}: host ms from the call's start: last chunk staged {:.3}, GPU done {:.3}, combined {:.3}; GPU ms: {}",
             plan.n,
@@ -1018,7 +981,7 @@ fn run_staged(
             t_staged * 1e3,
             t_gpu * 1e3,
             t_end * 1e3,
-            m.report()
+            marks.report()
         );
     }
     out
@@ -1032,21 +995,17 @@ fn profile_enabled() -> bool {
 /// The 48 little-endian bytes of a Montgomery-form field element from the GPU as blst's
 /// (also Montgomery, R = 2^384); `None` unless canonical (below p), which also catches an
 /// unwritten (poisoned) result.
-fn fp_from_gpu(b: &[u8]) -> Option<blst_fp> {
-    const P: [u64; 6] = [
-        0xb9fe_ffff_ffff_aaab,
-        0x1eab_fffe_b153_ffff,
-        0x6730_d2a0_f6b0_f624,
-        0x6477_4b84_f385_12bf,
-        0x4b1b_a7b6_434b_acd7,
-        0x1a01_11ea_397f_e69a,
-    ];
+pub(super) fn fp_from_gpu(b: &[u8]) -> Option<blst_fp> {
     let mut l = [0u64; 6];
     for (limb, bytes) in l.iter_mut().zip(b.chunks_exact(8)) {
         *limb = u64::from_le_bytes(bytes.try_into().ok()?);
     }
     // l < p, comparing from the most significant limb.
-    let below = l.iter().rev().cmp(P.iter().rev()) == std::cmp::Ordering::Less;
+    let below = l
+        .iter()
+        .rev()
+        .cmp(crate::corpus::MODULUS_LIMBS.iter().rev())
+        == std::cmp::Ordering::Less;
     below.then_some(blst_fp { l })
 }
 

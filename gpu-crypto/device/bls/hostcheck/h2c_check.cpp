@@ -1,5 +1,5 @@
 // Host run (g++) of kernels/ops/hash_to_g1.cu against the RFC 9380 vectors in
-// gpu-crypto/testdata/hash_to_g1/ (see h2c_check.sh). Exit status: the number of mismatches.
+// gpu-crypto/testdata/hash_to_g1/ (see check.sh). Exit status: the number of mismatches.
 #include "ops/hash_to_g1.cu"
 #include <cstdio>
 #include <fstream>

@@ -1,7 +1,7 @@
 // Host run (g++) of kernels/ops/bls_verify.cu: the cut Miller loops of bls_rlc_quarters
 // (miller_loop_head / miller_loop_tail) multiply to the uncut loops of bls_rlc_halves bit
 // for bit, on random inputs (the identity is algebraic: no curve points needed). See
-// h2c_check.sh. Exit status: the number of mismatches.
+// check.sh. Exit status: the number of mismatches.
 #include "ops/bls_verify.cu"
 #include <cstdio>
 #include <cstring>
