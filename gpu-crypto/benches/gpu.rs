@@ -265,7 +265,8 @@ fn main() -> anyhow::Result<()> {
 
     // GPU_BENCH_ONLY=decompress: stop after the decompression figures.
     if std::env::var("GPU_BENCH_ONLY").as_deref() == Ok("decompress") {
-        print_decompress_summary(&rows, latency_448, max_log, rate_max);
+        print_rows(&rows, threads);
+        print_decompress_figures(&rows, latency_448, max_log, rate_max);
         return Ok(());
     }
 
@@ -391,10 +392,33 @@ fn main() -> anyhow::Result<()> {
         100.0 * pn.gbps() / h2d
     );
 
+    print_rows(&rows, threads);
+    print_decompress_figures(&rows, latency_448, max_log, rate_max);
+    println!(
+        "| sha256 (1 MiB chunks) crossover | {} |",
+        crossover(&rows, "sha256")
+    );
+    println!(
+        "| sha256 device-resident {} x 1 MiB | {:.1} GB/s |",
+        dr.chunks,
+        dr.gbps()
+    );
+    println!(
+        "| sha256 from pinned host {} x 1 MiB | {:.2} GB/s |",
+        pn.chunks,
+        pn.gbps()
+    );
+    println!("| H2D bandwidth (pinned, 1 GiB) | {:.2} GB/s |", h2d);
+    println!("| from-pinned / H2D | {:.0}% |", 100.0 * pn.gbps() / h2d);
+    Ok(())
+}
+
+/// The GPU-vs-CPU table of every row measured.
+fn print_rows(rows: &[Row], threads: usize) {
     println!();
     println!("| operation | batch | GPU | CPU ({threads} threads) | GPU/CPU speed |");
     println!("|---|---|---|---|---|");
-    for r in &rows {
+    for r in rows {
         let (g, c) = if r.unit == "GB/s" {
             (
                 format!("{:.2} GB/s", r.per_item),
@@ -415,55 +439,13 @@ fn main() -> anyhow::Result<()> {
             r.cpu_s / r.gpu_s
         );
     }
+}
+
+/// The start of the figure table: the decompression figures.
+fn print_decompress_figures(rows: &[Row], latency_448: f64, max_log: u32, rate_max: f64) {
     println!();
     println!("| figure | value |");
     println!("|---|---|");
-    println!(
-        "| decompress crossover | {} |",
-        crossover(&rows, "decompress")
-    );
-    println!(
-        "| sha256 (1 MiB chunks) crossover | {} |",
-        crossover(&rows, "sha256")
-    );
-    println!(
-        "| decompress 448 points, host bytes -> host results | {:.3} ms |",
-        latency_448 * 1e3
-    );
-    println!(
-        "| decompress 2^{max_log} points | {:.0} points/s |",
-        rate_max
-    );
-    println!(
-        "| sha256 device-resident {} x 1 MiB | {:.1} GB/s |",
-        dr.chunks,
-        dr.gbps()
-    );
-    println!(
-        "| sha256 from pinned host {} x 1 MiB | {:.2} GB/s |",
-        pn.chunks,
-        pn.gbps()
-    );
-    println!("| H2D bandwidth (pinned, 1 GiB) | {:.2} GB/s |", h2d);
-    println!("| from-pinned / H2D | {:.0}% |", 100.0 * pn.gbps() / h2d);
-    Ok(())
-}
-
-fn print_decompress_summary(rows: &[Row], latency_448: f64, max_log: u32, rate_max: f64) {
-    println!();
-    println!("| operation | batch | GPU | CPU | GPU/CPU speed |");
-    println!("|---|---|---|---|---|");
-    for r in rows {
-        println!(
-            "| {} | {} | {:.0} pts/s | {:.0} pts/s | {:.2}x |",
-            r.op,
-            r.n,
-            r.per_item,
-            r.n as f64 / r.cpu_s,
-            r.cpu_s / r.gpu_s
-        );
-    }
-    println!();
     println!(
         "| decompress crossover | {} |",
         crossover(rows, "decompress")

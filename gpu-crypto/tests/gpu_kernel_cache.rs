@@ -12,7 +12,7 @@ mod gpu_common;
 
 use gpu_crypto::cuda::compile::{compile_program, nvrtc_version};
 use gpu_crypto::cuda::kernel_cache::{
-    self, KernelMode, Origin, Sources, cached_only_failure, min_driver_version, plan,
+    self, KernelMode, Origin, Sources, cached_only_failure, entry_prefix, min_driver_version, plan,
 };
 use gpu_crypto::cuda::{GpuBackend, GpuError, sources};
 use std::path::Path;
@@ -244,26 +244,25 @@ fn cache_hit_after_compile_and_recompile_after_corruption() {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .collect();
     assert_eq!(entries.len(), sources::PROGRAMS.len(), "{entries:?}");
-    // Entries are named after their program (`ops/g1_decompress.cu` ->
-    // `ops_g1_decompress_cu-<key>.cubin`); other programs share parts of these names.
-    let entry = |program: &str| {
-        let prefix = format!("{}-", program.replace(['/', '.'], "_"));
+    // Entries are named after their program; other programs share parts of these names.
+    let entry = |program: &sources::KernelProgram| {
+        let prefix = entry_prefix(program);
         entries
             .iter()
             .find(|p| {
                 p.file_name()
                     .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
             })
-            .unwrap_or_else(|| panic!("no cache entry for {program}: {entries:?}"))
+            .unwrap_or_else(|| panic!("no cache entry for {}: {entries:?}", program.name))
     };
-    const SHA: &str = "ops/sha256_prefixed.cu";
-    const DECOMPRESS: &str = "ops/g1_decompress.cu";
-    let sha = entry(SHA);
+    const SHA: &str = sources::SHA256_PREFIXED.name;
+    const DECOMPRESS: &str = sources::G1_DECOMPRESS.name;
+    let sha = entry(&sources::SHA256_PREFIXED);
     let mut bytes = std::fs::read(sha).expect("read");
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
     std::fs::write(sha, &bytes).expect("write");
-    let dec = entry(DECOMPRESS);
+    let dec = entry(&sources::G1_DECOMPRESS);
     std::fs::write(dec, b"gpu-crypto-cubin").expect("truncate");
 
     let third = GpuBackend::open(0).expect("open after corruption");

@@ -142,8 +142,8 @@ pub fn node_collectors(
     };
     match (nvml, nvml_absent) {
         (NvmlMode::Child(child), None) => {
-            use crate::collect::xid::{KMSG, ReadFrom, XidWatcher};
-            let xid = XidWatcher::start(Path::new(KMSG), ReadFrom::Now);
+            use crate::collect::xid::{KMSG, XidWatcher};
+            let xid = XidWatcher::start(Path::new(KMSG));
             c.gpu = Some(Box::new(crate::collect::gpu::ChildGpuSource::new(
                 child.clone(),
                 xid,

@@ -142,7 +142,8 @@ fn golden_metrics_gpu_node() {
     }
     let mut s = fixed_snapshot("epyc-9354p-snp-guest", "auto", Some(path));
     assert!(!s.gpus.is_empty());
-    // As the H200's selftest child loaded its six programs (testdata/gpu/h200-check-session4.txt).
+    // As the H200's engine loaded its programs from the cache in testdata/gpu/h200-check-session4.txt
+    // (six then; the small-batch decompression and hash programs came later).
     s.crypto.kernel_loads = vec![node_agent::crypto::KernelLoadCount {
         outcome: "cache".into(),
         reason: String::new(),

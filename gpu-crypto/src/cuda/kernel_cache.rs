@@ -176,8 +176,13 @@ pub fn store_precompiled(
 }
 
 fn entry_path(dir: &Path, program: &KernelProgram, key: &str) -> PathBuf {
-    let stem = program.name.replace(['/', '.'], "_");
-    dir.join(format!("{stem}-{key}.cubin"))
+    dir.join(format!("{}{key}.cubin", entry_prefix(program)))
+}
+
+/// How every cache entry file of `program` begins (`ops/g1_decompress.cu` ->
+/// `ops_g1_decompress_cu-`), the key and `.cubin` following: tests find entries by it.
+pub fn entry_prefix(program: &KernelProgram) -> String {
+    format!("{}-", program.name.replace(['/', '.'], "_"))
 }
 
 /// What a lookup found.
@@ -217,11 +222,6 @@ pub fn store(dir: &Path, program: &KernelProgram, key: &str, cubin: &[u8]) -> st
     bytes.extend_from_slice(cubin);
     std::fs::write(&tmp, &bytes)?;
     std::fs::rename(&tmp, &path)
-}
-
-/// The writable-cache entry file of a program (for tests that corrupt it).
-pub fn entry_file(dir: &Path, program: &KernelProgram, arch: &str, driver_version: i32) -> PathBuf {
-    entry_path(dir, program, &cache_key(program, arch, driver_version))
 }
 
 /// Where a usable cubin was found.

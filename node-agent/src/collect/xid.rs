@@ -72,15 +72,6 @@ pub fn kmsg_message(record: &str) -> Option<&str> {
         .map(|(_, text)| text.trim_end_matches('\n'))
 }
 
-/// Where [`XidWatcher::start`] begins in the kernel log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReadFrom {
-    /// Records written from now on.
-    Now,
-    /// The oldest record the ring buffer still holds.
-    Oldest,
-}
-
 /// (PCI address, xid) -> count.
 type Counts = BTreeMap<(String, u64), u64>;
 
@@ -93,16 +84,14 @@ pub struct XidWatcher {
 }
 
 impl XidWatcher {
-    /// Follows the kernel log at `path` (normally [`KMSG`]): from the next record when
-    /// `from` is [`ReadFrom::Now`] (the daemon), from the oldest one it holds otherwise. Failing
-    /// to open it is recorded, not fatal: the GPU collector reports it.
-    pub fn start(path: &Path, from: ReadFrom) -> XidWatcher {
+    /// Follows the kernel log at `path` (normally [`KMSG`]) on a thread, from the next
+    /// record on: the agent counts the Xids since it started (docs/node-agent.md). Failing to
+    /// open it is recorded, not fatal: the GPU collector reports it.
+    pub fn start(path: &Path) -> XidWatcher {
         let watcher = XidWatcher::default();
         let opened = std::fs::File::open(path).and_then(|mut file| {
-            if from == ReadFrom::Now {
-                // /dev/kmsg: SEEK_END moves past the last record.
-                file.seek(SeekFrom::End(0))?;
-            }
+            // /dev/kmsg: SEEK_END moves past the last record.
+            file.seek(SeekFrom::End(0))?;
             Ok(file)
         });
         match opened {
@@ -273,7 +262,7 @@ mod tests {
     #[test]
     fn an_unreadable_log_is_a_reported_reason() {
         let dir = tempfile::tempdir().unwrap();
-        let watcher = XidWatcher::start(&dir.path().join("kmsg"), ReadFrom::Now);
+        let watcher = XidWatcher::start(&dir.path().join("kmsg"));
         let error = watcher.error().unwrap();
         assert!(
             error.contains("kmsg") && error.contains("No such file"),
@@ -283,7 +272,7 @@ mod tests {
     }
 
     #[test]
-    fn a_followed_file_is_read_on_the_thread() {
+    fn a_started_watcher_counts_only_what_follows() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kmsg");
         std::fs::write(&path, LOG).unwrap();
@@ -294,11 +283,14 @@ mod tests {
             }
             watcher.error()
         };
-        let oldest = XidWatcher::start(&path, ReadFrom::Oldest);
-        assert_eq!(finished(&oldest).as_deref(), Some("end of the kernel log"));
-        assert_eq!(oldest.counts_for("0000:08:00"), vec![(31, 2)]);
-        // From now: what the log held before is not counted.
-        let now = XidWatcher::start(&path, ReadFrom::Now);
+        // The whole log, read directly, holds two Xids of that GPU.
+        let whole = XidWatcher::default();
+        let reason = whole.follow(std::fs::File::open(&path).unwrap());
+        assert_eq!(reason, "end of the kernel log");
+        assert_eq!(whole.counts_for("0000:08:00"), vec![(31, 2)]);
+        // Started on it, the thread reads to the end from now on: what the log held before
+        // is not counted.
+        let now = XidWatcher::start(&path);
         assert_eq!(finished(&now).as_deref(), Some("end of the kernel log"));
         assert_eq!(now.counts_for("0000:08:00"), vec![]);
     }
