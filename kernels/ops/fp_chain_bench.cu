@@ -4,7 +4,8 @@
 // nothing is dead code). Per-step latency = kernel time / steps.
 #define FP_INLINE_MUL
 #include "ff/fp.cuh"
-#include "ec/g1_subgroup_team.cuh"
+#include "ec/g1_jacobian.cuh"
+#include "ec/g1_subgroup_rns.cuh"
 
 __device__ __forceinline__ void chain_seed(fp_t& a, u32 salt) {
 #pragma unroll
@@ -51,40 +52,30 @@ extern "C" __global__ void fp_chain_mul_x2(u32* out, u32 steps) {
     chain_store(out, a);
 }
 
-// One level of a 4-lane team (ec/g1_subgroup_team.cuh) per step: operand picks, one
-// product per lane, 3 products gathered by shuffles.
-extern "C" __global__ void fp_chain_team_level(u32* out, u32 steps) {
-    fp_t a, b, c;
-    chain_seed(a, 1);
-    chain_seed(b, 2);
-    chain_seed(c, 3);
-    const u32 role = threadIdx.x % G1_TEAM;
+// One RNS product (ff/fp_rns.cuh, one element per warp) per step: a = a^2.
+extern "C" __global__ void fp_chain_rns_sqr(u32* out, u32 steps) {
+    __shared__ __align__(16) u32 slots[G1_RNS_SLOTS * RNS_SLOT];
+    rns_ctx c;
+    rns_ctx_init(c, slots);
+    u32 a = c.lane * 0x9e3779b9u % c.m;
 #pragma unroll 1
-    for (u32 s = 0; s < steps; s++) {
-        fp_t m, g[3];
-        fp_mul(m, fp_pick(role, a, b, c, c), fp_pick(role, b, c, a, a));
-        fp_team_gather<3>(g, m);
-        a = g[0];
-        b = g[1];
-        c = g[2];
-    }
-    fp_add(a, a, b);
-    fp_add(a, a, c);
-    chain_store(out, a);
+    for (u32 s = 0; s < steps; s++) a = rns_mul(a, a, c);
+    out[threadIdx.x] = a;
 }
 
-// One Jacobian doubling by a team per step (3 dependent levels).
-extern "C" __global__ void fp_chain_team_double(u32* out, u32 steps) {
-    g1_jac_t p;
-    chain_seed(p.x, 1);
-    chain_seed(p.y, 2);
-    chain_seed(p.z, 3);
-    const u32 role = threadIdx.x % G1_TEAM;
+// One RNS Jacobian doubling (ec/g1_subgroup_rns.cuh: 3 dependent levels) per step.
+extern "C" __global__ void fp_chain_rns_double(u32* out, u32 steps) {
+    __shared__ __align__(16) u32 slots[G1_RNS_SLOTS * RNS_SLOT];
+    rns_ctx c;
+    rns_ctx_init(c, slots);
+    const g1_rns_offsets k = g1_rns_offsets_init(c);
+    g1_rns_t p;
+    p.x = c.lane * 0x9e3779b9u % c.m;
+    p.y = c.lane * 0x7f4a7c15u % c.m;
+    p.z = c.lane * 0x85ebca6bu % c.m;
 #pragma unroll 1
-    for (u32 s = 0; s < steps; s++) g1_team_double(p, p, role);
-    fp_add(p.x, p.x, p.y);
-    fp_add(p.x, p.x, p.z);
-    chain_store(out, p.x);
+    for (u32 s = 0; s < steps; s++) g1_rns_double(p, p, c, k);
+    out[threadIdx.x] = p.x ^ p.y ^ p.z;
 }
 
 // One Jacobian doubling on one lane per step (the production kernel's).

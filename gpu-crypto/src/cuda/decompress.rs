@@ -14,23 +14,23 @@ use rayon::prelude::*;
 use std::sync::{Arc, Mutex};
 
 const THREADS: u32 = 128;
-/// The latency kernel's block: 8 points on 2 warps (kernels/ops/g1_decompress_latency.cu).
+/// The latency kernel's block: one point on 2 warps (kernels/ops/g1_decompress_latency.cu).
 const LATENCY_THREADS: u32 = 64;
-const LATENCY_POINTS_PER_BLOCK: u32 = 8;
 
 /// Batches of at most this many points run the latency kernel. Both kernels' time is one
 /// point's latency while the batch leaves schedulers idle; the latency kernel's block
-/// occupies 2 warps per 8 points (the throughput kernel: 4 per 128), so once the batch
-/// fills the schedulers it falls behind. Measured end to end on the H200 (run12,
-/// docs/benchmarks.md): latency kernel 0.68 / 0.97 / 1.98 / 1.81 ms at 2,048 / 4,096 /
-/// 6,144 / 8,192 points against 1.54 / 1.59 / 1.69 / 1.89 ms for the throughput kernel.
-pub const LATENCY_KERNEL_MAX_POINTS: usize = 4096;
+/// occupies 2 warps per point (the throughput kernel: 4 per 128), so once the batch fills
+/// the schedulers it falls behind. Measured end to end on the H200 (run20,
+/// docs/benchmarks.md): latency kernel 0.655 / 1.184 / 2.190 ms at 1,024 / 2,048 / 4,096
+/// points against 1.491 / 1.571 / 1.649 ms for the throughput kernel (the lines cross near
+/// 2,900; the switch stays on a measured point).
+pub const LATENCY_KERNEL_MAX_POINTS: usize = 2048;
 
 /// Which kernel decompresses a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DecompressKernel {
-    /// kernels/ops/g1_decompress_latency.cu: one point over two warps (square root on one
-    /// lane, the subgroup test on a team of 4 lanes beside it).
+    /// kernels/ops/g1_decompress_latency.cu: one point over two warps (square root on one,
+    /// the subgroup test beside it), in a residue number system.
     Latency,
     /// kernels/ops/g1_decompress.cu: one thread per point.
     Throughput,
@@ -56,9 +56,7 @@ impl DecompressKernel {
     /// Launch shape for `points` points.
     pub(crate) fn config(self, points: u32) -> LaunchConfig {
         let (grid, block) = match self {
-            DecompressKernel::Latency => {
-                (points.div_ceil(LATENCY_POINTS_PER_BLOCK), LATENCY_THREADS)
-            }
+            DecompressKernel::Latency => (points, LATENCY_THREADS),
             DecompressKernel::Throughput => (points.div_ceil(THREADS), THREADS),
         };
         LaunchConfig {

@@ -23,6 +23,18 @@ pub const HEADERS: &[(&str, &str)] = &[
         include_str!("../../../kernels/ff/fp_sqrt.cuh"),
     ),
     (
+        "ff/fp_rns_tables.cuh",
+        include_str!("../../../kernels/ff/fp_rns_tables.cuh"),
+    ),
+    (
+        "ff/fp_rns.cuh",
+        include_str!("../../../kernels/ff/fp_rns.cuh"),
+    ),
+    (
+        "ff/fp_rns_sqrt.cuh",
+        include_str!("../../../kernels/ff/fp_rns_sqrt.cuh"),
+    ),
+    (
         "ec/g1_projective.cuh",
         include_str!("../../../kernels/ec/g1_projective.cuh"),
     ),
@@ -35,8 +47,8 @@ pub const HEADERS: &[(&str, &str)] = &[
         include_str!("../../../kernels/ec/g1_subgroup.cuh"),
     ),
     (
-        "ec/g1_subgroup_team.cuh",
-        include_str!("../../../kernels/ec/g1_subgroup_team.cuh"),
+        "ec/g1_subgroup_rns.cuh",
+        include_str!("../../../kernels/ec/g1_subgroup_rns.cuh"),
     ),
     (
         "ec/g1_xyzz.cuh",
@@ -104,8 +116,8 @@ pub const FP_CHAIN_BENCH: KernelProgram = KernelProgram {
         "fp_chain_sqr",
         "fp_chain_mul",
         "fp_chain_mul_x2",
-        "fp_chain_team_level",
-        "fp_chain_team_double",
+        "fp_chain_rns_sqr",
+        "fp_chain_rns_double",
         "fp_chain_double",
     ],
 };

@@ -1,13 +1,14 @@
 // Experiment (issue 3, session 6): BLS12-381 Fp in a residue number system, one element
-// per warp. Lane l < 28 holds the element modulo the prime m_l = 2^30 - c_l (rns_model.py
-// picks them and checks every bound used here); base B is lanes 0-13, base B' lanes 14-27,
-// lanes 28-31 idle. Values are Montgomery residues for M = prod(B) ~ 2^420, kept below
-// 64p (a product returns below 2p + p/2^33), so a few additions need no reduction.
+// per warp. Lane l < 28 holds the element modulo the prime m_l = 2^30 - c_l, times a lane
+// constant ("lane form"; rns_model.py picks the primes and constants and checks every bound
+// used here); base B is lanes 0-13, base B' lanes 14-27, lanes 28-31 idle. Values are
+// Montgomery residues for M = prod(B) ~ 2^420; a product returns below 15p + p/2^20 for
+// inputs below 2^19 p, so sums of a few products need no reduction.
 //
-// A product is elementwise; the division by M needs two base extensions (Kawamura et al.,
-// CHES 2000), each one broadcast of 14 residues through shared memory and a 15-term dot
-// product per lane. Unlike a radix product spread over lanes, no carry crosses lanes: the
-// latency is two short dependent chains, not a carry ripple.
+// A product is one modular multiplication per lane, then two base extensions (B -> B'
+// without a quotient estimate, B' -> B exact with Kawamura's), each one broadcast of 14
+// residues through shared memory and a 15-term dot product per lane. Unlike a radix product
+// spread over lanes, no carry crosses lanes.
 //
 // Every lane runs the same instructions with its own constants (lanes of the other base
 // compute values they then ignore), so the warp never splits.
@@ -22,7 +23,7 @@
 #define RNS_SLOT 32  // shared words per product in flight: xi at [0, 14), xi' at [16, 30)
 
 struct rns_ctx {
-    u32 lane, m, c, k1, k2, k3, pmod;
+    u32 lane, m, c, k0, k1, k2, f, pmod;
     bool in_b, in_b2;
     u32 row[RNS_N];
     u32* smem;  // RNS_SLOT words per product in flight, 16-byte aligned
@@ -33,9 +34,10 @@ __device__ __forceinline__ void rns_ctx_init(rns_ctx& x, u32* smem) {
     const u32 l = x.lane < RNS_LANES ? x.lane : 0;
     x.m = RNS_M[l];
     x.c = RNS_C[l];
+    x.k0 = RNS_K0[l];
     x.k1 = RNS_K1[l];
     x.k2 = RNS_K2[l];
-    x.k3 = RNS_K3[l];
+    x.f = RNS_F[l];
     x.pmod = RNS_PMOD[l];
 #pragma unroll
     for (int i = 0; i < RNS_N; i++) x.row[i] = RNS_ROW[l * RNS_N + i];
@@ -90,35 +92,29 @@ __device__ __forceinline__ u64 rns_dot(u64 acc, const u32* s, const rns_ctx& x) 
     const uint4* s4 = reinterpret_cast<const uint4*>(s);
     const uint4 a = s4[0], b = s4[1], c = s4[2], d = s4[3];
     const u32 v[RNS_N] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y, c.z, c.w, d.x, d.y};
-    u64 acc2 = 0;
 #pragma unroll
-    for (int i = 0; i < RNS_N; i += 2) {
-        acc = rns_mad_wide(v[i], x.row[i], acc);
-        acc2 = rns_mad_wide(v[i + 1], x.row[i + 1], acc2);
-    }
-    return acc + acc2;
+    for (int i = 0; i < RNS_N; i++) acc = rns_mad_wide(v[i], x.row[i], acc);
+    return acc;
 }
 
 // r[k] = x[k] y[k] / M (mod p) for K independent products; their steps interleave.
 template <int K>
 __device__ __forceinline__ void rns_mul_k(u32* r, const u32* a, const u32* b, const rns_ctx& x) {
-    u32 u[K], r2[K], top[K];
+    u32 v[K], r2[K], top[K];
 #pragma unroll
     for (int k = 0; k < K; k++) {
-        // B: xi = q_i (M/m_i)^-1 with q = -t/p mod M; B': t/M.
-        u[k] = rns_mulmod(rns_mulmod(a[k], b[k], x), x.k1, x);
-        if (x.in_b) x.smem[k * RNS_SLOT + x.lane] = u[k];
-        top[k] = x.in_b ? u[k] >> (RNS_W - RNS_TOP) : 0;
+        // B: +-xi_i (the sign is in B' lanes' constants); B': t_j in lane form.
+        v[k] = rns_mulmod(a[k], b[k], x);
+        if (x.in_b) x.smem[k * RNS_SLOT + x.lane] = v[k];
     }
     __syncwarp();
 #pragma unroll
     for (int k = 0; k < K; k++) {
-        // B -> B', offset 0: q or q + M, either is a valid Montgomery quotient.
-        const u32 q = __reduce_add_sync(0xffffffffu, top[k]) >> RNS_TOP;
-        r2[k] = rns_reduce64(rns_dot(rns_mad_wide(q, x.k2, u[k]), x.smem + k * RNS_SLOT, x), x);
-        const u32 xi2 = rns_mulmod(r2[k], x.k3, x);
-        if (x.in_b2) x.smem[k * RNS_SLOT + 16 + x.lane - RNS_N] = xi2;
-        top[k] = x.in_b2 ? xi2 >> (RNS_W - RNS_TOP) : 0;
+        // B -> B': q + a M (0 <= a <= 14), a valid Montgomery quotient. The result is
+        // xi'_j, B' lanes' lane form and the second extension's input.
+        r2[k] = rns_reduce64(rns_dot(rns_mad_wide(v[k], x.k1, x.k0), x.smem + k * RNS_SLOT, x), x);
+        if (x.in_b2) x.smem[k * RNS_SLOT + 16 + x.lane - RNS_N] = r2[k];
+        top[k] = x.in_b2 ? r2[k] >> (RNS_W - RNS_TOP) : 0;
     }
     __syncwarp();
 #pragma unroll
@@ -136,7 +132,7 @@ __device__ __forceinline__ u32 rns_mul(u32 a, u32 b, const rns_ctx& x) {
     return r;
 }
 
-// Residues of the integer in 12 little-endian words (the same on every lane), times M mod p.
+// Lane form of the integer in 12 little-endian words (the same on every lane), times M mod p.
 __device__ __forceinline__ u32 rns_from_integer(const u32* w, const rns_ctx& x) {
     const u32 l = x.lane < RNS_LANES ? x.lane : 0;
     u32 acc = 0;
@@ -146,13 +142,13 @@ __device__ __forceinline__ u32 rns_from_integer(const u32* w, const rns_ctx& x) 
         for (int j = k; j < k + 3; j++) s += (u64)w[j] * RNS_POW32[l * 12 + j];
         acc = rns_reduce64(s, x);
     }
-    return rns_mul(acc, RNS_M2P[l], x);
+    return rns_mul(rns_mulmod(acc, x.f, x), RNS_M2P[l], x);
 }
 
-// The canonical integer (12 words, on every lane) of a Montgomery residue vector.
+// The integer (below 16p; 13 words, on every lane) of a Montgomery lane-form value.
 __device__ __forceinline__ void rns_to_integer(u32* out, u32 a, const rns_ctx& x) {
     const u32 l = x.lane < RNS_LANES ? x.lane : 0;
-    const u32 v = rns_mul(a, 1, x);  // below 2p + p/2^33
+    const u32 v = rns_mul(a, RNS_ONE[l], x);  // below 15p + p/2^20
     const u32 xi = rns_mulmod(v, RNS_CRT_INV[x.in_b ? l : 0], x);
     if (x.in_b) x.smem[x.lane] = xi;
     const u32 q = (__reduce_add_sync(0xffffffffu, x.in_b ? xi >> (RNS_W - RNS_TOP) : 0) +
@@ -178,7 +174,7 @@ __device__ __forceinline__ void rns_to_integer(u32* out, u32 a, const rns_ctx& x
         borrow = (u32)(d >> 63);
     }
     __syncwarp();
-    for (int w = 0; w < 12; w++) out[w] = acc[w];
+    for (int w = 0; w < 13; w++) out[w] = acc[w];
 }
 
 #endif

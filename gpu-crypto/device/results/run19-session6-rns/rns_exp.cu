@@ -19,12 +19,27 @@
 
 __device__ __forceinline__ fp_t load_int(const u32* in, u32 w) { fp_t x; for (int i = 0; i < 12; i++) x.l[i] = in[w * 12 + i]; return x; }
 
-// Canonical integer of an RNS residue vector (rns_to_integer leaves it below 2p + p/2^33).
+// v -= (p << s) when v >= p << s (13 words).
+__device__ __forceinline__ void sub_shifted_p_if_geq(u32* v, int s) {
+    const u32 p[12] = {0xffffaaab,0xb9feffff,0xb153ffff,0x1eabfffe,0xf6b0f624,0x6730d2a0,0xf38512bf,0x64774b84,0x434bacd7,0x4b1ba7b6,0x397fe69a,0x1a0111ea};
+    u32 t[13], borrow = 0;
+    for (int w = 0; w < 13; w++) {
+        const u32 lo = w < 12 ? p[w] << s : 0;
+        const u32 hi = (w > 0 && s > 0) ? p[w - 1] >> (32 - s) : 0;
+        const u64 d = (u64)v[w] - (lo | hi) - borrow;
+        t[w] = (u32)d;
+        borrow = (u32)(d >> 63);
+    }
+    if (!borrow) for (int w = 0; w < 13; w++) v[w] = t[w];
+}
+
+// Canonical integer of a lane-form value (rns_to_integer leaves it below 16p).
 __device__ __forceinline__ fp_t rns_canonical(u32 a, const rns_ctx& c) {
+    u32 v[13];
+    rns_to_integer(v, a, c);
+    for (int s = 3; s >= 0; s--) sub_shifted_p_if_geq(v, s);
     fp_t r;
-    rns_to_integer(r.l, a, c);
-    fp_reduce_once(r, r);
-    fp_reduce_once(r, r);
+    for (int w = 0; w < 12; w++) r.l[w] = v[w];
     return r;
 }
 
@@ -100,7 +115,7 @@ __device__ __forceinline__ void sqrt_point(const u32* in_x, u32 i, u32* out, u64
     const u32 rx = rns_from_integer(x.l, c);
     const u32 rhs = rns_add(rns_mul(rns_mul(rx, rx, c), rx, c), RNS_B4_MONT[c.lane < RNS_LANES ? c.lane : 0], c);
     const u32 y = rns_pow_sqrt(rhs, c);
-    const u32 diff = rns_sub(rns_mul(y, y, c), rhs, rns_kp(4, c), c);
+    const u32 diff = rns_sub(rns_mul(y, y, c), rhs, rns_kp(17, c), c);  // rhs < 17p
     const fp_t yc = rns_canonical(y, c), dc = rns_canonical(diff, c);
     const u64 t1 = clock64();
     if (c.lane == 0) { store_fp(out + i * 13, yc); out[i * 13 + 12] = fp_is_zero(dc); if (cycles) cycles[i] = t1 - t0; }
@@ -116,14 +131,14 @@ extern "C" __global__ void sqrt_rns(const u32* in_x, u32 n, u32* out, u64* cycle
 
 // ---- Jacobian doubling (dbl-2009-l, as g1_jac_double) ---------------------------------------
 struct rns_jac { u32 x, y, z; };
-struct rns_dbl_consts { u32 p5, p17, p28, p31; };
+struct rns_dbl_consts { u32 p32, p128, p192, p208; };
 
 __device__ __forceinline__ rns_dbl_consts rns_dbl_init(const rns_ctx& c) {
-    return {rns_kp(5, c), rns_kp(17, c), rns_kp(28, c), rns_kp(31, c)};
+    return {rns_kp(32, c), rns_kp(128, c), rns_kp(192, c), rns_kp(208, c)};
 }
 
-// Inputs below (31p, 19p, 5p) give outputs below the same: products stay below 2p + p/2^33
-// for inputs below 2^19 p (rns_model.py), so the offsets below bound every subtraction.
+// Inputs below (208p, 144p, 32p) give outputs below the same: products stay below 16p for
+// inputs below 2^19 p (rns_model.py), so the offsets below bound every subtraction.
 __device__ __forceinline__ void rns_double(rns_jac& r, const rns_jac& p, const rns_ctx& c, const rns_dbl_consts& k) {
     u32 o[3];
     { const u32 a[3] = {p.x, p.y, p.y}, b[3] = {p.x, p.y, p.z}; rns_mul_k<3>(o, a, b, c); }
@@ -132,15 +147,15 @@ __device__ __forceinline__ void rns_double(rns_jac& r, const rns_jac& p, const r
     const u32 XB = rns_add(p.x, B, c);
     { const u32 a[3] = {E, B, XB}; rns_mul_k<3>(o, a, a, c); }
     const u32 F = o[0], C = o[1], T = o[2];
-    u32 D = rns_sub(rns_sub(T, A, k.p5, c), C, 0, c);  // T + 5p - A - C
-    D = rns_add(D, D, c);                                // < 14p
+    u32 D = rns_sub(rns_sub(T, A, k.p32, c), C, 0, c);  // T + 32p - A - C
+    D = rns_add(D, D, c);                                 // < 96p
     const u32 D2 = rns_add(D, D, c);
-    const u32 X3 = rns_sub(F, D2, k.p28, c);             // < 30p + 2p
+    const u32 X3 = rns_sub(F, D2, k.p192, c);             // < 208p
     const u32 Z3 = rns_add(W, W, c);
     u32 C8 = rns_add(C, C, c); C8 = rns_add(C8, C8, c); C8 = rns_add(C8, C8, c);
-    const u32 DX = rns_sub(D, X3, k.p31, c);
+    const u32 DX = rns_sub(D, X3, k.p208, c);            // < 304p
     const u32 Y = rns_mul(E, DX, c);
-    r.y = rns_sub(Y, C8, k.p17, c);
+    r.y = rns_sub(Y, C8, k.p128, c);                      // < 144p
     r.x = X3;
     r.z = Z3;
 }

@@ -2,14 +2,27 @@
 """Residue-number-system (RNS) Montgomery product for BLS12-381 Fp, lane by lane.
 
 Experiment for issue 3 (session 6): one Fp element is 28 residues, one per lane of a warp,
-modulo 28 primes just below 2^30 (base B: lanes 0-13, base B': lanes 14-27). A product is
-elementwise; Montgomery reduction by M = prod(B) needs two base extensions (Kawamura et al.,
-CHES 2000): B -> B' approximate (offset 0: q or q + M), B' -> B exact (offset 1/2). No
-carries cross lanes: each extension is one broadcast of 14 residues and a 15-term dot
-product per lane. This model runs the lanes' exact integer steps (every 64-bit sum is
-checked against 2^64), checks the products against Python integers on random, extreme
-and redundant inputs, and writes the constant tables the CUDA code reads (rns_tables.inc).
-Prints "ok" when every check holds.
+modulo 28 primes just below 2^30 (base B: lanes 0-13, primes = 3 mod 4; base B': lanes
+14-27). A product is elementwise; Montgomery reduction by M = prod(B) needs two base
+extensions, each one broadcast of 14 residues and a 15-term dot product per lane. No carry
+crosses lanes.
+
+Second version: each lane keeps its residue times a lane constant ("lane form") so that a
+product costs one modular multiplication per lane before the first broadcast:
+  - B lane i keeps x sigma_i with sigma_i^2 = e_i k_i (k_i = -p^-1 (M/m_i)^-1, e_i = +-1,
+    whichever is a square: m_i = 3 mod 4 makes one of them one). Then x' y' = e_i xi_i, the
+    residue the extension needs, up to its sign; the sign goes into B' lanes' constants.
+  - B' lane j keeps x s_j with s_j = (M'/m'_j)^-1: the first extension's output is then the
+    second extension's input as it stands.
+  - The first extension takes no quotient estimate: q^ = sum xi_i M/m_i is q + a M with
+    0 <= a <= 14, a valid Montgomery quotient; outputs stay below t/M + 15p. M/p ~ 2^39, so
+    t/M is negligible for inputs below 2^19 p, and sums of a few products need no reduction.
+  - The second extension is exact: Kawamura's estimate with offset 1/2 (CHES 2000), as the
+    value is far below M'/2.
+This model runs the lanes' exact integer steps (every 64-bit sum is checked against 2^64),
+checks products against Python integers on random, extreme and redundant inputs, and
+writes the constant tables the CUDA code reads (rns_tables.inc). Prints "ok" when every
+check holds.
 """
 import random
 import sys
@@ -17,8 +30,9 @@ import sys
 P = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB
 N = 14                   # moduli per base
 W = 30                   # bits per modulus
-TOP = 8                  # bits of each xi kept for the extension's quotient estimate
+TOP = 8                  # bits of each xi' kept for the second extension's quotient estimate
 MASK64 = (1 << 64) - 1
+OUT_BOUND = 15           # outputs below (OUT_BOUND + tiny) p
 
 
 def is_prime(n):
@@ -45,16 +59,20 @@ def is_prime(n):
 
 
 def moduli():
-    out, c = [], 1
-    while len(out) < 2 * N:
-        if is_prime((1 << W) - c):
-            out.append((1 << W) - c)
+    base, base2, c = [], [], 1
+    while len(base) < N or len(base2) < N:
+        m = (1 << W) - c
+        if is_prime(m):
+            if m % 4 == 3 and len(base) < N:
+                base.append(m)
+            elif len(base2) < N:
+                base2.append(m)
         c += 2
-    return out
+    return base, base2
 
 
-MODS = moduli()
-BASE, BASE2 = MODS[:N], MODS[N:]
+BASE, BASE2 = moduli()
+MODS = BASE + BASE2
 M = 1
 for m in BASE:
     M *= m
@@ -63,43 +81,42 @@ for m in BASE2:
     M2 *= m
 C_MAX = max((1 << W) - m for m in MODS)
 assert C_MAX < 1 << 11, C_MAX
-# M / p ~ 2^39: a product's output stays below 2p + 2^-39 p b^2 for inputs below b p, so
-# sums of a few products need no reduction before the next product.
 assert M > (1 << 38) * P and M2 > (1 << 38) * P
 
-# Per-lane constants. Lane l < N is in B, lane l >= N in B'.
-#   K1: B: -p^-1 * (M/m_l)^-1 mod m_l (gives xi); B': M^-1 mod m'_l (t / M)
-#   K2: the extension's quotient correction, added k times: B': -p mod m'_l; B: -M' mod m_l
-#   K3: B': (M'/m'_l)^-1 mod m'_l (gives xi'); B: unused (1)
-#   ROW[i]: B': p * m_i^-1 mod m'_l (i in B); B: M'/m'_i mod m_l (i in B')
+
+def sqrt_mod(a, m):
+    assert m % 4 == 3
+    r = pow(a, (m + 1) // 4, m)
+    return r if r * r % m == a % m else None
+
+
 def lane_constants():
-    lanes = []
-    for l, m in enumerate(MODS):
-        if l < N:
-            mi = M // m
-            k1 = (-pow(P, -1, m) * pow(mi, -1, m)) % m
-            k2 = (-M2) % m
-            k3 = 1
-            row = [(M2 // mj) % m for mj in BASE2]
-        else:
-            k1 = pow(M, -1, m)
-            k2 = (-P) % m
-            k3 = pow(M2 // m, -1, m)
-            row = [P * pow(mi, -1, m) % m for mi in BASE]
-        lanes.append(dict(m=m, c=(1 << W) - m, k1=k1, k2=k2, k3=k3, row=row))
-    return lanes
+    """Per lane: m, c, lane form factor f (x is kept as x f), and the two dot-product rows.
+    B lane i:  row = second-extension weights (M'/m'_j) f_i, k2 = -M' f_i (times alpha').
+    B' lane j: row = first-extension weights e_i p m_i^-1 f_j, k1 = f_j^-1 M^-1 (own v'),
+               k0 = sum over e_i = -1 of m_i p m_i^-1 f_j (the sign fix of xi_i = m_i - v_i)."""
+    lanes, signs = [], []
+    for i, m in enumerate(BASE):
+        k = (-pow(P, -1, m) * pow(M // m, -1, m)) % m
+        s = sqrt_mod(k, m)
+        e = 1
+        if s is None:
+            s, e = sqrt_mod(-k % m, m), -1
+        assert s is not None and s * s % m == (e * k) % m
+        signs.append(e)
+        lanes.append(dict(m=m, f=s, k1=0, k0=0, k2=(-M2 * s) % m,
+                          row=[(M2 // mj) * s % m for mj in BASE2]))
+    for j, m in enumerate(BASE2):
+        f = pow(M2 // m, -1, m)
+        row = [(signs[i] * P * pow(mi, -1, m) * f) % m for i, mi in enumerate(BASE)]
+        k0 = sum(mi * P * pow(mi, -1, m) * f for i, mi in enumerate(BASE) if signs[i] < 0) % m
+        lanes.append(dict(m=m, f=f, k1=pow(f, -1, m) * pow(M, -1, m) % m, k0=k0, k2=0, row=row))
+    for L in lanes:
+        L["c"] = (1 << W) - L["m"]
+    return lanes, signs
 
 
-LANES = lane_constants()
-
-
-def mulmod(a, b, lane):
-    """The kernel's mulmod: a, b < 2^30; result fully reduced."""
-    m, c = lane["m"], lane["c"]
-    assert a < 1 << W and b < 1 << W
-    v = a * b
-    assert v <= MASK64
-    return reduce64(v, lane)
+LANES, SIGNS = lane_constants()
 
 
 def reduce64(v, lane):
@@ -110,87 +127,79 @@ def reduce64(v, lane):
     v = h * c + lo                       # < 2^45 + 2^30
     h, lo = v >> W, v & ((1 << W) - 1)   # h < 2^15 + 1
     v = h * c + lo                       # < 2^26 + 2^30 < 2m
-    assert v < 1 << 32
-    if v >= m:
-        v -= m
-    assert v < m
-    return v
+    assert v < 2 * m
+    return v - m if v >= m else v
 
 
-def quotient_estimate(xis, half):
-    """floor(sum xi_i / m_i (+ 1/2)) from the top TOP bits of each xi."""
-    s = sum(x >> (W - TOP) for x in xis)
-    if half:
-        s += 1 << (TOP - 1)
-    return s >> TOP
+def mulmod(a, b, lane):
+    assert a < lane["m"] and b < lane["m"]
+    return reduce64(a * b, lane)
 
 
 def mont_mul(x, y):
-    """x, y: lists of 2N residues. Returns the residues of x*y/M mod p (not reduced)."""
-    u = [mulmod(mulmod(x[l], y[l], LANES[l]), LANES[l]["k1"], LANES[l]) for l in range(2 * N)]
-    xi = u[:N]                            # broadcast 1 (B lanes' xi)
-    k = quotient_estimate(xi, False)
-    r = [0] * (2 * N)
+    """x, y: 2N residues in lane form. Returns the lane form of x y / M mod p (not reduced)."""
+    v = [mulmod(x[l], y[l], LANES[l]) for l in range(2 * N)]
+    bcast = v[:N]                                   # broadcast 1: B lanes' v_i
+    out = [0] * (2 * N)
     for l in range(N, 2 * N):
         L = LANES[l]
-        acc = u[l] + sum(a * w for a, w in zip(xi, L["row"])) + k * L["k2"]
+        acc = v[l] * L["k1"] + sum(a * w for a, w in zip(bcast, L["row"])) + L["k0"]
         assert acc <= MASK64, "B' sum overflows"
-        r[l] = reduce64(acc, L)
-    xi2 = [mulmod(r[l], LANES[l]["k3"], LANES[l]) for l in range(N, 2 * N)]  # broadcast 2
-    k2 = quotient_estimate(xi2, True)
+        out[l] = reduce64(acc, L)                   # xi'_j = r_j s_j: already lane form
+    bcast2 = out[N:]                                # broadcast 2
+    k = (sum(a >> (W - TOP) for a in bcast2) + (1 << (TOP - 1))) >> TOP
     for l in range(N):
         L = LANES[l]
-        acc = sum(a * w for a, w in zip(xi2, L["row"])) + k2 * L["k2"]
+        acc = sum(a * w for a, w in zip(bcast2, L["row"])) + k * L["k2"]
         assert acc <= MASK64, "B sum overflows"
-        r[l] = reduce64(acc, L)
-    return r
+        out[l] = reduce64(acc, L)
+    return out
 
 
-def to_rns(v):
-    return [v % m for m in MODS]
+def to_lanes(v):
+    return [v % L["m"] * L["f"] % L["m"] for L in LANES]
 
 
-def from_rns(r):
-    """CRT over both bases (for checking only)."""
+def from_lanes(r):
+    """The integer the lanes hold (CRT over both bases, for checking only)."""
+    plain = [r[l] * pow(L["f"], -1, L["m"]) % L["m"] for l, L in enumerate(LANES)]
     MM = M * M2
     v = 0
     for l, m in enumerate(MODS):
         mi = MM // m
-        v += r[l] * mi * pow(mi, -1, m)
+        v += plain[l] * mi * pow(mi, -1, m)
     return v % MM
 
 
 def check_product(a, b, bound_in):
-    x, y = to_rns(a), to_rns(b)
-    r = mont_mul(x, y)
-    v = from_rns(r)
-    # r is the integer (a b + q^ p) / M with q^ in {q, q + M}: exact, and below the bound.
+    r = mont_mul(to_lanes(a), to_lanes(b))
+    v = from_lanes(r)
     assert (v * M - a * b) % P == 0, "not a Montgomery product"
-    assert v < (bound_in * bound_in * P / M + 2) * P, "output above the bound"
-    assert all(v % m == r[l] for l, m in enumerate(MODS)), "lanes disagree"
+    assert v < a * b / M + OUT_BOUND * P, "output above the bound"
     return v
 
 
 def main():
     rng = random.Random(int(sys.argv[1]) if len(sys.argv) > 1 else 1)
     worst = 0.0
-    for bound_in in (1, 2.2, 8.8, 20, 64):
+    # The exact extension's margin: outputs far below M'/2.
+    assert (1 << 19) * P < M2 * (0.5 - N * (2 ** -TOP + C_MAX / 2 ** W))
+    for bound_in in (1, 15, 300, 1 << 12):
         top = int(bound_in * P)
-        edges = [0, 1, 2, P - 1, P, P + 1, top - 1, top - 2, (1 << 381) - 1 if top > 1 << 381 else top - 3]
+        edges = [0, 1, 2, P - 1, P, P + 1, top - 1, top - 2]
         vals = edges + [rng.randrange(top) for _ in range(300)]
         for a in vals:
-            for b in (edges[:4] + [rng.randrange(top) for _ in range(2)]) if a in edges else [rng.randrange(top)]:
-                v = check_product(a, b, bound_in)
-                worst = max(worst, v / P)
-        # Chains of squarings keep the output bound.
-        a = rng.randrange(top)
-        x = to_rns(a)
+            for b in (edges + [rng.randrange(top) for _ in range(2)]) if a in edges else [rng.randrange(top)]:
+                worst = max(worst, check_product(a, b, bound_in) / P)
+        x = to_lanes(rng.randrange(top))
         for _ in range(50):
             x = mont_mul(x, x)
-            assert from_rns(x) < 2.001 * P
-    # The exact extension's margin: outputs below 2.1 p are far below M'/2.
-    assert 64 * P < M2 * (0.5 - N * (2 ** -TOP + C_MAX / 2 ** W))
-    print(f"moduli 2^30 - c, c in [{(1<<W) - MODS[0]}, {C_MAX}]; M/p = {M / P:.1f}; "
+            assert from_lanes(x) < (OUT_BOUND + 0.01) * P
+    # Residues that make some v_i = 0 (xi_i = m_i, not 0): products of multiples of m_i.
+    for i in range(N):
+        a = BASE[i] * rng.randrange(P // BASE[i])
+        check_product(a, rng.randrange(P), 1)
+    print(f"B moduli 2^30 - c, c up to {C_MAX}; signs {SIGNS}; M/p = 2^{(M // P).bit_length()}; "
           f"largest output {worst:.3f} p")
     write_tables()
     print("ok")
@@ -198,27 +207,29 @@ def main():
 
 def write_tables():
     rows = []
+
     def arr(name, vals):
         rows.append(f"__device__ __constant__ u32 {name}[{len(vals)}] = {{" +
                     ", ".join(f"0x{v:08x}u" for v in vals) + "};")
     arr("RNS_M", [L["m"] for L in LANES])
     arr("RNS_C", [L["c"] for L in LANES])
+    arr("RNS_F", [L["f"] for L in LANES])
+    arr("RNS_K0", [L["k0"] for L in LANES])
     arr("RNS_K1", [L["k1"] for L in LANES])
     arr("RNS_K2", [L["k2"] for L in LANES])
-    arr("RNS_K3", [L["k3"] for L in LANES])
     arr("RNS_ROW", [w for L in LANES for w in L["row"]])
-    # Integer -> residues: 2^(32k) mod m_l, k < 12.
     arr("RNS_POW32", [pow(2, 32 * k, L["m"]) for L in LANES for k in range(12)])
-    # Into the Montgomery domain: residues of M^2 mod p (a product with it multiplies by M).
-    arr("RNS_M2P", to_rns(M * M % P))
-    arr("RNS_B4_MONT", to_rns(4 * M % P))
-    # Residues -> integer over base B: xi_i = r_i (M/m_i)^-1 mod m_i, then
-    # sum xi_i (M/m_i) - k M. M/m_i as 14 words, M as 15, little-endian.
-    arr("RNS_CRT_INV", [pow(M // m, -1, m) for m in BASE])
+    # Lane-form constants: M^2 mod p (into the Montgomery domain), 1 (out of it), 4M mod p
+    # (the curve's b), p (for the multiples that keep subtractions non-negative).
+    arr("RNS_M2P", to_lanes(M * M % P))
+    arr("RNS_ONE", to_lanes(1))
+    arr("RNS_B4_MONT", to_lanes(4 * M % P))
+    arr("RNS_PMOD", to_lanes(P))
+    # Lanes -> integer over base B: xi_i = x'_i f_i^-1 (M/m_i)^-1 mod m_i, then
+    # sum xi_i (M/m_i) - k M. M/m_i as 14 words, M as 15.
+    arr("RNS_CRT_INV", [pow(L["f"] * (M // L["m"]), -1, L["m"]) for L in LANES[:N]])
     arr("RNS_CRT_MI", [((M // m) >> (32 * w)) & 0xffffffff for m in BASE for w in range(14)])
     arr("RNS_CRT_M", [(M >> (32 * w)) & 0xffffffff for w in range(15)])
-    # Multiples of p for subtraction (a - b + k p stays non-negative): 4p and 8p residues.
-    arr("RNS_PMOD", to_rns(P))
     with open("rns_tables.inc", "w") as f:
         f.write("// Generated by rns_model.py: do not edit.\n")
         f.write(f"#define RNS_N {N}\n#define RNS_W {W}\n#define RNS_TOP {TOP}\n")
