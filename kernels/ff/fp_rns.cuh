@@ -1,7 +1,7 @@
 // BLS12-381 Fp in a residue number system (RNS), one element per warp, for the small-batch
 // kernels, whose time is one point's chain of dependent products: an RNS product has no
-// carry crossing lanes, and takes 224 ns on the H200 against 797 ns for one lane's product
-// (gpu-crypto/device/results/run19-session6-rns).
+// carry crossing lanes, and takes 206 ns on the H200 against 751 ns for one lane's squaring
+// (gpu-crypto/device/results/run21-session6-carry-chain; the design's experiment: run19).
 //
 // Lane l < 28 keeps the element modulo the prime m_l = 2^30 - c_l, times a lane constant
 // ("lane form"); base B is lanes 0-13, base B' lanes 14-27, lanes 28-31 idle.
@@ -97,14 +97,19 @@ __device__ __forceinline__ u32 rns_sub(u32 a, u32 b, u32 kp, const rns_ctx& x) {
 // k p (k < m), lane form.
 __device__ __forceinline__ u32 rns_kp(u32 k, const rns_ctx& x) { return rns_mulmod(k, x.pmod, x); }
 
-// The weighted sum of the 14 residues broadcast at s (16-byte aligned), plus acc.
+// The weighted sum of the 14 residues broadcast at s (16-byte aligned), plus acc: one
+// carry chain of multiply-adds (the 64-bit sum cannot overflow: rns_mul_k's bound).
 __device__ __forceinline__ u64 rns_dot(u64 acc, const u32* s, const rns_ctx& x) {
     const uint4* s4 = reinterpret_cast<const uint4*>(s);
     const uint4 a = s4[0], b = s4[1], c = s4[2], d = s4[3];
     const u32 v[RNS_N] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y, c.z, c.w, d.x, d.y};
+    u32 lo = (u32)acc, hi = (u32)(acc >> 32);
 #pragma unroll
-    for (int i = 0; i < RNS_N; i++) acc = rns_mad_wide(v[i], x.row[i], acc);
-    return acc;
+    for (int i = 0; i < RNS_N; i++)
+        asm("mad.lo.cc.u32 %0, %2, %3, %0;\n\tmadc.hi.u32 %1, %2, %3, %1;"
+            : "+r"(lo), "+r"(hi)
+            : "r"(v[i]), "r"(x.row[i]));
+    return ((u64)hi << 32) | lo;
 }
 
 // r[k] = a[k] b[k] / M (mod p) for K independent products, whose steps interleave (K

@@ -20,11 +20,10 @@ const LATENCY_THREADS: u32 = 64;
 /// Batches of at most this many points run the latency kernel. Both kernels' time is one
 /// point's latency while the batch leaves schedulers idle; the latency kernel's block
 /// occupies 2 warps per point (the throughput kernel: 4 per 128), so once the batch fills
-/// the schedulers it falls behind. Measured end to end on the H200 (run20,
-/// docs/benchmarks.md): latency kernel 0.655 / 1.184 / 2.190 ms at 1,024 / 2,048 / 4,096
-/// points against 1.491 / 1.571 / 1.649 ms for the throughput kernel (the lines cross near
-/// 2,900; the switch stays on a measured point).
-pub const LATENCY_KERNEL_MAX_POINTS: usize = 2048;
+/// the schedulers it falls behind. Measured end to end on the H200 (run21,
+/// docs/benchmarks.md): latency kernel 0.999 / 1.455 / 1.912 ms at 2,048 / 3,072 / 4,096
+/// points against 1.533 / 1.543 / 1.678 ms for the throughput kernel.
+pub const LATENCY_KERNEL_MAX_POINTS: usize = 3072;
 
 /// Which kernel decompresses a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
