@@ -180,8 +180,8 @@ fn non_subgroup_points(r: &mut rand_chacha::ChaCha20Rng, n: usize) -> Vec<[u8; 4
     out
 }
 
-/// Both kernels, forced, against the CPU at every size around the latency kernel's warp
-/// and block shapes and around the switch between the kernels, on a mix of random valid
+/// Both kernels, forced, against the CPU at sizes around warp shapes, at 448 and around the
+/// switch between the kernels, on a mix of random valid
 /// points, the shared corpus, random bytes and on-curve points outside G1 (the host
 /// poisons every output, so an unwritten item fails the call).
 #[test]

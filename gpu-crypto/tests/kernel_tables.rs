@@ -1,8 +1,10 @@
 //! The constant tables baked into the CUDA sources, checked on the CPU (no GPU needed):
 //! the square root's sliding-window steps must rebuild (p+1)/4, the exponent the kernels
 //! embed must be (p+1)/4 of the modulus the CPU path uses, and the residue number system's
-//! tables (ff/fp_rns_tables.cuh) must be what their generator writes and satisfy, lane by
-//! lane, the congruences that define them.
+//! tables (ff/fp_rns_tables.cuh) must be what their generator writes; the per-lane constants
+//! of the product, the zero test and the conversions are also re-derived here from their
+//! defining congruences (the residues of M^2, b and BETA mod p and the CRT words need
+//! integers wider than 128 bits: the generator checks them, and the GPU tests use them).
 
 use gpu_crypto::cpu::P_BYTES;
 

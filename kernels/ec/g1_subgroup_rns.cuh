@@ -21,16 +21,16 @@ struct g1_rns_t {
 
 // Multiples of p the formulas subtract with, lane form.
 struct g1_rns_offsets {
-    u32 p16, p32, p48, p64, p128, p192, p208;
+    u32 p16, p32, p64, p128, p192, p208;
 };
 
 __device__ __forceinline__ g1_rns_offsets g1_rns_offsets_init(const rns_ctx& c) {
-    return {rns_kp(16, c), rns_kp(32, c), rns_kp(48, c), rns_kp(64, c),
-            rns_kp(128, c), rns_kp(192, c), rns_kp(208, c)};
+    return {rns_kp(16, c), rns_kp(32, c), rns_kp(64, c), rns_kp(128, c), rns_kp(192, c),
+            rns_kp(208, c)};
 }
 
-// r = 2p ("dbl-2009-l", as g1_jac_double). Inputs below (224, 144, 64) p give outputs
-// below (208, 144, 32) p. r may alias p.
+// r = 2p ("dbl-2009-l", as g1_jac_double). Outputs below (208, 144, 32) p for any inputs
+// below 2^19 p (every subtrahend is a sum of products). r may alias p.
 __device__ __forceinline__ void g1_rns_double(g1_rns_t& r, const g1_rns_t& p, const rns_ctx& c,
                                               const g1_rns_offsets& k) {
     u32 o[3];

@@ -14,7 +14,8 @@
 // without a quotient estimate, B' -> B exact with Kawamura's), each one broadcast of 14
 // residues through shared memory and a 15-term dot product per lane.
 // Every lane runs the same instructions with its own constants (lanes of the other base
-// compute values they then ignore), so a warp never splits.
+// compute values they then ignore), so a warp never splits. Needs sm_80 or newer
+// (__reduce_add_sync); the targets are sm_90 and sm_120.
 #ifndef SOVEREIGN_FF_FP_RNS_CUH
 #define SOVEREIGN_FF_FP_RNS_CUH
 
@@ -74,7 +75,8 @@ __device__ __forceinline__ u32 rns_reduce64(u64 v, const rns_ctx& x) {
     return min(v2, v2 - x.m);
 }
 
-// a b mod m for a, b < m (the product's bits above 60 are zero: the second fold is 32-bit).
+// a b mod m for a, b < m: as rns_reduce64, without the first fold's term for bits 62-63
+// (the product is below 2^60).
 __device__ __forceinline__ u32 rns_mulmod(u32 a, u32 b, const rns_ctx& x) {
     const u64 v = rns_mad_wide(a, b, 0);
     const u32 lo = (u32)v;

@@ -14,8 +14,9 @@ extensions, each one broadcast of 14 residues and a 15-term dot product per lane
     extension needs, up to a sign that B' lanes' constants absorb. B' lane j keeps x s_j
     with s_j = (M'/m'_j)^-1, so the first extension's output is the second's input.
   - B -> B' takes no quotient estimate: q^ = sum xi_i M/m_i is q + a M with 0 <= a <= 14,
-    a valid Montgomery quotient; outputs stay below t/M + 15p. M/p ~ 2^40, so t/M is
-    negligible for inputs below 2^19 p, and sums of a few products need no reduction.
+    a valid Montgomery quotient; outputs stay below t/M + 15p. M/p ~ 2^39, so t/M < 0.41p
+    for inputs below 2^19 p (outputs below 16p), and sums of a few products need no
+    reduction.
   - B' -> B is exact: Kawamura's estimate with offset 1/2 (Kawamura, Koike, Sano and
     Shimbo, Eurocrypt 2000), as the value is far below M'/2.
 Measured design and alternatives: gpu-crypto/device/results/run19-session6-rns/.

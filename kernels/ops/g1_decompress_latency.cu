@@ -1,7 +1,7 @@
 // Batch G1 decompression for small batches ("latency" kernel): the same decoding, checks
 // and output as ops/g1_decompress.cu (g1_decompress_words), with one point per block of
 // two warps, each computing in the residue number system of ff/fp_rns.cuh (one field
-// element per warp, a product in ~220 ns against ~800 ns on one lane), so that the point's
+// element per warp, a product in ~206 ns against 751-937 ns on one lane), so that the point's
 // two long chains of dependent products run side by side:
 //   - warp 0: y = sqrt(x^3 + 4) (~490 dependent products), then flags, x < p, the sign of
 //     y and the output;
