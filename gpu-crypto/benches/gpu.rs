@@ -207,7 +207,7 @@ fn main() -> anyhow::Result<()> {
         }
         if n == 448 {
             latency_448 = g;
-            // The spread of the target figure: its median alone hides a bimodal host side.
+            // The spread of the target figure, not only its median.
             let [lo, med, hi] = time_spread(500, || {
                 let _ = gpu.g1_decompress(pts);
             });
