@@ -25,23 +25,40 @@ __device__ __constant__ u8 FP_SQRT_W3[FP_SQRT_W3_STEPS] = {
 };
 
 // a^((p+1)/4), or a^((p-3)/4) when `last_product` is false: the last window step then stops
-// after its squarings, and its digit is 1 (ec/g1_sswu.cuh). Inlined into its callers, which
-// are not: every thread walks the same steps, so the branches are uniform.
-__device__ __forceinline__ fp_t fp_pow_sqrt_window(const fp_t& a, bool last_product) {
-    fp_t a2, a3, a5, a7, acc;
-    fp_sqr(a2, a);
-    fp_mul(a3, a2, a);
-    fp_mul(a5, a3, a2);
-    fp_mul(a7, a5, a2);
-    acc = a3;  // FP_SQRT_W3_LEADING
+// after its squarings, and its digit is 1 (ec/g1_sswu.cuh). For any representation of Fp:
+// `sqr(x)` returns x^2, `mul(x, y)` x y (ff/fp_rns_sqrt.cuh walks it in RNS). Inlined into
+// its callers, which are not: every thread walks the same steps, so the branches are
+// uniform.
+template <typename T, typename Sqr, typename Mul>
+__device__ __forceinline__ T pow_sqrt_window(const T& a, bool last_product, Sqr sqr, Mul mul) {
+    const T a2 = sqr(a);
+    const T a3 = mul(a2, a);
+    const T a5 = mul(a3, a2);
+    const T a7 = mul(a5, a2);
+    T acc = a3;  // FP_SQRT_W3_LEADING
     for (int s = 0; s < FP_SQRT_W3_STEPS; s++) {
         const u32 step = FP_SQRT_W3[s];
-        for (u32 k = step >> 3; k != 0; k--) fp_sqr(acc, acc);
+        for (u32 k = step >> 3; k != 0; k--) acc = sqr(acc);
         if (!last_product && s == FP_SQRT_W3_STEPS - 1) break;
         const u32 digit = step & 7;
-        fp_mul(acc, acc, digit == 1 ? a : digit == 3 ? a3 : digit == 5 ? a5 : a7);
+        acc = mul(acc, digit == 1 ? a : digit == 3 ? a3 : digit == 5 ? a5 : a7);
     }
     return acc;
+}
+
+__device__ __forceinline__ fp_t fp_pow_sqrt_window(const fp_t& a, bool last_product) {
+    return pow_sqrt_window(
+        a, last_product,
+        [](const fp_t& x) {
+            fp_t r;
+            fp_sqr(r, x);
+            return r;
+        },
+        [](const fp_t& x, const fp_t& y) {
+            fp_t r;
+            fp_mul(r, x, y);
+            return r;
+        });
 }
 
 // r = a^((p+1)/4); returns whether r^2 == a. Not inlined: one copy of the ladder keeps
