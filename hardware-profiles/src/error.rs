@@ -1,4 +1,4 @@
-use crate::select::Mismatch;
+use crate::mismatch::Mismatch;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::ops::Range;

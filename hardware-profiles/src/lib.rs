@@ -2,7 +2,7 @@
 //!
 //! A profile (a TOML file, `profiles/*.toml`) says how to recognise a machine
 //! (`[match]`), what must hold for the node to be ready (`[require]`), which crypto path
-//! and crossover each operation uses (`[crypto]`, converted to [`gpu_crypto::Policy`]),
+//! and crossover each operation uses (`[crypto]`, converted to [`gpu_crypto_api::policy::Policy`]),
 //! the replica's thread pools with their CPU sets (`[pools]`) and the cost inputs
 //! (`[cost]`). The schema is documented in `hardware-profiles/README.md`.
 //!
@@ -17,7 +17,7 @@
 //!   development default. [`Selection::explain`] gives the choice and every [`Mismatch`].
 //! - [`Selection::readiness`]`(&MachineFacts) -> Readiness`: refuses ready when a required
 //!   capability is missing, with reasons.
-//! - [`Profile::crypto_policy`] -> [`gpu_crypto::Policy`]; [`Profile::runtime_config`] and
+//! - [`Profile::crypto_policy`] -> [`gpu_crypto_api::policy::Policy`]; [`Profile::runtime_config`] and
 //!   [`Selection::runtime_config`]`(&MachineFacts)` -> [`RuntimeConfig`], written with
 //!   [`RuntimeConfig::write_atomic`] (schema: docs/runtime-config.md).
 //! - [`MachineFacts`] (with [`CpuFacts`], [`SevSnpFacts`], [`GpuInventory`], [`GpuFacts`]):
@@ -27,6 +27,7 @@
 pub mod cpulist;
 pub mod error;
 pub mod facts;
+pub mod mismatch;
 pub mod profile;
 pub mod runtime;
 pub mod select;

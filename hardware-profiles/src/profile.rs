@@ -7,7 +7,8 @@
 use crate::cpulist::CpuSet;
 use crate::error::{InvalidKind, Location, ProfileError};
 use crate::facts::SevSnpState;
-use gpu_crypto::policy::{BackendChoice, Fallback, OperationPolicy, Policy, defaults};
+use gpu_crypto_api::policy::{BackendChoice, Fallback, OperationPolicy, Policy, defaults};
+pub use gpu_crypto_api::runtime_config::PoolKind;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::ops::Range;
@@ -270,52 +271,6 @@ pub struct Requirements {
     pub gpu: GpuRequirement,
     /// The GPU must be in confidential-compute mode (on, production, accepting work).
     pub gpu_cc: bool,
-}
-
-/// The replica's thread pools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PoolKind {
-    Consensus,
-    Execution,
-    Query,
-    Idkg,
-    Checkpoint,
-    P2pHttp,
-}
-
-impl PoolKind {
-    pub const ALL: [PoolKind; 6] = [
-        PoolKind::Consensus,
-        PoolKind::Execution,
-        PoolKind::Query,
-        PoolKind::Idkg,
-        PoolKind::Checkpoint,
-        PoolKind::P2pHttp,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            PoolKind::Consensus => "consensus",
-            PoolKind::Execution => "execution",
-            PoolKind::Query => "query",
-            PoolKind::Idkg => "idkg",
-            PoolKind::Checkpoint => "checkpoint",
-            PoolKind::P2pHttp => "p2p_http",
-        }
-    }
-
-    /// Compute-bound pools run one thread per pinned CPU; the P2P/HTTP pool mostly waits
-    /// on sockets, so it may run more threads than it has CPUs.
-    pub fn threads_must_equal_cpus(self) -> bool {
-        self != PoolKind::P2pHttp
-    }
-}
-
-impl fmt::Display for PoolKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

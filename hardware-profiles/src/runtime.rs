@@ -1,39 +1,14 @@
-//! The replica's runtime configuration (schema: docs/runtime-config.md), written
-//! atomically so the replica never reads a half-written file.
+//! The replica's runtime configuration (the type and its file: `gpu_crypto_api::runtime_config`)
+//! as a profile states it and as it is adjusted to the probed machine.
 
 use crate::facts::MachineFacts;
-use crate::profile::{GpuRequirement, PoolKind, Profile};
+use crate::profile::{GpuRequirement, Profile};
 use crate::select::Selection;
-use gpu_crypto::policy::{BackendChoice, Operation, Policy};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::Path;
-
-/// Version of the file format; bumped on any incompatible change.
-pub const RUNTIME_CONFIG_SCHEMA_VERSION: u32 = 1;
-
-/// What the GPU-patched replica reads at start.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RuntimeConfig {
-    pub schema_version: u32,
-    /// The profile it was derived from.
-    pub profile: String,
-    /// Backend, crossover and fallback per operation (`sha256` is checkpoint hashing).
-    pub crypto: Policy,
-    /// Why `crypto` differs from the profile's paths, if it does.
-    pub crypto_notes: Vec<String>,
-    pub pools: BTreeMap<PoolKind, PoolConfig>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PoolConfig {
-    pub threads: u32,
-    /// Logical CPU ids to pin the pool's threads to; empty: not pinned.
-    pub cpus: Vec<u32>,
-}
+use gpu_crypto_api::operation::Operation;
+use gpu_crypto_api::policy::{BackendChoice, Policy};
+pub use gpu_crypto_api::runtime_config::{
+    PoolConfig, RUNTIME_CONFIG_SCHEMA_VERSION, RuntimeConfig,
+};
 
 impl Profile {
     /// The configuration exactly as the profile states it.
@@ -107,40 +82,4 @@ fn cpu_paths(mut policy: Policy) -> Policy {
         op_policy.backend = BackendChoice::Cpu;
     }
     policy
-}
-
-impl RuntimeConfig {
-    pub fn to_json(&self) -> Result<String, serde_json::Error> {
-        let mut text = serde_json::to_string_pretty(self)?;
-        text.push('\n');
-        Ok(text)
-    }
-
-    pub fn from_json(text: &str) -> Result<RuntimeConfig, serde_json::Error> {
-        serde_json::from_str(text)
-    }
-
-    /// Writes the file through a temporary file in the same directory, flushed to disk,
-    /// then renamed over `path`: a reader sees the old or the new file, never a mix.
-    pub fn write_atomic(&self, path: &Path) -> std::io::Result<()> {
-        let dir = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
-        let mut temp = tempfile::Builder::new()
-            .prefix(".runtime-config.")
-            .tempfile_in(dir)?;
-        let text = self.to_json().map_err(std::io::Error::other)?;
-        temp.write_all(text.as_bytes())?;
-        temp.as_file().sync_all()?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            // The replica runs as another user; the file holds no secret.
-            temp.as_file()
-                .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-        }
-        temp.persist(path).map_err(|err| err.error)?;
-        // Make the rename itself durable.
-        std::fs::File::open(dir)?.sync_all()
-    }
 }

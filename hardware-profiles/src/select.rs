@@ -3,29 +3,11 @@
 
 use crate::error::SelectError;
 use crate::facts::{Fact, GpuFacts, MachineFacts, SevSnpState};
+pub use crate::mismatch::Mismatch;
 use crate::profile::{CountRange, GpuRequirement, MatchCriteria, ModelPattern, Profile};
 use crate::set::ProfileSet;
 use serde::{Deserialize, Serialize};
 use std::fmt;
-
-/// One criterion a profile expects and what the machine has instead.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Mismatch {
-    /// The `[match]` key, or `pools.<pool>.cpus`.
-    pub criterion: String,
-    pub expected: String,
-    pub found: String,
-}
-
-impl fmt::Display for Mismatch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: expected {}, found {}",
-            self.criterion, self.expected, self.found
-        )
-    }
-}
 
 /// An operator's choice of profile by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -86,7 +86,7 @@ fn base_is_valid() {
     // bls_verify without gpu_min_batch takes the gpu-crypto default.
     assert_eq!(
         profile.crypto_policy().bls_verify.gpu_min_batch,
-        gpu_crypto::policy::defaults::BLS_VERIFY_GPU_MIN_BATCH
+        gpu_crypto_api::policy::defaults::BLS_VERIFY_GPU_MIN_BATCH
     );
 }
 

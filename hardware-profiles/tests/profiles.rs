@@ -1,6 +1,6 @@
 //! The shipped profiles: all valid, all embedded, and translated as intended.
 
-use gpu_crypto::policy::{BackendChoice, Fallback};
+use gpu_crypto_api::policy::{BackendChoice, Fallback};
 use hardware_profiles::{GpuRequirement, PoolKind, ProfileSet};
 use std::path::Path;
 

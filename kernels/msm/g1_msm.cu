@@ -1,5 +1,5 @@
 // Pippenger multi-scalar multiplication on G1 for a batch of independent MSMs (host side:
-// gpu-crypto/src/cuda/msm.rs; design: docs/msm.md). Large batches arrive in chunks of
+// gpu-crypto/engine/src/cuda/msm.rs; design: docs/msm.md). Large batches arrive in chunks of
 // points: each chunk is sorted and added into the buckets while the next one crosses the
 // bus, so the sort kernels and msm_accumulate take a range of global point indices.
 //   scalars: msm_scalars_from_mont (raw ic_bls12_381 Montgomery limbs -> integers, when the

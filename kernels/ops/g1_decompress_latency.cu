@@ -14,7 +14,7 @@
 // formulas for a = 0 never use b. So P is in G1 iff phi(P') == -[z^2]P' on E', which is the
 // same computation. When rhs is not a square there is no point; the verdict is unused
 // (the item is DECODE_NOT_ON_CURVE, which takes precedence).
-// The host uses this kernel below a measured batch size (gpu-crypto/src/cuda/decompress.rs)
+// The host uses this kernel below a measured batch size (gpu-crypto/engine/src/cuda/decompress.rs)
 // and the one-thread-per-point kernel above it.
 #include "ops/g1_decompress.cuh"
 #include "ec/g1_subgroup_rns.cuh"

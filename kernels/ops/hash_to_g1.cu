@@ -1,6 +1,6 @@
 // Messages hashed to BLS12-381 G1 (RFC 9380 hash_to_curve, suite
 // BLS12381G1_XMD:SHA-256_SSWU_RO_); the points as G1Affine::to_uncompressed, equal to
-// ic_bls12_381's (gpu-crypto/tests/gpu_hash_to_g1.rs).
+// ic_bls12_381's (gpu-crypto/engine/tests/gpu_hash_to_g1.rs).
 #include "common.cuh"
 #include "ec/g1_hash_to_curve.cuh"
 

@@ -144,13 +144,13 @@ impl CostTracker {
 
 /// CPU-seconds the GPU saved: items run on the GPU times the CPU cost of one item.
 pub fn offloaded_cpu_seconds(
-    stats: &gpu_crypto::stats::StatsSnapshot,
+    stats: &gpu_crypto_api::stats::StatsSnapshot,
     cpu_seconds_per_item: &BTreeMap<String, f64>,
 ) -> f64 {
     stats
         .operations
         .iter()
-        .filter(|o| o.executed == gpu_crypto::stats::Executed::Gpu)
+        .filter(|o| o.executed == gpu_crypto_api::stats::Executed::Gpu)
         .map(|o| {
             o.items as f64
                 * cpu_seconds_per_item

@@ -10,9 +10,11 @@
 //! in the long-running daemon, and a GPU fault or hang cannot take the agent down with it.
 
 use crate::snapshot::SelftestResult;
-use gpu_crypto::selftest::{self, SelftestReport};
-use gpu_crypto::stats::StatsSnapshot;
-use gpu_crypto::{Engine, EngineReport, GpuStatus, Operation, Policy};
+use gpu_crypto::Engine;
+use gpu_crypto::selftest;
+use gpu_crypto_api::selftest::SelftestReport;
+use gpu_crypto_api::stats::StatsSnapshot;
+use gpu_crypto_api::{EngineReport, GpuStatus, Operation, Policy};
 use serde::{Deserialize, Serialize};
 use std::process::Command;
 use std::time::Duration;
@@ -36,7 +38,7 @@ pub struct CryptoOutcome {
     pub kernel_loads: Vec<KernelLoadCount>,
 }
 
-/// One counter of `gpu_crypto::cuda::kernel_cache::load_counts` (precompiled, cache,
+/// One counter of `gpu_crypto::Engine::kernel_loads` (precompiled, cache,
 /// compiled, skipped or refused, with the reason kind), owned for the trip through JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelLoadCount {
@@ -46,7 +48,7 @@ pub struct KernelLoadCount {
 }
 
 fn kernel_loads() -> Vec<KernelLoadCount> {
-    gpu_crypto::cuda::kernel_cache::load_counts()
+    gpu_crypto::Engine::kernel_loads()
         .into_iter()
         .map(|c| KernelLoadCount {
             outcome: c.outcome.into(),

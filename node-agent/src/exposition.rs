@@ -285,8 +285,8 @@ fn encode_snapshot(s: &Snapshot, encoder: &mut DescriptorEncoder) -> fmt::Result
                         (
                             "executed",
                             match o.executed {
-                                gpu_crypto::stats::Executed::Cpu => "cpu",
-                                gpu_crypto::stats::Executed::Gpu => "gpu",
+                                gpu_crypto_api::stats::Executed::Cpu => "cpu",
+                                gpu_crypto_api::stats::Executed::Gpu => "gpu",
                             }
                             .to_string(),
                         ),
@@ -308,7 +308,7 @@ fn encode_snapshot(s: &Snapshot, encoder: &mut DescriptorEncoder) -> fmt::Result
         None,
         &ops(true),
     )?;
-    let reasons = |v: &[gpu_crypto::stats::ReasonCount]| {
+    let reasons = |v: &[gpu_crypto_api::stats::ReasonCount]| {
         v.iter()
             .map(|r| {
                 (

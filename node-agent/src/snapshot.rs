@@ -3,8 +3,8 @@
 //! replica.
 
 use crate::node::NodeAssessment;
-use gpu_crypto::EngineReport;
-use gpu_crypto::stats::StatsSnapshot;
+use gpu_crypto_api::EngineReport;
+use gpu_crypto_api::stats::StatsSnapshot;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]

@@ -7,10 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
+pub use gpu_crypto_api::bench::{BENCH_SCHEMA, BenchDocument, BenchEntry, BenchMachine};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
-
-pub const BENCH_SCHEMA: &str = "sovereign-node/gpu-crypto-bench/v1";
 
 #[derive(Debug, Error)]
 pub enum BenchError {
@@ -23,58 +22,18 @@ pub enum BenchError {
     Invalid { path: PathBuf, reason: String },
 }
 
+/// A benchmark document as the planner reads it (the document itself is
+/// [`BenchDocument`], shared with the `gpu-crypto bench` command that writes it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BenchFile {
-    pub schema: String,
-    /// `measured` (by `gpu-crypto bench`), `research` or `transcribed`.
-    pub source: String,
-    pub date_utc: String,
-    #[serde(default)]
-    pub git_describe: Option<String>,
-    #[serde(default)]
-    pub command: String,
-    #[serde(default)]
-    pub quick: bool,
-    pub machine: BenchMachine,
-    pub results: Vec<BenchEntry>,
-    #[serde(default)]
-    pub notes: Vec<String>,
-}
+#[serde(transparent)]
+pub struct BenchFile(pub BenchDocument);
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BenchMachine {
-    #[serde(default)]
-    pub cpu_model: Option<String>,
-    pub logical_cpus: usize,
-    pub cpu_threads: usize,
-    #[serde(default)]
-    pub gpu_name: Option<String>,
-    #[serde(default)]
-    pub kernel: Option<String>,
-}
+impl std::ops::Deref for BenchFile {
+    type Target = BenchDocument;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BenchEntry {
-    pub op: String,
-    pub backend: String,
-    pub executed_on: String,
-    pub batch: usize,
-    #[serde(default)]
-    pub msms: Option<usize>,
-    #[serde(default)]
-    pub points_per_msm: Option<usize>,
-    #[serde(default)]
-    pub subnet_size: Option<usize>,
-    #[serde(default)]
-    pub repetitions: usize,
-    pub seconds_per_call: f64,
-    pub seconds_per_item: f64,
-    pub items_per_second: f64,
-    pub threads: usize,
-    pub source: String,
-    /// Where a non-measured figure comes from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reference: Option<String>,
+    fn deref(&self) -> &BenchDocument {
+        &self.0
+    }
 }
 
 /// The operations the planner needs.
@@ -108,7 +67,7 @@ impl BenchFile {
             path: path.to_owned(),
             reason,
         };
-        let doc: BenchFile = serde_json::from_slice(&bytes)
+        let doc: BenchDocument = serde_json::from_slice(&bytes)
             .map_err(|e| bad(format!("not a gpu-crypto bench document: {e}")))?;
         if doc.schema != BENCH_SCHEMA {
             return Err(bad(format!(
@@ -132,7 +91,7 @@ impl BenchFile {
                 )));
             }
         }
-        Ok(doc)
+        Ok(BenchFile(doc))
     }
 
     /// Whether the file has a usable GPU figure for `op`.

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use gpu_crypto::{BackendChoice, OperationPolicy};
+use gpu_crypto_api::{BackendChoice, OperationPolicy};
 use hardware_profiles::{GpuRequirement, Profile};
 use serde::Serialize;
 

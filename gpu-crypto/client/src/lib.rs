@@ -1,5 +1,5 @@
 //! What the patched replica links: loads `libgpu_crypto.so` at run time (its C ABI,
-//! `gpu-crypto/include/gpu_crypto.h`), checks the ABI version, and offers its batch
+//! `gpu-crypto/engine/include/gpu_crypto.h`), checks the ABI version, and offers its batch
 //! operations in safe Rust with the same types as `gpu_crypto::Engine`.
 //!
 //! When the library is absent, fails to load, lacks a symbol or has another ABI version,
@@ -8,10 +8,11 @@
 //! quiet fallback. A policy that pins an operation to the GPU is never served by that
 //! fallback: the client then fails to open instead.
 
-use gpu_crypto::ffi::{self, ABI_VERSION, Status};
-use gpu_crypto::{
-    BackendChoice, BlsItem, BlsScheme, DecodeError, DomainSeparator, Engine, EngineError, G1Affine,
-    G1Projective, MsmInput, Operation, Policy, VerifyError,
+use gpu_crypto::{Engine, G1Affine, G1Projective, MsmInput};
+use gpu_crypto_api::abi::{self, ABI_VERSION, Status};
+use gpu_crypto_api::{
+    BackendChoice, BlsItem, BlsScheme, DecodeError, DomainSeparator, EngineError, Operation,
+    Policy, VerifyError,
 };
 use serde::Deserialize as _;
 use std::ffi::{CString, c_char, c_void};
@@ -69,12 +70,7 @@ pub enum ClientError {
     Engine(#[from] EngineError),
 }
 
-/// The environment variable naming the node agent's runtime configuration (the image's
-/// replica unit sets it to `/run/sovereign-node/runtime-config.json`).
-pub const RUNTIME_CONFIG_ENV: &str = "SOVEREIGN_RUNTIME_CONFIG";
-
-/// The schema version of the runtime configuration this client understands.
-pub const RUNTIME_CONFIG_SCHEMA_VERSION: u64 = 1;
+pub use gpu_crypto_api::runtime_config::{RUNTIME_CONFIG_ENV, RUNTIME_CONFIG_SCHEMA_VERSION};
 
 /// The crypto policy of the node agent's runtime configuration (`docs/runtime-config.md`):
 /// its `crypto` object, after checking `schema_version`. The rest of the file (thread
@@ -91,7 +87,7 @@ pub fn policy_from_runtime_config(path: &Path) -> Result<Policy, ClientError> {
         .get("schema_version")
         .and_then(serde_json::Value::as_u64)
     {
-        Some(RUNTIME_CONFIG_SCHEMA_VERSION) => {}
+        Some(version) if version == u64::from(RUNTIME_CONFIG_SCHEMA_VERSION) => {}
         Some(other) => {
             return Err(error(format!(
                 "schema_version {other}, this client reads {RUNTIME_CONFIG_SCHEMA_VERSION}"
@@ -442,7 +438,7 @@ impl Client {
         }
     }
 
-    /// The engine counters (`gpu_crypto::stats::StatsSnapshot`) as JSON.
+    /// The engine counters (`gpu_crypto_api::stats::StatsSnapshot`) as JSON.
     pub fn stats_json(&self) -> Result<String, ClientError> {
         match &self.backend {
             Backend::Library(lib) => lib.json("stats_json", lib.stats_json),
@@ -578,13 +574,13 @@ impl Client {
                     messages.as_ptr(),
                     message_lens.as_ptr(),
                     indices.len(),
-                    ffi::scheme_code(scheme),
+                    abi::scheme_code(scheme),
                     codes.as_mut_ptr(),
                 )
             };
             lib.check(OP, code)?;
             for (&i, &c) in indices.iter().zip(&codes) {
-                let verdict = ffi::verdict_of_code(c).ok_or_else(|| ClientError::BadResult {
+                let verdict = abi::verdict_of_code(c).ok_or_else(|| ClientError::BadResult {
                     operation: OP,
                     detail: format!("item {i}: unknown verify code {c}"),
                 })?;

@@ -149,7 +149,7 @@ fn loaded_library_matches_the_cpu_path() {
         client.status(),
         &ClientStatus::Loaded {
             path: path.clone(),
-            abi_version: gpu_crypto::ffi::ABI_VERSION
+            abi_version: gpu_crypto_api::abi::ABI_VERSION
         }
     );
     assert_matches_cpu(&client, 1);
@@ -282,7 +282,7 @@ fn a_library_with_another_abi_version_falls_back() {
     assert!(
         reason.contains(&format!(
             "ABI version 999, this client needs {}",
-            gpu_crypto::ffi::ABI_VERSION
+            gpu_crypto_api::abi::ABI_VERSION
         )),
         "{reason}"
     );

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fills a kernel cache directory (gpu-crypto/src/cuda/kernel_cache.rs's format and key)
+"""Fills a kernel cache directory (gpu-crypto/engine/src/cuda/kernel_cache.rs's format and key)
 with cubins compiled here by NVRTC (the nvidia-cuda-nvrtc wheel), so the device run loads
 them instead of spending device time compiling. A wrong guess (other driver version,
 cubin rejected) only means the device compiles as usual.
@@ -7,9 +7,9 @@ Usage: prebuild_cache.py OUT_DIR ARCH DRIVER_VERSION   (e.g. .device-bls/kernels
 import ctypes, hashlib, os, re, struct, sys
 
 root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-sources_rs = open(os.path.join(root, "gpu-crypto/src/cuda/sources.rs")).read()
-compile_rs = open(os.path.join(root, "gpu-crypto/src/cuda/compile.rs")).read()
-inc = lambda p: open(os.path.normpath(os.path.join(root, "gpu-crypto/src/cuda", p)), "rb").read()
+sources_rs = open(os.path.join(root, "gpu-crypto/engine/src/cuda/sources.rs")).read()
+compile_rs = open(os.path.join(root, "gpu-crypto/engine/src/cuda/compile.rs")).read()
+inc = lambda p: open(os.path.normpath(os.path.join(root, "gpu-crypto/engine/src/cuda", p)), "rb").read()
 
 headers_block = sources_rs[sources_rs.index("pub const HEADERS"):sources_rs.index("];")]
 headers = [(n, inc(p)) for n, p in re.findall(r'\(\s*"([^"]+)",\s*include_str!\("([^"]+)"\),?\s*\)', headers_block)]

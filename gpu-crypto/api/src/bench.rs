@@ -1,0 +1,93 @@
+//! The benchmark document `gpu-crypto bench --json` writes and the subnet planner
+//! (`provision plan --bench`) reads: what each operation costs on one machine.
+//!
+//! `source` says where figures come from: `measured` (by `gpu-crypto bench`), or figures
+//! someone wrote down (`research`, `transcribed`), which the planner marks as such.
+
+use crate::report::GpuStatus;
+use serde::{Deserialize, Serialize};
+
+/// `schema` of the document; bumped on any incompatible change.
+pub const BENCH_SCHEMA: &str = "sovereign-node/gpu-crypto-bench/v1";
+
+/// One benchmark document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchDocument {
+    pub schema: String,
+    /// `measured`, `research` or `transcribed`.
+    pub source: String,
+    pub date_utc: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unix_time: Option<u64>,
+    #[serde(default)]
+    pub git_describe: Option<String>,
+    #[serde(default)]
+    pub command: String,
+    #[serde(default)]
+    pub quick: bool,
+    /// The `--backend` the bench ran with (`cpu`, `gpu`, `auto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_requested: Option<String>,
+    pub machine: BenchMachine,
+    /// The GPU as the engine found it (`not_requested`, `unusable` with the reason, `ready`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuStatus>,
+    pub results: Vec<BenchEntry>,
+    /// What was not measured, and why.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// The machine a document was measured on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchMachine {
+    /// `model name` of /proc/cpuinfo (the first CPU).
+    #[serde(default)]
+    pub cpu_model: Option<String>,
+    /// CPUs the bench process could run on.
+    pub logical_cpus: usize,
+    /// Threads of the CPU path's pool (rayon); blst's MSM uses as many.
+    pub cpu_threads: usize,
+    #[serde(default)]
+    pub gpu_name: Option<String>,
+    #[serde(default)]
+    pub kernel: Option<String>,
+}
+
+/// One shape of one operation on one backend.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchEntry {
+    /// `decompress`, `msm`, `msm_batch`, `bls_verify_distinct`, `bls_verify_same_message`,
+    /// `sha256_1mib`.
+    pub op: String,
+    /// The backend the entry was measured for: `cpu` or `gpu`.
+    pub backend: String,
+    /// Where the timed calls ran by the engine's counters: `cpu`, `gpu` or `mixed`.
+    pub executed_on: String,
+    /// Items per call (points, signatures, chunks; for `msm_batch` all points of the call).
+    pub batch: usize,
+    /// `msm_batch`: independent MSMs per call and points in each (msms * points = batch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub msms: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points_per_msm: Option<usize>,
+    /// The subnet size this shape stands for (n*16 points), where it stands for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet_size: Option<usize>,
+    #[serde(default)]
+    pub repetitions: usize,
+    /// The median call.
+    pub seconds_per_call: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds_per_call_min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds_per_call_max: Option<f64>,
+    pub seconds_per_item: f64,
+    pub items_per_second: f64,
+    /// Host threads busy during a call: the CPU pool for `cpu`, one driving thread for `gpu`.
+    pub threads: usize,
+    pub source: String,
+    /// Where a figure that was not measured comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+}

@@ -1,0 +1,82 @@
+//! The batch operations, and the inputs that carry no curve types: the IC's two BLS
+//! signature schemes and one BLS item as bytes.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The batch operations the engine offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operation {
+    Decompress,
+    Msm,
+    BlsVerify,
+    Sha256,
+}
+
+impl Operation {
+    pub const ALL: [Operation; 4] = [
+        Operation::Decompress,
+        Operation::Msm,
+        Operation::BlsVerify,
+        Operation::Sha256,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::Decompress => "decompress",
+            Operation::Msm => "msm",
+            Operation::BlsVerify => "bls_verify",
+            Operation::Sha256 => "sha256",
+        }
+    }
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One BLS signature to verify: signature in G1 (48 bytes compressed), public key in
+/// G2 (96 bytes compressed), and the message, hashed to G1 as the IC does for `scheme`.
+#[derive(Debug, Clone, Copy)]
+pub struct BlsItem<'a> {
+    pub signature: &'a [u8; 48],
+    pub public_key: &'a [u8; 96],
+    pub message: &'a [u8],
+    pub scheme: BlsScheme,
+}
+
+/// The IC's two BLS12-381 signature schemes (signatures in G1, public keys in G2).
+/// They differ only in the domain separation tag of the message hash to G1
+/// (RFC 9380 `BLS12381G1_XMD:SHA-256_SSWU_RO_`); decoding and verification are the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlsScheme {
+    /// Threshold signatures and their shares (`ThresBls12_381`: certification, random
+    /// beacon, ...): the basic scheme's tag (`crypto_lib/threshold_sig/bls12_381`).
+    Threshold,
+    /// Individual and combined multi-signatures of nodes (`MultiBls12_381`: consensus
+    /// shares): the proof-of-possession scheme's tag (`crypto_lib/multi_sig/bls12_381`).
+    MultiSig,
+}
+
+impl BlsScheme {
+    pub const ALL: [BlsScheme; 2] = [BlsScheme::Threshold, BlsScheme::MultiSig];
+
+    /// The hash-to-G1 domain separation tag the replica uses for messages.
+    pub fn dst(self) -> &'static [u8] {
+        match self {
+            BlsScheme::Threshold => b"BLS_SIG_BLS12381G1_XMD:SHA-256_SSWU_RO_NUL_",
+            BlsScheme::MultiSig => b"BLS_SIG_BLS12381G1_XMD:SHA-256_SSWU_RO_POP_",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BlsScheme::Threshold => "threshold",
+            BlsScheme::MultiSig => "multi_sig",
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! Backend policy: which backend runs each operation, the batch size from which the
+//! GPU is used, and whether a failed GPU call may be recomputed on the CPU.
+//! Hardware profiles translate into this type; it is also TOML/JSON-serialisable.
+
+use crate::operation::{BlsItem, Operation};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Which backend an operation runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendChoice {
+    /// Always the CPU reference path.
+    Cpu,
+    /// Always the GPU; an unusable GPU is an error, never a quiet CPU answer.
+    Gpu,
+    /// The GPU for batches of at least `gpu_min_batch` items when a GPU is usable, else the CPU.
+    #[default]
+    Auto,
+}
+
+impl BackendChoice {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendChoice::Cpu => "cpu",
+            BackendChoice::Gpu => "gpu",
+            BackendChoice::Auto => "auto",
+        }
+    }
+}
+
+impl fmt::Display for BackendChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What happens when a GPU call fails mid-operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Fallback {
+    /// Return the GPU error to the caller.
+    Never,
+    /// Recompute on the CPU; always counted and logged with the reason.
+    #[default]
+    RecomputeOnCpu,
+}
+
+/// Policy of one operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperationPolicy {
+    pub backend: BackendChoice,
+    /// Under `Auto`, batches with fewer items than this run on the CPU (the GPU only
+    /// wins with batches). Items: points (decompress, msm: all points of the batch),
+    /// distinct messages (bls_verify, see [`bls_distinct_messages`]), chunks (sha256).
+    pub gpu_min_batch: usize,
+}
+
+/// The whole backend policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    pub decompress: OperationPolicy,
+    pub msm: OperationPolicy,
+    pub bls_verify: OperationPolicy,
+    pub sha256: OperationPolicy,
+    pub fallback: Fallback,
+    /// Which CUDA device to open when any operation may use the GPU.
+    #[serde(default)]
+    pub gpu_device: usize,
+}
+
+impl Policy {
+    /// Every operation on the CPU; the GPU is never opened.
+    pub fn cpu_only() -> Policy {
+        Policy::with_backend(BackendChoice::Cpu)
+    }
+
+    /// The GPU where it is usable and the batch is large enough, else the CPU.
+    pub fn auto() -> Policy {
+        Policy::with_backend(BackendChoice::Auto)
+    }
+
+    /// The same backend for every operation, default crossovers, CPU recomputation allowed
+    /// (but for `Gpu`, where a failure must surface).
+    pub fn with_backend(backend: BackendChoice) -> Policy {
+        let op = |gpu_min_batch| OperationPolicy {
+            backend,
+            gpu_min_batch,
+        };
+        Policy {
+            decompress: op(defaults::DECOMPRESS_GPU_MIN_BATCH),
+            msm: op(defaults::MSM_GPU_MIN_BATCH),
+            bls_verify: op(defaults::BLS_VERIFY_GPU_MIN_BATCH),
+            sha256: op(defaults::SHA256_GPU_MIN_BATCH),
+            fallback: if backend == BackendChoice::Gpu {
+                Fallback::Never
+            } else {
+                Fallback::RecomputeOnCpu
+            },
+            gpu_device: 0,
+        }
+    }
+
+    pub fn operation(&self, op: Operation) -> &OperationPolicy {
+        match op {
+            Operation::Decompress => &self.decompress,
+            Operation::Msm => &self.msm,
+            Operation::BlsVerify => &self.bls_verify,
+            Operation::Sha256 => &self.sha256,
+        }
+    }
+
+    /// Whether any operation may run on the GPU, i.e. whether the engine opens it.
+    pub fn wants_gpu(&self) -> bool {
+        Operation::ALL
+            .iter()
+            .any(|op| self.operation(*op).backend != BackendChoice::Cpu)
+    }
+}
+
+/// The size BLS verification's crossover is compared with: the number of distinct
+/// (scheme, message) pairs of the batch. The CPU path combines items that share a message
+/// into one pairing (a same-message batch of n shares costs two pairings and two MSMs),
+/// while the GPU pays a Miller loop per item, so the GPU only wins with many messages.
+pub fn bls_distinct_messages(items: &[BlsItem<'_>]) -> usize {
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
+    items
+        .iter()
+        .filter(|i| seen.insert((i.scheme, i.message)))
+        .count()
+}
+
+/// Default crossovers (items per batch from which the GPU is used under `Auto`), measured
+/// on an H200 machine against the CPU path on its 16 cores (docs/benchmarks.md).
+/// Hardware profiles carry their own measured values; these serve unprofiled machines.
+pub mod defaults {
+    /// GPU faster from 256 points, CPU faster at 128 (docs/results/crossover-decompress-sha256-h200).
+    pub const DECOMPRESS_GPU_MIN_BATCH: usize = 256;
+    /// One MSM: GPU faster from 128 points, CPU faster at 64 (0.568 against 0.723 ms at 128,
+    /// 0.634 against 0.410 ms at 64); 256 keeps a margin over the GPU's floor of about
+    /// 0.57 ms (docs/results/msm-h200).
+    pub const MSM_GPU_MIN_BATCH: usize = 256;
+    /// Distinct messages per batch (see [`super::bls_distinct_messages`]) from which BLS
+    /// verification runs on the GPU: GPU faster at 512 distinct messages (49.4 vs 62.2 ms),
+    /// CPU faster at 256 (34.7 vs 47.8 ms) (docs/results/crossover-bls-verify-h200; docs/bls.md).
+    pub const BLS_VERIFY_GPU_MIN_BATCH: usize = 512;
+    /// GPU faster from 1,024 chunks of 1 MiB, CPU faster at 512
+    /// (docs/results/crossover-decompress-sha256-h200).
+    pub const SHA256_GPU_MIN_BATCH: usize = 1024;
+}

@@ -1,0 +1,542 @@
+//! `bench`: what each operation costs on this machine, through the public [`Engine`] API,
+//! as a versioned JSON document for the subnet planner (`provision plan --bench`).
+//!
+//! Shapes are the replica's: decompression and 32 MSMs of n*16 points per NI-DKG dealing
+//! (n = subnet size), single MSMs of 2^12 and 2^16 points, BLS verification of distinct
+//! messages and of one message under many keys (consensus shares), SHA-256 of 1 MiB state
+//! chunks under the manifest's domain separator. The CPU path is always measured (the
+//! planner's "without GPU" figures); the GPU path too when `--backend` is `gpu` or `auto`
+//! and the GPU is usable. Every entry says where its calls really ran (the engine's own
+//! counters), so a GPU figure that was in fact computed on the CPU cannot pass as one.
+//!
+//! Timing: one untimed warm-up call, then calls until both the minimum repetitions and the
+//! minimum time are reached (or the maximum repetitions). The median call is reported, with
+//! the minimum and maximum. Wall time; CPU calls use all of the engine's threads.
+
+use anyhow::Context;
+use gpu_crypto::{
+    BackendChoice, BlsItem, BlsScheme, DomainSeparator, Engine, EngineError, G1Affine,
+    G1Projective, G2Affine, GpuStatus, MsmInput, Operation, OperationPolicy, Policy, Scalar,
+};
+use gpu_crypto_api::bench::{BENCH_SCHEMA, BenchDocument, BenchEntry, BenchMachine};
+use gpu_crypto_api::stats::Executed;
+use ic_bls12_381::hash_to_curve::{ExpandMsgXmd, HashToCurve};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use sha2::Sha256;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The manifest's chunk domain separator (`ic-state-chunk`, as the replica hashes chunks).
+const CHUNK_DOMAIN: &str = "ic-state-chunk";
+const CHUNK_BYTES: usize = 1 << 20;
+/// Distinct 1 MiB buffers at most; larger batches cycle through them (memory stays bounded).
+const MAX_DISTINCT_CHUNKS: usize = 256;
+
+/// What to measure and how often.
+struct Plan {
+    subnet_sizes: &'static [usize],
+    decompress_extra: &'static [usize],
+    msm_sizes: &'static [usize],
+    bls_distinct: &'static [usize],
+    bls_same_message: &'static [usize],
+    sha256_chunks: &'static [usize],
+    min_reps: usize,
+    max_reps: usize,
+    min_time: Duration,
+}
+
+const FULL: Plan = Plan {
+    subnet_sizes: &[13, 28, 40],
+    decompress_extra: &[4096],
+    msm_sizes: &[1 << 12, 1 << 16],
+    bls_distinct: &[64, 256],
+    bls_same_message: &[28, 100],
+    sha256_chunks: &[16, 256, 1024],
+    min_reps: 3,
+    max_reps: 50,
+    min_time: Duration::from_secs(2),
+};
+
+/// Seconds on any machine: one subnet size, the smallest shapes, two timed calls each.
+const QUICK: Plan = Plan {
+    subnet_sizes: &[13],
+    decompress_extra: &[],
+    msm_sizes: &[1 << 12],
+    bls_distinct: &[16],
+    bls_same_message: &[16],
+    sha256_chunks: &[8],
+    min_reps: 2,
+    max_reps: 2,
+    min_time: Duration::ZERO,
+};
+
+/// One call of an operation on an engine, its result dropped (only its success matters).
+type Call<'a> = Box<dyn Fn(&Engine) -> Result<(), EngineError> + 'a>;
+
+/// One shape of one operation, ready to call repeatedly.
+struct Case<'a> {
+    op: &'static str,
+    operation: Operation,
+    batch: usize,
+    msms: Option<usize>,
+    points_per_msm: Option<usize>,
+    subnet_size: Option<usize>,
+    call: Call<'a>,
+}
+
+/// Runs the benchmark and returns the document.
+pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument> {
+    let plan = if quick { &QUICK } else { &FULL };
+    let mut notes = Vec::new();
+    let cpu = Engine::cpu_only();
+    let (gpu_engine, gpu_status) = match backend {
+        BackendChoice::Cpu => (None, GpuStatus::NotRequested),
+        BackendChoice::Gpu | BackendChoice::Auto => match gpu_engine(&mut notes) {
+            Ok(engine) => {
+                let status = engine.gpu_status();
+                (Some(engine), status)
+            }
+            Err(e) if backend == BackendChoice::Gpu => {
+                return Err(e).context("--backend gpu: the GPU path cannot be measured");
+            }
+            Err(e) => {
+                notes.push(format!("GPU not measured: {e}"));
+                (
+                    None,
+                    GpuStatus::Unusable {
+                        reason: e.to_string(),
+                    },
+                )
+            }
+        },
+    };
+
+    let mut rng = ChaCha20Rng::seed_from_u64(0x5eed);
+    let largest_points = plan
+        .subnet_sizes
+        .iter()
+        .map(|n| n * 16)
+        .chain(plan.decompress_extra.iter().copied())
+        .chain(plan.msm_sizes.iter().copied())
+        .max()
+        .unwrap_or(0);
+    let points = distinct_points(&mut rng, largest_points);
+    let compressed: Vec<[u8; 48]> = points.iter().map(G1Affine::to_compressed).collect();
+    let scalars: Vec<Scalar> = (0..largest_points)
+        .map(|_| random_scalar(&mut rng))
+        .collect();
+    let bls_max = plan.bls_distinct.iter().copied().max().unwrap_or(0);
+    let distinct = bls_signatures(&mut rng, bls_max, false);
+    let same_max = plan.bls_same_message.iter().copied().max().unwrap_or(0);
+    let same = bls_signatures(&mut rng, same_max, true);
+    let sha_max = plan.sha256_chunks.iter().copied().max().unwrap_or(0);
+    let buffers: Vec<Vec<u8>> = (0..sha_max.min(MAX_DISTINCT_CHUNKS))
+        .map(|_| {
+            let mut b = vec![0u8; CHUNK_BYTES];
+            rng.fill(&mut b[..]);
+            b
+        })
+        .collect();
+    let domain = DomainSeparator::new(CHUNK_DOMAIN)?;
+
+    let mut cases: Vec<Case<'_>> = Vec::new();
+    let decompress_sizes: Vec<(usize, Option<usize>)> = plan
+        .subnet_sizes
+        .iter()
+        .map(|&n| (n * 16, Some(n)))
+        .chain(plan.decompress_extra.iter().map(|&s| (s, None)))
+        .collect();
+    for (size, n) in decompress_sizes {
+        let input = compressed.get(..size).context("decompress input")?;
+        cases.push(Case {
+            op: "decompress",
+            operation: Operation::Decompress,
+            batch: size,
+            msms: None,
+            points_per_msm: None,
+            subnet_size: n,
+            call: Box::new(move |e| e.g1_decompress(input).map(drop)),
+        });
+    }
+    for &n in plan.subnet_sizes {
+        let size = n * 16;
+        let p = points.get(..size).context("msm points")?;
+        let s = scalars.get(..size).context("msm scalars")?;
+        // The 32 MSMs of one dealing share the points here; the work per MSM is the same.
+        let batch: Vec<MsmInput<'_>> = (0..32)
+            .map(|_| MsmInput {
+                points: p,
+                scalars: s,
+            })
+            .collect();
+        cases.push(Case {
+            op: "msm_batch",
+            operation: Operation::Msm,
+            batch: 32 * size,
+            msms: Some(32),
+            points_per_msm: Some(size),
+            subnet_size: Some(n),
+            call: Box::new(move |e| e.g1_msm_batch(&batch).map(drop)),
+        });
+    }
+    for &size in plan.msm_sizes {
+        let p = points.get(..size).context("msm points")?;
+        let s = scalars.get(..size).context("msm scalars")?;
+        cases.push(Case {
+            op: "msm",
+            operation: Operation::Msm,
+            batch: size,
+            msms: Some(1),
+            points_per_msm: Some(size),
+            subnet_size: None,
+            call: Box::new(move |e| e.g1_msm(p, s).map(drop)),
+        });
+    }
+    for (op, sizes, sigs) in [
+        ("bls_verify_distinct", plan.bls_distinct, &distinct),
+        ("bls_verify_same_message", plan.bls_same_message, &same),
+    ] {
+        for &size in sizes {
+            let items: Vec<BlsItem<'_>> = sigs
+                .iter()
+                .take(size)
+                .map(|s| BlsItem {
+                    signature: &s.signature,
+                    public_key: &s.public_key,
+                    message: &s.message,
+                    scheme: BlsScheme::MultiSig,
+                })
+                .collect();
+            cases.push(Case {
+                op,
+                operation: Operation::BlsVerify,
+                batch: size,
+                msms: None,
+                points_per_msm: None,
+                subnet_size: None,
+                call: Box::new(move |e| {
+                    let verdicts = e.bls_verify_batch(&items)?;
+                    // Every signature was built valid: a rejection means the bench measured
+                    // something other than verification of valid signatures.
+                    match verdicts.iter().position(Result::is_err) {
+                        None => Ok(()),
+                        Some(i) => Err(EngineError::Policy(format!(
+                            "bench signature {i} was rejected: {:?}",
+                            verdicts.get(i)
+                        ))),
+                    }
+                }),
+            });
+        }
+    }
+    for &count in plan.sha256_chunks {
+        let chunks: Vec<&[u8]> = (0..count)
+            .filter_map(|i| buffers.get(i % buffers.len().max(1)).map(Vec::as_slice))
+            .collect();
+        let domain = &domain;
+        cases.push(Case {
+            op: "sha256_1mib",
+            operation: Operation::Sha256,
+            batch: count,
+            msms: None,
+            points_per_msm: None,
+            subnet_size: None,
+            call: Box::new(move |e| e.sha256_chunks(domain, &chunks).map(drop)),
+        });
+    }
+
+    let cpu_threads = rayon::current_num_threads();
+    let mut results = Vec::new();
+    for case in &cases {
+        results.push(measure(&cpu, case, "cpu", cpu_threads, plan)?);
+        if let Some(gpu) = &gpu_engine {
+            results.push(measure(gpu, case, "gpu", 1, plan)?);
+        }
+    }
+
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let gpu_name = match &gpu_status {
+        GpuStatus::Ready { device } => Some(device.clone()),
+        _ => None,
+    };
+    Ok(BenchDocument {
+        schema: BENCH_SCHEMA.to_string(),
+        source: "measured".to_string(),
+        date_utc: utc_timestamp(now),
+        unix_time: Some(now),
+        git_describe: git_describe(),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        quick,
+        backend_requested: Some(backend.name().to_string()),
+        machine: BenchMachine {
+            cpu_model: cpu_model(),
+            logical_cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            cpu_threads,
+            gpu_name,
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .ok()
+                .map(|s| s.trim().to_string()),
+        },
+        gpu: Some(gpu_status),
+        results,
+        notes,
+    })
+}
+
+/// An engine with every operation forced onto the GPU (whatever the batch size), so GPU
+/// entries are GPU figures; operations the GPU backend lacks are noted and left out.
+fn gpu_engine(notes: &mut Vec<String>) -> Result<Engine, EngineError> {
+    let mut policy = Policy::with_backend(BackendChoice::Gpu);
+    loop {
+        match Engine::new(policy) {
+            Err(EngineError::NoGpuImplementation { op }) => {
+                notes.push(format!("{op}: no GPU implementation; GPU not measured"));
+                let cpu = OperationPolicy {
+                    backend: BackendChoice::Cpu,
+                    gpu_min_batch: 1,
+                };
+                match op {
+                    Operation::Decompress => policy.decompress = cpu,
+                    Operation::Msm => policy.msm = cpu,
+                    Operation::BlsVerify => policy.bls_verify = cpu,
+                    Operation::Sha256 => policy.sha256 = cpu,
+                }
+            }
+            other => return other,
+        }
+    }
+}
+
+fn measure(
+    engine: &Engine,
+    case: &Case<'_>,
+    backend: &'static str,
+    threads: usize,
+    plan: &Plan,
+) -> anyhow::Result<BenchEntry> {
+    let describe = || format!("{} batch {} on the {backend} engine", case.op, case.batch);
+    (case.call)(engine).with_context(|| format!("warm-up call of {}", describe()))?;
+    let before = counts(engine, case.operation);
+    let started = Instant::now();
+    let mut times = Vec::new();
+    while times.len() < plan.max_reps
+        && (times.len() < plan.min_reps || started.elapsed() < plan.min_time)
+    {
+        let t = Instant::now();
+        (case.call)(engine).with_context(describe)?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    let after = counts(engine, case.operation);
+    let on_cpu = after.0 > before.0;
+    let on_gpu = after.1 > before.1;
+    let executed_on = match (on_cpu, on_gpu) {
+        (true, false) => "cpu",
+        (false, true) => "gpu",
+        _ => "mixed",
+    };
+    times.sort_by(f64::total_cmp);
+    let median = times.get(times.len() / 2).copied().unwrap_or(0.0);
+    let items = case.batch.max(1) as f64;
+    Ok(BenchEntry {
+        op: case.op.to_string(),
+        backend: backend.to_string(),
+        executed_on: executed_on.to_string(),
+        batch: case.batch,
+        msms: case.msms,
+        points_per_msm: case.points_per_msm,
+        subnet_size: case.subnet_size,
+        repetitions: times.len(),
+        seconds_per_call: median,
+        seconds_per_call_min: times.first().copied(),
+        seconds_per_call_max: times.last().copied(),
+        seconds_per_item: median / items,
+        items_per_second: if median > 0.0 { items / median } else { 0.0 },
+        threads,
+        source: "measured".to_string(),
+        reference: None,
+    })
+}
+
+/// Items the engine ran on (CPU, GPU) for `op` so far, fallbacks included on the CPU side.
+fn counts(engine: &Engine, op: Operation) -> (u64, u64) {
+    let stats = engine.stats();
+    let items = |on: Executed| {
+        stats
+            .operations
+            .iter()
+            .filter(|c| c.operation == op && c.executed == on)
+            .map(|c| c.items)
+            .sum::<u64>()
+    };
+    (items(Executed::Cpu), items(Executed::Gpu))
+}
+
+fn random_scalar(rng: &mut ChaCha20Rng) -> Scalar {
+    let mut wide = [0u8; 64];
+    rng.fill(&mut wide[..]);
+    Scalar::from_bytes_wide(&wide)
+}
+
+/// `count` distinct points R + i*Q (one addition each, then one batch normalisation),
+/// so 2^16 points take milliseconds to build rather than 2^16 scalar multiplications.
+fn distinct_points(rng: &mut ChaCha20Rng, count: usize) -> Vec<G1Affine> {
+    let r = G1Affine::generator() * random_scalar(rng);
+    let q = G1Affine::generator() * random_scalar(rng);
+    let mut projective = Vec::with_capacity(count);
+    let mut p = r;
+    for _ in 0..count {
+        projective.push(p);
+        p += q;
+    }
+    let mut affine = vec![G1Affine::identity(); count];
+    G1Projective::batch_normalize(&projective, &mut affine);
+    affine
+}
+
+struct Signed {
+    signature: [u8; 48],
+    public_key: [u8; 96],
+    message: Vec<u8>,
+}
+
+/// `count` valid multi-signature-scheme signatures under distinct keys; with
+/// `same_message` all over one 32-byte message (n nodes signing one block), else each
+/// over its own.
+fn bls_signatures(rng: &mut ChaCha20Rng, count: usize, same_message: bool) -> Vec<Signed> {
+    let mut shared = [0u8; 32];
+    rng.fill(&mut shared[..]);
+    (0..count)
+        .map(|_| {
+            let mut message = shared.to_vec();
+            if !same_message {
+                rng.fill(&mut message[..]);
+            }
+            let secret = random_scalar(rng);
+            let hashed = <G1Projective as HashToCurve<ExpandMsgXmd<Sha256>>>::hash_to_curve(
+                &message,
+                BlsScheme::MultiSig.dst(),
+            );
+            Signed {
+                signature: G1Affine::from(hashed * secret).to_compressed(),
+                public_key: G2Affine::from(G2Affine::generator() * secret).to_compressed(),
+                message,
+            }
+        })
+        .collect()
+}
+
+fn cpu_model() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    text.lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+}
+
+/// `git describe --always --dirty` of the working directory's repository, if any.
+fn git_describe() -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["describe", "--always", "--dirty"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` of Unix seconds (proleptic Gregorian calendar, UTC), by the
+/// days-to-civil conversion of H. Hinnant's `chrono`-compatible date algorithms.
+fn utc_timestamp(unix: u64) -> String {
+    let days = (unix / 86_400) as i64;
+    let secs = unix % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_of_known_instants() {
+        assert_eq!(utc_timestamp(0), "1970-01-01T00:00:00Z");
+        // 2000-02-29 (leap day of a century leap year) 12:34:56.
+        assert_eq!(utc_timestamp(951_827_696), "2000-02-29T12:34:56Z");
+        // `date -u -d 2026-11-30T00:00:00Z +%s`; 2100 is not a leap year.
+        assert_eq!(utc_timestamp(1_795_996_800), "2026-11-30T00:00:00Z");
+        assert_eq!(utc_timestamp(4_107_628_799), "2100-03-01T23:59:59Z");
+    }
+
+    /// The quick run measures every operation the planner needs on the CPU, each entry
+    /// consistent (seconds per item = per call / batch, items/s its inverse) and run on
+    /// the CPU by the engine's own counters.
+    #[test]
+    fn quick_cpu_run_measures_every_operation() {
+        let doc = run(BackendChoice::Cpu, true).expect("bench");
+        assert_eq!(doc.schema, BENCH_SCHEMA);
+        for op in [
+            "decompress",
+            "msm_batch",
+            "msm",
+            "bls_verify_distinct",
+            "bls_verify_same_message",
+            "sha256_1mib",
+        ] {
+            let m = doc
+                .results
+                .iter()
+                .find(|m| m.op == op)
+                .unwrap_or_else(|| panic!("{op} missing"));
+            assert_eq!(m.backend, "cpu");
+            assert_eq!(m.executed_on, "cpu", "{op}");
+            assert_eq!(m.repetitions, 2);
+            assert!(m.seconds_per_call > 0.0, "{op}");
+            let per_item = m.seconds_per_call / m.batch as f64;
+            assert!(
+                (m.seconds_per_item - per_item).abs() <= per_item * 1e-12,
+                "{op}"
+            );
+            assert!(
+                (m.items_per_second * m.seconds_per_item - 1.0).abs() < 1e-9,
+                "{op}"
+            );
+            let (min, max) = (
+                m.seconds_per_call_min.unwrap(),
+                m.seconds_per_call_max.unwrap(),
+            );
+            assert!(
+                min <= m.seconds_per_call && m.seconds_per_call <= max,
+                "{op}"
+            );
+            let back: BenchDocument =
+                serde_json::from_str(&serde_json::to_string(&doc).unwrap()).unwrap();
+            assert_eq!(back, doc, "the document reads back as written");
+        }
+        let batch = doc
+            .results
+            .iter()
+            .find(|m| m.op == "msm_batch")
+            .expect("msm_batch");
+        assert_eq!(batch.batch, 32 * 13 * 16);
+        assert_eq!(batch.subnet_size, Some(13));
+        assert!(doc.results.iter().all(|m| m.backend == "cpu"));
+        assert!(doc.machine.cpu_threads >= 1);
+    }
+}

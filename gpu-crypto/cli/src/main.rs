@@ -1,0 +1,313 @@
+//! `gpu-crypto`: run each operation on files, for cross-checks by anyone.
+//!
+//! Output goes to standard output only once a command has fully succeeded, and depends only
+//! on the results: the same input gives byte-identical output under `--backend cpu` and
+//! `--backend gpu`. Diagnostics and logs go to standard error. Line-oriented input follows
+//! the rules in `cli/input.rs`: one answer per input line, the final newline optional.
+
+mod cli;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use gpu_crypto::{
+    BackendChoice, BlsScheme, Engine, EngineError, Operation, OperationPolicy, Policy,
+};
+use ic_state_manifest::ManifestVersion;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const AFTER_HELP: &str = "\
+Input files (FILE may be - for standard input) are read line by line: the newline after \
+the last line is optional, and every other line counts, empty ones included, so that \
+output line i answers input line i (an empty line is answered `err bad-hex` by decompress \
+and `err bad-line` by verify, and is an error for msm). Surrounding spaces and a CR before \
+the newline are ignored; hex digits may be of either case.
+
+Results go to standard output only once the whole command has succeeded, and depend only \
+on the results, never on the backend: --backend cpu and --backend gpu print the same bytes. \
+Per-item rejections (err lines) are results: the exit status is 0. It is 1 for an error \
+of the whole command (unreadable file, a bad msm line, a GPU required but unusable) and \
+for a failing selftest.
+
+Under --backend, the operations a command runs take that backend and the others stay on \
+the CPU (so that `--backend gpu decompress` needs only a GPU decompression); --policy \
+FILE.toml sets every operation as written.";
+
+#[derive(Parser)]
+#[command(
+    name = "gpu-crypto",
+    version,
+    about = "BLS12-381 and SHA-256 batch operations on the GPU or the CPU, bit-exact with ic_bls12_381",
+    after_help = AFTER_HELP
+)]
+struct Args {
+    /// Backend of the operations the command runs. `gpu` fails when no GPU can be used;
+    /// `auto` uses the GPU for large enough batches when one is usable, else the CPU (and
+    /// says so).
+    #[arg(long, global = true, value_enum)]
+    backend: Option<BackendArg>,
+    /// A backend policy in TOML (the `gpu_crypto::Policy` fields), for full control.
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE.toml",
+        conflicts_with = "backend"
+    )]
+    policy: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BackendArg {
+    Cpu,
+    Gpu,
+    Auto,
+}
+
+impl From<BackendArg> for BackendChoice {
+    fn from(arg: BackendArg) -> BackendChoice {
+        match arg {
+            BackendArg::Cpu => BackendChoice::Cpu,
+            BackendArg::Gpu => BackendChoice::Gpu,
+            BackendArg::Auto => BackendChoice::Auto,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SchemeArg {
+    /// Threshold signatures (random beacon, certification): tag ..._RO_NUL_.
+    Threshold,
+    /// Multi-signatures of nodes (consensus shares): tag ..._RO_POP_.
+    MultiSig,
+}
+
+impl From<SchemeArg> for BlsScheme {
+    fn from(arg: SchemeArg) -> BlsScheme {
+        match arg {
+            SchemeArg::Threshold => BlsScheme::Threshold,
+            SchemeArg::MultiSig => BlsScheme::MultiSig,
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Decompress G1 points: one 96-hex-digit compressed point per line (`-` reads stdin);
+    /// prints `ok <192 hex digits, uncompressed>` or `err <reason>` per line.
+    Decompress { file: PathBuf },
+    /// Multi-scalar multiplication: lines `<96 hex compressed point> <64 hex big-endian
+    /// scalar>`; prints the compressed result (96 hex digits). Any bad line is an error.
+    Msm { file: PathBuf },
+    /// Verify BLS signatures: lines `<96 hex signature> <192 hex public key> <message hex,
+    /// or - for an empty message>`; prints `ok` or `err <reason>` per line.
+    Verify {
+        file: PathBuf,
+        /// Which of the IC's BLS schemes the signatures are under (the hash-to-G1 tag).
+        #[arg(long, value_enum, default_value_t = SchemeArg::Threshold)]
+        scheme: SchemeArg,
+    },
+    /// The root hash (64 hex digits) of a manifest in JSON form (see ic_state_manifest),
+    /// after the replica's consistency checks.
+    ManifestHash {
+        file: PathBuf,
+        /// Skip the consistency checks (reproduces the IC's test vectors, which use
+        /// made-up file hashes).
+        #[arg(long)]
+        unvalidated: bool,
+    },
+    /// Compute the manifest of a checkpoint directory: JSON on stdout, the root hash on
+    /// stderr (or, with --root-hash, only the root hash on stdout).
+    Manifest {
+        dir: PathBuf,
+        /// Manifest (state sync) version, 0 to 4.
+        #[arg(long, default_value_t = u64::from(ManifestVersion::CURRENT.as_u32()))]
+        version: u64,
+        /// Print only the root hash, on stdout, instead of the JSON.
+        #[arg(long)]
+        root_hash: bool,
+    },
+    /// Run every operation on seeded data through the chosen backend and the CPU
+    /// reference, compare item by item, print the engine report and PASS/FAIL per operation.
+    Selftest {
+        /// Items per operation.
+        #[arg(long, default_value_t = 256)]
+        size: usize,
+        /// Seed of the generated data.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Print the engine report (backend per operation and why, GPU status) as JSON.
+    Status,
+    /// Measure each operation's cost on this machine (CPU path always; GPU path too under
+    /// --backend gpu|auto when usable) for `provision plan --bench`.
+    Bench {
+        /// Print the versioned JSON document (the only output format).
+        #[arg(long)]
+        json: bool,
+        /// Smallest shapes, two timed calls each: seconds, for CI.
+        #[arg(long)]
+        quick: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let args = Args::parse();
+    match run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("gpu-crypto: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+impl Command {
+    /// The operations the command runs. Under `--backend`, only these take the chosen
+    /// backend (the others are never called, so a GPU without an implementation of them
+    /// must not stop the command); `--policy` is used as written.
+    fn operations(&self) -> &'static [Operation] {
+        match self {
+            Command::Decompress { .. } => &[Operation::Decompress],
+            Command::Msm { .. } => &[Operation::Decompress, Operation::Msm],
+            Command::Verify { .. } => &[Operation::BlsVerify],
+            Command::Manifest { .. } => &[Operation::Sha256],
+            Command::ManifestHash { .. } => &[],
+            Command::Selftest { .. } | Command::Status | Command::Bench { .. } => &Operation::ALL,
+        }
+    }
+}
+
+fn policy_of(args: &Args) -> anyhow::Result<Policy> {
+    if let Some(path) = &args.policy {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the policy {}", path.display()))?;
+        return toml::from_str(&text)
+            .with_context(|| format!("parsing the policy {}", path.display()));
+    }
+    let backend = args
+        .backend
+        .map_or(BackendChoice::Auto, BackendChoice::from);
+    let mut policy = Policy::with_backend(backend);
+    let used = args.command.operations();
+    for op in Operation::ALL {
+        if !used.contains(&op) {
+            operation_mut(&mut policy, op).backend = BackendChoice::Cpu;
+        }
+    }
+    Ok(policy)
+}
+
+fn operation_mut(policy: &mut Policy, op: Operation) -> &mut OperationPolicy {
+    match op {
+        Operation::Decompress => &mut policy.decompress,
+        Operation::Msm => &mut policy.msm,
+        Operation::BlsVerify => &mut policy.bls_verify,
+        Operation::Sha256 => &mut policy.sha256,
+    }
+}
+
+fn engine_of(args: &Args) -> anyhow::Result<Engine> {
+    let policy = policy_of(args)?;
+    Engine::new(policy).context("cannot start the engine under this policy")
+}
+
+/// The selftest's engine: operations pinned to a GPU that has no implementation of them
+/// are taken out (each reported as a failure by the selftest) so that the others still run
+/// on the GPU; any other refusal (no usable GPU at all) is an error.
+fn selftest_engine(args: &Args) -> anyhow::Result<(Engine, Vec<(Operation, String)>)> {
+    let mut policy = policy_of(args)?;
+    let mut not_run = Vec::new();
+    loop {
+        match Engine::new(policy) {
+            Ok(engine) => return Ok((engine, not_run)),
+            Err(e @ EngineError::NoGpuImplementation { op }) => {
+                not_run.push((op, e.to_string()));
+                operation_mut(&mut policy, op).backend = BackendChoice::Cpu;
+            }
+            Err(e) => return Err(e).context("cannot start the engine under this policy"),
+        }
+    }
+}
+
+fn print(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .context("writing standard output")
+}
+
+fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let read = |file: &Path| cli::input::read_input(file);
+    match &args.command {
+        Command::Decompress { file } => {
+            let engine = engine_of(&args)?;
+            print(&cli::ops::decompress(&engine, &read(file)?)?)?
+        }
+        Command::Msm { file } => {
+            let engine = engine_of(&args)?;
+            print(&cli::ops::msm(&engine, &read(file)?)?)?
+        }
+        Command::Verify { file, scheme } => {
+            let engine = engine_of(&args)?;
+            print(&cli::ops::verify(&engine, &read(file)?, (*scheme).into())?)?
+        }
+        Command::ManifestHash { file, unvalidated } => {
+            print(&cli::ops::manifest_hash(&read(file)?, *unvalidated)?)?
+        }
+        Command::Manifest {
+            dir,
+            version,
+            root_hash,
+        } => {
+            let engine = engine_of(&args)?;
+            let (json, root) = cli::ops::manifest(&engine, dir, *version)?;
+            if *root_hash {
+                print(&format!("{root}\n"))?;
+            } else {
+                print(&json)?;
+                eprintln!("root hash: {root}");
+            }
+        }
+        Command::Selftest { size, seed } => {
+            let (engine, not_run) = selftest_engine(&args)?;
+            let (text, passed) = cli::selftest::run(&engine, &not_run, *size, *seed)?;
+            print(&text)?;
+            if !passed {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Command::Bench { json: _, quick } => {
+            anyhow::ensure!(
+                args.policy.is_none(),
+                "bench measures the CPU path and the GPU path themselves: use --backend, not --policy"
+            );
+            let backend = args
+                .backend
+                .map_or(BackendChoice::Auto, BackendChoice::from);
+            let doc = cli::bench::run(backend, *quick)?;
+            let mut json = serde_json::to_string_pretty(&doc).context("bench document")?;
+            json.push('\n');
+            print(&json)?;
+        }
+        Command::Status => {
+            let engine = engine_of(&args)?;
+            let mut json =
+                serde_json::to_string_pretty(&engine.report()).context("engine report")?;
+            json.push('\n');
+            print(&json)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

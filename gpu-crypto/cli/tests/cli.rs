@@ -1,0 +1,449 @@
+//! The `gpu-crypto` CLI end to end, run as a process.
+
+use gpu_crypto::{BlsScheme, DecodeError, Engine, G1Affine, G2Affine, Policy, Scalar};
+use ic_state_manifest::{self as manifest, ManifestVersion};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_gpu-crypto");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run gpu-crypto")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs and insists on success, showing stderr otherwise.
+fn run_ok(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "gpu-crypto {args:?} failed: {}",
+        stderr(&out)
+    );
+    stdout(&out)
+}
+
+fn testdata(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../engine/testdata")
+        .join(relative)
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write test input");
+    path.to_str().expect("UTF-8 temp path").to_string()
+}
+
+/// Whether `--backend auto` finds a usable GPU on this machine (from the CLI's own report).
+fn gpu_ready() -> bool {
+    let report: serde_json::Value =
+        serde_json::from_str(&run_ok(&["status"])).expect("status prints JSON");
+    report["gpu"]["state"] == "ready"
+}
+
+fn random_scalar(rng: &mut ChaCha20Rng) -> Scalar {
+    let mut wide = [0u8; 64];
+    rng.fill(&mut wide[..]);
+    Scalar::from_bytes_wide(&wide)
+}
+
+fn scalar_hex(s: &Scalar) -> String {
+    let mut be = s.to_bytes();
+    be.reverse();
+    hex::encode(be)
+}
+
+#[test]
+fn decompress_corpus_matches_expected_line_for_line() {
+    let corpus = testdata("decompress/corpus.txt");
+    let expected = std::fs::read_to_string(testdata("decompress/expected.txt"))
+        .expect("testdata/decompress/expected.txt");
+    let corpus = corpus.to_str().expect("UTF-8 path");
+    let got = run_ok(&["decompress", corpus, "--backend", "cpu"]);
+    let expected_lines: Vec<&str> = expected.lines().collect();
+    let got_lines: Vec<&str> = got.lines().collect();
+    for (i, (g, e)) in got_lines.iter().zip(&expected_lines).enumerate() {
+        assert_eq!(g, e, "line {}", i + 1);
+    }
+    assert_eq!(got_lines.len(), expected_lines.len(), "line count");
+    assert_eq!(got, expected, "byte-identical output");
+
+    // The same bytes from the other backends: auto always; gpu where one is usable.
+    assert_eq!(run_ok(&["decompress", corpus]), expected, "--backend auto");
+    if gpu_ready() {
+        assert_eq!(
+            run_ok(&["--backend", "gpu", "decompress", corpus]),
+            expected,
+            "--backend gpu"
+        );
+    } else {
+        eprintln!("no usable GPU: --backend gpu comparison skipped");
+    }
+}
+
+#[test]
+fn decompress_answers_every_line_including_bad_ones() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let g = hex::encode(G1Affine::generator().to_compressed());
+    let not_compressed = format!("1{}", &g[1..]); // clears the compression flag
+    let input = format!("{g}\nzz\n\n{}\n{g}  \r\n{not_compressed}\n{g}00\n", &g[2..]);
+    let path = write(dir.path(), "points.txt", &input);
+    let out = run_ok(&["decompress", &path, "--backend", "cpu"]);
+    let ok = format!(
+        "ok {}",
+        hex::encode(G1Affine::generator().to_uncompressed())
+    );
+    let expected = [
+        ok.as_str(),
+        "err bad-hex",
+        "err bad-hex",
+        "err bad-hex",
+        ok.as_str(),
+        "err not-compressed",
+        "err bad-hex",
+    ];
+    assert_eq!(out.lines().collect::<Vec<_>>(), expected);
+
+    // No final newline: the same answers; an empty file: no answers.
+    let path = write(dir.path(), "one.txt", &g);
+    assert_eq!(
+        run_ok(&["decompress", &path, "--backend", "cpu"]),
+        format!("{ok}\n")
+    );
+    let path = write(dir.path(), "empty.txt", "");
+    assert_eq!(run_ok(&["decompress", &path, "--backend", "cpu"]), "");
+
+    // `-` reads standard input.
+    let mut child = Command::new(BIN)
+        .args(["decompress", "-", "--backend", "cpu"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn gpu-crypto");
+    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), input.as_bytes())
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success());
+    assert_eq!(stdout(&out).lines().collect::<Vec<_>>(), expected);
+}
+
+#[test]
+fn msm_of_a_generated_file_equals_the_engine() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = ChaCha20Rng::seed_from_u64(7);
+    let n = 40;
+    let points: Vec<G1Affine> = (0..n)
+        .map(|_| G1Affine::from(G1Affine::generator() * random_scalar(&mut rng)))
+        .collect();
+    let mut scalars: Vec<Scalar> = (0..n).map(|_| random_scalar(&mut rng)).collect();
+    scalars[3] = Scalar::zero();
+    scalars[4] = -Scalar::one();
+    let input: String = points
+        .iter()
+        .zip(&scalars)
+        .map(|(p, s)| format!("{} {}\n", hex::encode(p.to_compressed()), scalar_hex(s)))
+        .collect();
+    let path = write(dir.path(), "msm.txt", &input);
+
+    let engine = Engine::cpu_only();
+    let sum = engine.g1_msm(&points, &scalars).expect("engine msm");
+    let expected = format!("{}\n", hex::encode(G1Affine::from(sum).to_compressed()));
+    assert_eq!(run_ok(&["msm", &path, "--backend", "cpu"]), expected);
+    assert_eq!(run_ok(&["msm", &path]), expected, "--backend auto");
+
+    // The empty MSM is the identity.
+    let path = write(dir.path(), "empty.txt", "");
+    assert_eq!(
+        run_ok(&["msm", &path, "--backend", "cpu"]),
+        format!("{}\n", hex::encode(G1Affine::identity().to_compressed()))
+    );
+}
+
+#[test]
+fn msm_bad_lines_fail_with_their_line_numbers_and_print_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let g = hex::encode(G1Affine::generator().to_compressed());
+    let one = scalar_hex(&Scalar::one());
+    let r = "73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001";
+    // The smallest x with the compression flag that has no point on the curve.
+    let off_curve = (1u8..=255)
+        .map(|x| {
+            let mut bytes = [0u8; 48];
+            bytes[0] = 0x80;
+            bytes[47] = x;
+            bytes
+        })
+        .find(|b| gpu_crypto::corpus::reference_verdict(b) == Err(DecodeError::NotOnCurve))
+        .expect("an x off the curve");
+    let input = format!(
+        "{g} {one}\n{g}x {one}\n{g} {r}\n{} {one}\n{g}\n{g} {one}\n",
+        hex::encode(off_curve)
+    );
+    let path = write(dir.path(), "bad.txt", &input);
+    let out = run(&["msm", &path, "--backend", "cpu"]);
+    assert!(!out.status.success(), "bad input must fail");
+    assert!(out.stdout.is_empty(), "no result printed: {}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("4 bad input lines"), "{err}");
+    assert!(
+        err.contains("line 2: the point is not 96 hex digits"),
+        "{err}"
+    );
+    assert!(
+        err.contains("line 3: the scalar is not below the group order r"),
+        "{err}"
+    );
+    assert!(err.contains("line 4: invalid point"), "{err}");
+    assert!(err.contains("not-on-curve"), "{err}");
+    assert!(err.contains("line 5: expected 2 fields"), "{err}");
+    assert!(
+        !err.contains("line 1:") && !err.contains("line 6:"),
+        "{err}"
+    );
+}
+
+fn sign(rng: &mut ChaCha20Rng, scheme: BlsScheme, message: &[u8]) -> (String, String) {
+    let secret = random_scalar(rng);
+    let h = gpu_crypto::cpu::hash_message_to_g1(scheme, message);
+    let signature = G1Affine::from(h * secret).to_compressed();
+    let public_key = G2Affine::from(G2Affine::generator() * secret).to_compressed();
+    (hex::encode(signature), hex::encode(public_key))
+}
+
+#[test]
+fn verify_answers_each_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = ChaCha20Rng::seed_from_u64(11);
+    let (sig_a, pk_a) = sign(&mut rng, BlsScheme::Threshold, b"hello");
+    let (sig_b, pk_b) = sign(&mut rng, BlsScheme::Threshold, b"");
+    let mut not_compressed = sig_a.clone();
+    not_compressed.replace_range(0..1, "1");
+    let input = format!(
+        "{sig_a} {pk_a} {}\n\
+         {sig_a} {pk_a} {}\n\
+         {sig_b} {pk_b} -\n\
+         {sig_a} {pk_a}\n\
+         {not_compressed} {pk_a} {}\n\
+         {sig_a} {pk_b} {}\n\
+         {sig_a} {pk_a} zz\n",
+        hex::encode(b"hello"),
+        hex::encode(b"hellp"),
+        hex::encode(b"hello"),
+        hex::encode(b"hello"),
+    );
+    let path = write(dir.path(), "sigs.txt", &input);
+    let out = run_ok(&["verify", &path, "--backend", "cpu"]);
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "ok",
+            "err invalid-signature",
+            "ok",
+            "err bad-line",
+            "err signature-not-compressed",
+            "err invalid-signature",
+            "err bad-line",
+        ]
+    );
+    assert_eq!(run_ok(&["verify", &path]), out, "--backend auto");
+    // The same signatures checked under the multi-signature tag do not verify.
+    let multi = run_ok(&["verify", &path, "--backend", "cpu", "--scheme", "multi-sig"]);
+    assert_eq!(multi.lines().next(), Some("err invalid-signature"));
+
+    let (sig_m, pk_m) = sign(&mut rng, BlsScheme::MultiSig, b"share");
+    let path = write(
+        dir.path(),
+        "multi.txt",
+        &format!("{sig_m} {pk_m} {}\n", hex::encode(b"share")),
+    );
+    assert_eq!(run_ok(&["verify", &path, "--scheme", "multi-sig"]), "ok\n");
+    assert_eq!(run_ok(&["verify", &path]), "err invalid-signature\n");
+}
+
+#[test]
+fn manifest_commands_agree_with_the_library() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let checkpoint = dir.path().join("checkpoint");
+    std::fs::create_dir_all(checkpoint.join("canister_states/00")).expect("mkdir");
+    std::fs::write(checkpoint.join("system_metadata.pbuf"), vec![7u8; 887]).expect("write");
+    let mut big = vec![0u8; (1 << 20) + 5];
+    ChaCha20Rng::seed_from_u64(3).fill(&mut big[..]);
+    std::fs::write(checkpoint.join("canister_states/00/heap.bin"), &big).expect("write");
+    std::fs::write(checkpoint.join("canister_states/00/empty"), b"").expect("write");
+
+    let engine = Engine::new(Policy::cpu_only()).expect("cpu engine");
+    let computed = manifest::compute(&engine, &checkpoint, ManifestVersion::CURRENT)
+        .expect("library computes the manifest");
+    let root = hex::encode(computed.root_hash().expect("root hash"));
+    let checkpoint = checkpoint.to_str().expect("UTF-8 path");
+
+    let out = run(&["manifest", checkpoint, "--backend", "cpu"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json = stdout(&out);
+    assert_eq!(
+        manifest::Manifest::from_json(&json).expect("CLI prints manifest JSON"),
+        computed
+    );
+    assert!(
+        stderr(&out).contains(&format!("root hash: {root}")),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        run_ok(&["manifest", checkpoint, "--root-hash", "--backend", "cpu"]),
+        format!("{root}\n")
+    );
+
+    let json_path = write(dir.path(), "manifest.json", &json);
+    assert_eq!(run_ok(&["manifest-hash", &json_path]), format!("{root}\n"));
+
+    // Other versions hash differently; each agrees with the library.
+    for version in [0u64, 1, 2] {
+        let v = ManifestVersion::from_number(version).expect("version");
+        let expected = manifest::compute(&engine, Path::new(checkpoint), v)
+            .and_then(|m| m.root_hash())
+            .expect("library root hash");
+        let got = run_ok(&[
+            "manifest",
+            checkpoint,
+            "--version",
+            &version.to_string(),
+            "--root-hash",
+        ]);
+        assert_eq!(
+            got,
+            format!("{}\n", hex::encode(expected)),
+            "version {version}"
+        );
+    }
+
+    // A manifest whose file hash does not match its chunks is refused unless asked.
+    let mut broken = computed.clone();
+    broken.files[0].hash = [0u8; 32];
+    let broken_path = write(dir.path(), "broken.json", &broken.to_json());
+    let out = run(&["manifest-hash", &broken_path]);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    assert!(stderr(&out).contains("does not match"), "{}", stderr(&out));
+    assert_eq!(
+        run_ok(&["manifest-hash", &broken_path, "--unvalidated"]),
+        format!(
+            "{}\n",
+            hex::encode(broken.root_hash_unvalidated().expect("unvalidated hash"))
+        )
+    );
+}
+
+#[test]
+fn backend_gpu_without_a_gpu_fails_with_the_reason() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let g = hex::encode(G1Affine::generator().to_compressed());
+    let path = write(dir.path(), "points.txt", &format!("{g}\n"));
+    let commands = [
+        &["--backend", "gpu", "status"][..],
+        &["decompress", path.as_str(), "--backend", "gpu"][..],
+        &["--backend", "gpu", "selftest", "--size", "2"][..],
+    ];
+    if gpu_ready() {
+        // A usable GPU: `status` pins every operation, so it may only fail for an
+        // operation the GPU backend lacks; never for an unusable GPU.
+        for args in commands {
+            let out = run(args);
+            let said = format!("{}{}", stdout(&out), stderr(&out));
+            assert!(!said.contains("unusable"), "{args:?}: {said}");
+            assert!(
+                out.status.success() || said.contains("no GPU implementation"),
+                "{args:?}: {said}"
+            );
+        }
+        eprintln!("a GPU is usable: checked that --backend gpu starts instead");
+        return;
+    }
+    for args in commands {
+        let out = run(args);
+        assert!(!out.status.success(), "{args:?} must fail without a GPU");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("the GPU backend is required but unusable"),
+            "{args:?}: the reason names the GPU: {err}"
+        );
+    }
+}
+
+#[test]
+fn backend_flag_is_accepted_before_and_after_the_subcommand() {
+    let before = run_ok(&["--backend", "cpu", "status"]);
+    let after = run_ok(&["status", "--backend", "cpu"]);
+    assert_eq!(before, after);
+    let report: serde_json::Value = serde_json::from_str(&before).expect("JSON");
+    assert_eq!(report["gpu"]["state"], "not_requested");
+    for op in report["operations"].as_array().expect("operations") {
+        assert_eq!(op["backend"], "cpu", "{op}");
+    }
+    let out = run(&["status", "--backend", "tpu"]);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn policy_file_gives_full_control() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut policy = Policy::cpu_only();
+    policy.msm.gpu_min_batch = 12345;
+    let text = toml::to_string(&policy).expect("policy as TOML");
+    let path = write(dir.path(), "policy.toml", &text);
+    let report: serde_json::Value =
+        serde_json::from_str(&run_ok(&["status", "--policy", &path])).expect("JSON");
+    assert_eq!(report["operations"][1]["operation"], "msm");
+    assert_eq!(report["operations"][1]["gpu_min_batch"], 12345);
+
+    let out = run(&["status", "--policy", &path, "--backend", "cpu"]);
+    assert!(!out.status.success(), "--policy and --backend conflict");
+
+    let bad = write(dir.path(), "bad.toml", "fallback = \"sometimes\"\n");
+    let out = run(&["status", "--policy", &bad]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("parsing the policy"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn selftest_passes_on_cpu() {
+    let out = run(&["selftest", "--backend", "cpu", "--size", "24"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}\n{}", stderr(&out));
+    for op in ["decompress", "msm", "bls_verify", "sha256"] {
+        assert!(text.contains(&format!("PASS {op}:")), "{op}: {text}");
+    }
+    assert!(text.contains("\"state\": \"not_requested\""), "{text}");
+    assert!(text.ends_with("selftest PASS\n"), "{text}");
+
+    // Where a GPU is usable, the auto policy runs the batches above the crossovers there,
+    // compared item by item with the CPU reference.
+    if gpu_ready() {
+        let out = run(&["selftest", "--size", "300"]);
+        let text = stdout(&out);
+        assert!(out.status.success(), "{text}\n{}", stderr(&out));
+        assert!(text.contains("\"state\": \"ready\""), "{text}");
+        eprintln!("{text}");
+    } else {
+        eprintln!("no usable GPU: auto selftest on the GPU skipped");
+    }
+}

@@ -1,0 +1,396 @@
+//! Side-by-side G1 MSM bench (`harness = false`), run on the GPU machine by
+//! `gpu-crypto/device/msm/run.sh`, all in one process run on the same inputs:
+//! * this project's GPU MSM (`GpuBackend::g1_msm_batch`), end to end from `ic_bls12_381`
+//!   points and scalars in pageable memory to a `G1Projective`;
+//! * sppark's GPU MSM, through the peer driver `sppark_peer` (gpu-crypto/device/msm/
+//!   sppark_peer.cu, built on the device by build_peer.sh), given the same points as blst
+//!   affines and the same scalars in a file, timed inside the driver from pinned host
+//!   buffers (its best mode in ../shared/anchors-h200.md); `MSM_PEER_BIN` names it;
+//! * blst's multi-threaded Pippenger (`<[blst_p1_affine] as MultiPoint>::mult`, what
+//!   `p1_affines::mult` calls) on all host cores, on the same points already converted;
+//! * the crate's CPU path (`cpu::g1_msm_batch`, end to end from `ic_bls12_381` types), for
+//!   the crossover and the NI-DKG batch shape.
+//!
+//! Every result is compared with blst's (or the CPU path's) before its time is printed.
+//! Prints, last, the table with the ratios. `GPU_BENCH_QUICK=1` shrinks the sizes;
+//! `GPU_MSM_BENCH_SWEEP=1` also times other window widths and the encoded staging.
+
+mod timing;
+
+use blst::{MultiPoint, blst_p1, blst_p1_affine};
+use ff::Field;
+use gpu_crypto::gpu::GpuBackend;
+use gpu_crypto::{G1Affine, G1Projective, MsmInput, Scalar, cpu};
+use group::Group;
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::Instant;
+use timing::time;
+
+/// Distinct random points, generated in parallel chunks (start + j * step per chunk).
+fn random_points(n: usize, seed: u64) -> Vec<G1Affine> {
+    let chunk = 4096;
+    let mut out = vec![G1Affine::identity(); n];
+    out.par_chunks_mut(chunk).enumerate().for_each(|(c, dst)| {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed ^ ((c as u64) << 20));
+        let step = G1Projective::random(&mut rng);
+        let mut acc = G1Projective::random(&mut rng);
+        let proj: Vec<G1Projective> = (0..dst.len())
+            .map(|_| {
+                acc += step;
+                acc
+            })
+            .collect();
+        G1Projective::batch_normalize(&proj, dst);
+    });
+    out
+}
+
+fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
+    let mut out = vec![Scalar::ZERO; n];
+    out.par_chunks_mut(4096).enumerate().for_each(|(c, dst)| {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed ^ 0x5ca1ab1e ^ ((c as u64) << 20));
+        for s in dst {
+            *s = Scalar::random(&mut rng);
+        }
+    });
+    out
+}
+
+fn to_blst(p: &G1Affine) -> blst_p1_affine {
+    let bytes = p.to_uncompressed();
+    let mut out = blst_p1_affine::default();
+    // SAFETY: blst reads the 96 bytes of an uncompressed encoding.
+    let err = unsafe { blst::blst_p1_deserialize(&mut out, bytes.as_ptr()) };
+    assert_eq!(
+        err,
+        blst::BLST_ERROR::BLST_SUCCESS,
+        "blst rejects a valid point"
+    );
+    out
+}
+
+fn blst_encoding(p: &blst_p1) -> [u8; 96] {
+    let mut out = [0u8; 96];
+    // SAFETY: blst writes 96 bytes.
+    unsafe { blst::blst_p1_serialize(out.as_mut_ptr(), p) };
+    out
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Writes the sppark driver's input file: u64 n, n blst affines, n 32-byte scalars.
+fn write_peer_inputs(path: &str, points: &[blst_p1_affine], scalars: &[u8]) {
+    let mut f = std::io::BufWriter::with_capacity(1 << 24, std::fs::File::create(path).unwrap());
+    f.write_all(&(points.len() as u64).to_le_bytes()).unwrap();
+    for p in points {
+        for limb in p.x.l.iter().chain(p.y.l.iter()) {
+            f.write_all(&limb.to_le_bytes()).unwrap();
+        }
+    }
+    f.write_all(scalars).unwrap();
+    f.flush().unwrap();
+}
+
+struct PeerRow {
+    median_ms: f64,
+    min_ms: f64,
+    max_ms: f64,
+    result: String,
+}
+
+/// Runs the sppark driver over `logs` and parses its lines (log2 -> row).
+fn run_peer(bin: &str, inputs: &str, reps: usize, logs: &[usize]) -> BTreeMap<usize, PeerRow> {
+    let mut cmd = std::process::Command::new(bin);
+    cmd.arg(inputs).arg(reps.to_string());
+    for l in logs {
+        cmd.arg(l.to_string());
+    }
+    let out = match cmd.output() {
+        Ok(o) => o,
+        Err(e) => {
+            println!("sppark peer not run ({bin}: {e})");
+            return BTreeMap::new();
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    print!("{stdout}");
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        println!("sppark peer failed: {}", out.status);
+    }
+    let mut rows = BTreeMap::new();
+    for line in stdout.lines().filter(|l| l.starts_with("sppark ")) {
+        let kv: BTreeMap<&str, &str> = line
+            .split_whitespace()
+            .filter_map(|t| t.split_once('='))
+            .collect();
+        let num = |k: &str| {
+            kv.get(k)
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(f64::NAN)
+        };
+        if let Some(log) = kv.get("log2").and_then(|v| v.parse::<usize>().ok()) {
+            rows.insert(
+                log,
+                PeerRow {
+                    median_ms: num("median_ms"),
+                    min_ms: num("min_ms"),
+                    max_ms: num("max_ms"),
+                    result: kv.get("result").unwrap_or(&"").to_string(),
+                },
+            );
+        }
+    }
+    rows
+}
+
+fn set_env(key: &str, value: Option<&str>) {
+    // SAFETY: the bench's main thread is the only one reading or writing the environment
+    // while this runs (rayon's workers never touch it).
+    unsafe {
+        match value {
+            Some(v) => std::env::set_var(key, v),
+            None => std::env::remove_var(key),
+        }
+    }
+}
+
+/// One more call with GPU_CRYPTO_MSM_PROFILE=1: prints the host/GPU time split.
+fn profile_once(gpu: &GpuBackend, msms: &[MsmInput<'_>]) {
+    set_env("GPU_CRYPTO_MSM_PROFILE", Some("1"));
+    let _ = gpu.g1_msm_batch(msms);
+    set_env("GPU_CRYPTO_MSM_PROFILE", None);
+}
+
+struct Row {
+    log: usize,
+    ours: f64,
+    blst: f64,
+    cpu_path: Option<f64>,
+}
+
+fn main() {
+    let quick = std::env::var("GPU_BENCH_QUICK").as_deref() == Ok("1");
+    let sweep = std::env::var("GPU_MSM_BENCH_SWEEP").as_deref() == Ok("1");
+    let gpu = match GpuBackend::open(0) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("skipped: no usable GPU ({e})");
+            return;
+        }
+    };
+    println!(
+        "device: {}; host threads (rayon): {}",
+        gpu.describe(),
+        rayon::current_num_threads()
+    );
+    let max_log = if quick { 16 } else { 22 };
+    let n_max = 1usize << max_log;
+    let t = Instant::now();
+    let all_points = random_points(n_max, 1);
+    let all_scalars = random_scalars(n_max, 2);
+    let blst_points: Vec<blst_p1_affine> = all_points.par_iter().map(to_blst).collect();
+    let scalar_bytes: Vec<u8> = all_scalars.iter().flat_map(|s| s.to_bytes()).collect();
+    println!(
+        "inputs: 2^{max_log} distinct points and uniform scalars in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let peer_inputs =
+        std::env::var("MSM_PEER_INPUTS").unwrap_or_else(|_| "/tmp/msm-peer-inputs.bin".into());
+    let peer_bin = std::env::var("MSM_PEER_BIN").unwrap_or_else(|_| "./sppark_peer".into());
+    let t = Instant::now();
+    write_peer_inputs(&peer_inputs, &blst_points, &scalar_bytes);
+    println!(
+        "peer inputs written to {peer_inputs} in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+
+    // Crossover against the engine's CPU path: the smallest single-MSM size the GPU wins.
+    let mut crossover = None;
+    for log in 6..=12 {
+        let n = 1usize << log;
+        let m = [MsmInput {
+            points: &all_points[..n],
+            scalars: &all_scalars[..n],
+        }];
+        let (c, want) = time(9, || cpu::g1_msm_batch(&m));
+        let (g, got) = time(9, || gpu.g1_msm_batch(&m));
+        assert_eq!(
+            got.expect("GPU MSM"),
+            want,
+            "2^{log}: GPU differs from CPU path"
+        );
+        println!(
+            "crossover probe 2^{log}: ours {:.3} ms, cpu path {:.3} ms",
+            g * 1e3,
+            c * 1e3
+        );
+        if crossover.is_none() && g < c {
+            crossover = Some(n);
+        }
+    }
+
+    let logs: Vec<usize> = [12usize, 16, 18, 20, 22]
+        .into_iter()
+        .filter(|&l| l <= max_log)
+        .collect();
+    let mut rows = Vec::new();
+    let mut want_enc = BTreeMap::new();
+    for &log in &logs {
+        let n = 1usize << log;
+        let m = [MsmInput {
+            points: &all_points[..n],
+            scalars: &all_scalars[..n],
+        }];
+        let (blst_reps, ours_reps) = match log {
+            ..=16 => (5, 10),
+            17..=20 => (3, 7),
+            _ => (1, 5),
+        };
+        let (blst_s, want) = time(blst_reps, || {
+            blst_points[..n].mult(&scalar_bytes[..32 * n], 255)
+        });
+        let want_bytes = blst_encoding(&want);
+        let want_point = G1Projective::from(
+            Option::<G1Affine>::from(G1Affine::from_uncompressed(&want_bytes))
+                .expect("blst result decodes"),
+        );
+        want_enc.insert(log, hex(&want_bytes));
+        let (ours_s, got) = time(ours_reps, || gpu.g1_msm_batch(&m));
+        assert_eq!(
+            got.expect("GPU MSM")[0],
+            want_point,
+            "2^{log}: ours differs from blst"
+        );
+        let cpu_path = (log <= 20).then(|| {
+            let (s, out) = time(1, || cpu::g1_msm_batch(&m));
+            assert_eq!(out[0], want_point, "2^{log}: CPU path differs from blst");
+            s * 1e3
+        });
+        println!(
+            "2^{log}: ours {:.3} ms, blst 16 threads {:.3} ms ({:.1}x){}",
+            ours_s * 1e3,
+            blst_s * 1e3,
+            blst_s / ours_s,
+            cpu_path
+                .map(|c| format!(", cpu path {c:.3} ms"))
+                .unwrap_or_default()
+        );
+        profile_once(&gpu, &m);
+        rows.push(Row {
+            log,
+            ours: ours_s * 1e3,
+            blst: blst_s * 1e3,
+            cpu_path,
+        });
+    }
+
+    // NI-DKG shape: 32 MSMs of n*16 points for n = 13, 28 (448 points), 40.
+    let mut batch_rows = Vec::new();
+    for per in [13 * 16, 448, 40 * 16] {
+        let msms: Vec<MsmInput<'_>> = (0..32)
+            .map(|i| MsmInput {
+                points: &all_points[i * per..(i + 1) * per],
+                scalars: &all_scalars[i * per..(i + 1) * per],
+            })
+            .collect();
+        let (c, want) = time(20, || cpu::g1_msm_batch(&msms));
+        let (g, got) = time(30, || gpu.g1_msm_batch(&msms));
+        assert_eq!(got.expect("GPU MSM"), want, "32 x {per}");
+        println!(
+            "32 x {per}: ours {:.3} ms, cpu path {:.3} ms, {:.1}x",
+            g * 1e3,
+            c * 1e3,
+            c / g
+        );
+        profile_once(&gpu, &msms);
+        batch_rows.push((per, g * 1e3, c * 1e3));
+    }
+
+    if sweep {
+        println!("sweep (ours only, each result compared with blst's):");
+        for &log in logs.iter().filter(|&&l| l >= 18) {
+            let n = 1usize << log;
+            let m = [MsmInput {
+                points: &all_points[..n],
+                scalars: &all_scalars[..n],
+            }];
+            let want = &want_enc[&log];
+            let check = |got: Result<Vec<G1Projective>, _>| {
+                let g = G1Affine::from(got.expect("GPU MSM")[0]);
+                assert_eq!(&hex(&g.to_uncompressed()), want, "sweep 2^{log}");
+            };
+            // The default widths are 14 at 2^18 and 16 above (window_bits).
+            let widths: &[&str] = match log {
+                18 => &["13", "15", "16"],
+                _ => &["14", "15"],
+            };
+            let mut variants: Vec<(String, &str, &str)> = widths
+                .iter()
+                .map(|c| (format!("c={c}"), "GPU_CRYPTO_MSM_WINDOW_BITS", *c))
+                .collect();
+            variants.push((
+                "encoded staging".into(),
+                "GPU_CRYPTO_MSM_STAGING",
+                "encoded",
+            ));
+            for (what, key, value) in variants {
+                set_env(key, Some(value));
+                let (s, got) = time(5, || gpu.g1_msm_batch(&m));
+                check(got);
+                println!("  2^{log} {what}: {:.3} ms", s * 1e3);
+                set_env(key, None);
+            }
+        }
+    }
+
+    // sppark last, in its own process (its own CUDA context); ours keeps its buffers.
+    let peer = run_peer(&peer_bin, &peer_inputs, 7, &logs);
+    for (log, row) in &peer {
+        if let Some(want) = want_enc.get(log) {
+            assert_eq!(&row.result, want, "2^{log}: sppark differs from blst");
+        }
+    }
+    let _ = std::fs::remove_file(&peer_inputs);
+
+    println!();
+    println!(
+        "| MSM | ours ms (end to end from ic_bls12_381 types) | sppark ms (pinned blst affines) | blst ms (16 threads, blst affines) | CPU path ms (end to end) | blst / ours | sppark / ours |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for r in &rows {
+        let p = peer.get(&r.log);
+        println!(
+            "| 2^{} | {:.2} | {} | {:.1} | {} | {:.1}x | {} |",
+            r.log,
+            r.ours,
+            p.map(|p| format!("{:.2} ({:.2}-{:.2})", p.median_ms, p.min_ms, p.max_ms))
+                .unwrap_or_else(|| "-".into()),
+            r.blst,
+            r.cpu_path
+                .map(|c| format!("{c:.1}"))
+                .unwrap_or_else(|| "-".into()),
+            r.blst / r.ours,
+            p.map(|p| format!("{:.2}x", p.median_ms / r.ours))
+                .unwrap_or_else(|| "-".into()),
+        );
+    }
+    for (per, g, c) in &batch_rows {
+        println!(
+            "| 32 x {per} | {g:.3} | - | - | {c:.3} | - (CPU path / ours {:.1}x) | - |",
+            c / g
+        );
+    }
+    match crossover {
+        Some(n) => println!(
+            "crossover: ours faster than the CPU path from {n} points (single MSM, 2^6..2^12)"
+        ),
+        None => println!("crossover: ours not faster than the CPU path up to 2^12 points"),
+    }
+}

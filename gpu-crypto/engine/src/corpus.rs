@@ -1,0 +1,342 @@
+//! A deterministic adversarial corpus for 48-byte compressed G1 decoding, shared by the
+//! CPU, GPU and CLI tests: every flag combination on every kind of x, x >= p, x with no
+//! square root, curve points outside the prime-order subgroup, infinity encodings with
+//! each stray bit, valid points with both sort-flag values, and seeded random bytes.
+//!
+//! Each entry's expected verdict is computed at generation from `ic_bls12_381` (its
+//! `from_compressed` decides accept and the point; the rejection reason follows the
+//! precedence documented on [`DecodeError`], see [`reference_verdict`]). Entries built to
+//! hit one case also carry that `intended` verdict, an independent check that the
+//! corpus covers what it claims to.
+//!
+//! `testdata/decompress/corpus.txt` and `expected.txt` are [`corpus_file`] and
+//! [`expected_file`] of this corpus (a test keeps them identical).
+
+use crate::field::MODULUS_LIMBS;
+use ff::Field;
+use gpu_crypto_api::DecodeError;
+use group::Group;
+use ic_bls12_381::{G1Affine, G1Projective, Scalar};
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+/// Seed of every random choice in the corpus; changing it changes the files.
+pub const CORPUS_SEED: [u8; 32] = *b"sovereign-node g1 corpus seed v1";
+
+const COMPRESSION: u8 = 0x80;
+const INFINITY: u8 = 0x40;
+const SORT: u8 = 0x20;
+
+/// One corpus entry.
+#[derive(Debug, Clone)]
+pub struct CorpusEntry {
+    /// What the entry is, e.g. `x=p+1 flags=0x80`.
+    pub label: String,
+    pub bytes: [u8; 48],
+    /// `ic_bls12_381`'s verdict, computed at generation ([`reference_verdict`]).
+    pub expected: Result<G1Affine, DecodeError>,
+    /// For entries built to hit one case: the verdict they were built for (`Ok(())`:
+    /// a valid point). `None` for random bytes.
+    pub intended: Option<Result<(), DecodeError>>,
+}
+
+/// `ic_bls12_381`'s verdict on `bytes`: `from_compressed` decides accept and the point;
+/// a rejection gets the first reason, in [`DecodeError`]'s precedence, that
+/// `ic_bls12_381`'s own decoding steps show.
+pub fn reference_verdict(bytes: &[u8; 48]) -> Result<G1Affine, DecodeError> {
+    if let Some(point) = Option::<G1Affine>::from(G1Affine::from_compressed(bytes)) {
+        return Ok(point);
+    }
+    let flags = bytes[0];
+    if flags & COMPRESSION == 0 {
+        return Err(DecodeError::NotCompressed);
+    }
+    if flags & INFINITY != 0 {
+        // from_compressed accepts the infinity flag only with no sort flag and x = 0.
+        return Err(DecodeError::BadInfinity);
+    }
+    let mut x = *bytes;
+    x[0] &= 0x1f;
+    if !limbs_below_modulus(&x) {
+        return Err(DecodeError::NonCanonical);
+    }
+    if Option::<G1Affine>::from(G1Affine::from_compressed_unchecked(bytes)).is_none() {
+        return Err(DecodeError::NotOnCurve);
+    }
+    Err(DecodeError::NotInSubgroup)
+}
+
+/// `x < p` for a big-endian field element, by multi-limb subtraction.
+fn limbs_below_modulus(x: &[u8; 48]) -> bool {
+    let mut borrow = 0u64;
+    for (i, modulus_limb) in MODULUS_LIMBS.iter().enumerate() {
+        let start = 48 - 8 * (i + 1);
+        let mut limb = [0u8; 8];
+        limb.copy_from_slice(&x[start..start + 8]);
+        let (d1, b1) = u64::from_be_bytes(limb).overflowing_sub(*modulus_limb);
+        let (_, b2) = d1.overflowing_sub(borrow);
+        borrow = u64::from(b1 || b2);
+    }
+    borrow == 1
+}
+
+/// The line the CLI prints for a verdict: `ok <192 hex uncompressed>` or `err <reason>`.
+pub fn expected_line(verdict: &Result<G1Affine, DecodeError>) -> String {
+    match verdict {
+        Ok(point) => format!("ok {}", hex::encode(point.to_uncompressed())),
+        Err(e) => format!("err {}", e.reason_word()),
+    }
+}
+
+/// The CLI's input format: 96 hex characters per line.
+pub fn corpus_file(entries: &[CorpusEntry]) -> String {
+    entries
+        .iter()
+        .map(|e| hex::encode(e.bytes) + "\n")
+        .collect()
+}
+
+/// The CLI's expected output, one [`expected_line`] per entry.
+pub fn expected_file(entries: &[CorpusEntry]) -> String {
+    entries
+        .iter()
+        .map(|e| expected_line(&e.expected) + "\n")
+        .collect()
+}
+
+/// The corpus, identical on every call.
+pub fn g1_decompress_corpus() -> Vec<CorpusEntry> {
+    let mut rng = ChaCha20Rng::from_seed(CORPUS_SEED);
+    let mut corpus = Corpus::default();
+
+    // Valid points with both sort-flag values: flipping the sort flag of a valid
+    // encoding gives the negated point, also valid.
+    let mut valid_points = vec![G1Affine::generator()];
+    for _ in 0..14 {
+        valid_points.push(G1Affine::from(G1Projective::random(&mut rng)));
+    }
+    valid_points.push(G1Affine::from(
+        G1Projective::generator() * -Scalar::ONE.double(),
+    ));
+    for (i, p) in valid_points.iter().enumerate() {
+        let enc = p.to_compressed();
+        corpus.push(format!("valid#{i}"), enc, Some(Ok(())));
+        let mut flipped = enc;
+        flipped[0] ^= SORT;
+        corpus.push(
+            format!("valid#{i} sort-flag flipped"),
+            flipped,
+            Some(Ok(())),
+        );
+    }
+
+    // The identity, and infinity with each stray bit (flags other than compression and
+    // infinity, and every x bit).
+    let identity = G1Affine::identity().to_compressed();
+    corpus.push("identity".into(), identity, Some(Ok(())));
+    for bit in 0..384 {
+        let (byte, mask) = (bit / 8, 0x80u8 >> (bit % 8));
+        if byte == 0 && (mask == COMPRESSION || mask == INFINITY) {
+            continue;
+        }
+        let mut enc = identity;
+        enc[byte] |= mask;
+        corpus.push(
+            format!("infinity with stray bit {bit}"),
+            enc,
+            Some(Err(DecodeError::BadInfinity)),
+        );
+    }
+    let mut no_compression = identity;
+    no_compression[0] &= !COMPRESSION;
+    corpus.push(
+        "infinity without compression flag".into(),
+        no_compression,
+        Some(Err(DecodeError::NotCompressed)),
+    );
+
+    // x >= p (bits 381..383 are flags, so every 381-bit x >= p is reachable).
+    let p = field_bytes_from_limbs(&MODULUS_LIMBS);
+    let mut non_canonical: Vec<(String, [u8; 48])> = vec![
+        ("x=p".into(), p),
+        ("x=p+1".into(), add_small(&p, 1)),
+        ("x=p+2^64".into(), add_at_limb(&p, 1, 1)),
+        ("x=2^381-1".into(), [0xff; 48]),
+    ];
+    for i in 0..4 {
+        let mut x = [0u8; 48];
+        rng.fill_bytes(&mut x);
+        // Top byte above p's (0x1a), the rest random.
+        x[0] = 0x1b + (i as u8);
+        non_canonical.push((format!("x random >= p #{i}"), x));
+    }
+    for (label, x) in &non_canonical {
+        for sort in [0, SORT] {
+            let mut enc = *x;
+            enc[0] = (enc[0] & 0x1f) | COMPRESSION | sort;
+            corpus.push(
+                format!("{label} flags={:#04x}", enc[0] & 0xe0),
+                enc,
+                Some(Err(DecodeError::NonCanonical)),
+            );
+        }
+    }
+    let mut p_minus_one = p;
+    p_minus_one[47] -= 1;
+    let mut enc = p_minus_one;
+    enc[0] |= COMPRESSION;
+    corpus.push("x=p-1".into(), enc, None);
+
+    // x with no square root of x^3 + 4, and on-curve x outside the subgroup. Found by
+    // trying small and random x with ic_bls12_381's unchecked decoding.
+    let mut no_root = Vec::new();
+    let mut off_subgroup = Vec::new();
+    for small in 1u8..=64 {
+        let mut x = [0u8; 48];
+        x[47] = small;
+        classify_x(x, &mut no_root, &mut off_subgroup);
+    }
+    while no_root.len() < 12 || off_subgroup.len() < 12 {
+        let mut x = [0u8; 48];
+        rng.fill_bytes(&mut x);
+        x[0] &= 0x0f; // below p
+        classify_x(x, &mut no_root, &mut off_subgroup);
+    }
+    for (i, x) in no_root.iter().take(12).enumerate() {
+        for sort in [0, SORT] {
+            let mut enc = *x;
+            enc[0] |= COMPRESSION | sort;
+            corpus.push(
+                format!("no square root #{i} flags={:#04x}", enc[0] & 0xe0),
+                enc,
+                Some(Err(DecodeError::NotOnCurve)),
+            );
+        }
+    }
+    // x = 0: (0, +-2) are points of order 3, on the curve but not in G1.
+    off_subgroup.insert(0, [0u8; 48]);
+    for (i, x) in off_subgroup.iter().take(13).enumerate() {
+        for sort in [0, SORT] {
+            let mut enc = *x;
+            enc[0] |= COMPRESSION | sort;
+            corpus.push(
+                format!("on curve, not in G1 #{i} flags={:#04x}", enc[0] & 0xe0),
+                enc,
+                Some(Err(DecodeError::NotInSubgroup)),
+            );
+        }
+    }
+
+    // All 8 flag combinations on each kind of x.
+    let mut valid_x = valid_points[1].to_compressed();
+    valid_x[0] &= 0x1f;
+    let kinds: [(&str, [u8; 48], Result<(), DecodeError>); 5] = [
+        ("valid x", valid_x, Ok(())),
+        ("x=0", [0u8; 48], Err(DecodeError::NotInSubgroup)),
+        ("x=p", p, Err(DecodeError::NonCanonical)),
+        ("x without root", no_root[0], Err(DecodeError::NotOnCurve)),
+        (
+            "x off subgroup",
+            off_subgroup[1],
+            Err(DecodeError::NotInSubgroup),
+        ),
+    ];
+    for (name, x, when_plain) in kinds {
+        for flags in 0u8..8 {
+            let flags = flags << 5;
+            let mut enc = x;
+            enc[0] = (enc[0] & 0x1f) | flags;
+            let x_is_zero = x.iter().all(|&b| b == 0);
+            let intended = if flags & COMPRESSION == 0 {
+                Err(DecodeError::NotCompressed)
+            } else if flags & INFINITY != 0 {
+                if flags & SORT == 0 && x_is_zero {
+                    Ok(())
+                } else {
+                    Err(DecodeError::BadInfinity)
+                }
+            } else {
+                when_plain
+            };
+            corpus.push(format!("{name} flags={flags:#04x}"), enc, Some(intended));
+        }
+    }
+
+    // Seeded random bytes: as they come, and with only the compression flag forced
+    // (which reaches the later checks far more often).
+    for i in 0..128 {
+        let mut enc = [0u8; 48];
+        rng.fill_bytes(&mut enc);
+        corpus.push(format!("random bytes #{i}"), enc, None);
+    }
+    for i in 0..128 {
+        let mut enc = [0u8; 48];
+        rng.fill_bytes(&mut enc);
+        enc[0] = (enc[0] & !INFINITY) | COMPRESSION;
+        if rng.gen_bool(0.5) {
+            enc[0] &= !SORT;
+        }
+        corpus.push(format!("random compressed #{i}"), enc, None);
+    }
+    corpus.entries
+}
+
+#[derive(Default)]
+struct Corpus {
+    entries: Vec<CorpusEntry>,
+}
+
+impl Corpus {
+    fn push(&mut self, label: String, bytes: [u8; 48], intended: Option<Result<(), DecodeError>>) {
+        self.entries.push(CorpusEntry {
+            label,
+            expected: reference_verdict(&bytes),
+            bytes,
+            intended,
+        });
+    }
+}
+
+/// Sorts a canonical x (flags clear) into "no root" or "on the curve but not in G1".
+fn classify_x(x: [u8; 48], no_root: &mut Vec<[u8; 48]>, off_subgroup: &mut Vec<[u8; 48]>) {
+    let mut enc = x;
+    enc[0] |= COMPRESSION;
+    match Option::<G1Affine>::from(G1Affine::from_compressed_unchecked(&enc)) {
+        None => no_root.push(x),
+        Some(p) if !bool::from(p.is_torsion_free()) => off_subgroup.push(x),
+        Some(_) => {}
+    }
+}
+
+fn field_bytes_from_limbs(limbs: &[u64; 6]) -> [u8; 48] {
+    let mut out = [0u8; 48];
+    for (i, limb) in limbs.iter().enumerate() {
+        let start = 48 - 8 * (i + 1);
+        out[start..start + 8].copy_from_slice(&limb.to_be_bytes());
+    }
+    out
+}
+
+/// `x + v` on a big-endian 48-byte integer (wrapping; only used below 2^381).
+fn add_small(x: &[u8; 48], v: u8) -> [u8; 48] {
+    let mut out = *x;
+    let mut carry = u16::from(v);
+    for byte in out.iter_mut().rev() {
+        let s = u16::from(*byte) + carry;
+        *byte = s as u8;
+        carry = s >> 8;
+    }
+    out
+}
+
+/// `x + v * 2^(64 * limb)` on a big-endian 48-byte integer.
+fn add_at_limb(x: &[u8; 48], limb: usize, v: u8) -> [u8; 48] {
+    let mut out = *x;
+    let mut carry = u16::from(v);
+    for byte in out[..48 - 8 * limb].iter_mut().rev() {
+        let s = u16::from(*byte) + carry;
+        *byte = s as u8;
+        carry = s >> 8;
+    }
+    out
+}

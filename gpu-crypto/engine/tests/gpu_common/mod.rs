@@ -1,0 +1,211 @@
+//! Shared by the GPU test binaries: opening the device once, skipping with a printed reason
+//! where there is none, and the ic_bls12_381-based references the GPU is compared with.
+#![allow(dead_code)]
+
+use gpu_crypto::gpu::GpuBackend;
+use gpu_crypto::{BlsItem, BlsScheme, DecodeError, G1Affine, G1Projective};
+use group::Group;
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use std::sync::{Arc, OnceLock};
+
+/// The opened GPU, or `None` (with the reason printed) where none is usable. With
+/// `GPU_CRYPTO_REQUIRE_GPU=1` (the device runner sets it) a missing GPU fails the test.
+pub fn gpu() -> Option<Arc<GpuBackend>> {
+    static GPU: OnceLock<Result<Arc<GpuBackend>, String>> = OnceLock::new();
+    let r = GPU.get_or_init(|| GpuBackend::open(0).map(Arc::new).map_err(|e| e.to_string()));
+    match r {
+        Ok(g) => Some(g.clone()),
+        Err(reason) => {
+            if std::env::var("GPU_CRYPTO_REQUIRE_GPU").as_deref() == Ok("1") {
+                panic!("GPU_CRYPTO_REQUIRE_GPU=1 but the GPU is unusable: {reason}");
+            }
+            eprintln!("skipped: no usable GPU ({reason})");
+            None
+        }
+    }
+}
+
+/// The NVRTC version found at run time; `None` with the reason printed when NVRTC is
+/// unusable, or a panic when GPU_CRYPTO_REQUIRE_NVRTC=1 (CI, the device runner).
+pub fn nvrtc_or_skip() -> Option<(i32, i32)> {
+    match gpu_crypto::kernels::nvrtc_version() {
+        Ok(v) => Some(v),
+        Err(e) => {
+            if std::env::var("GPU_CRYPTO_REQUIRE_NVRTC").as_deref() == Ok("1") {
+                panic!("GPU_CRYPTO_REQUIRE_NVRTC=1 but NVRTC is unusable: {e}");
+            }
+            eprintln!("skipped: {e} (set GPU_CRYPTO_REQUIRE_NVRTC=1 to make this a failure)");
+            None
+        }
+    }
+}
+
+pub fn rng(seed: u64) -> ChaCha20Rng {
+    ChaCha20Rng::seed_from_u64(seed)
+}
+
+/// The modulus p, big-endian.
+pub const P_BE: [u8; 48] = [
+    0x1a, 0x01, 0x11, 0xea, 0x39, 0x7f, 0xe6, 0x9a, 0x4b, 0x1b, 0xa7, 0xb6, 0x43, 0x4b, 0xac, 0xd7,
+    0x64, 0x77, 0x4b, 0x84, 0xf3, 0x85, 0x12, 0xbf, 0x67, 0x30, 0xd2, 0xa0, 0xf6, 0xb0, 0xf6, 0x24,
+    0x1e, 0xab, 0xff, 0xfe, 0xb1, 0x53, 0xff, 0xff, 0xb9, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xaa, 0xab,
+];
+
+/// Reference decompression with `DecodeError`'s precedence, built on ic_bls12_381 alone
+/// (`from_compressed_unchecked` and `is_torsion_free`), and checked against
+/// `from_compressed`'s accept set.
+pub fn reference_decompress(b: &[u8; 48]) -> Result<G1Affine, DecodeError> {
+    let compressed = b[0] & 0x80 != 0;
+    let infinity = b[0] & 0x40 != 0;
+    let sort = b[0] & 0x20 != 0;
+    let mut x = *b;
+    x[0] &= 0x1f;
+    let r = if !compressed {
+        Err(DecodeError::NotCompressed)
+    } else if infinity {
+        if sort || x.iter().any(|&v| v != 0) {
+            Err(DecodeError::BadInfinity)
+        } else {
+            Ok(G1Affine::identity())
+        }
+    } else if x >= P_BE {
+        Err(DecodeError::NonCanonical)
+    } else {
+        match Option::<G1Affine>::from(G1Affine::from_compressed_unchecked(b)) {
+            None => Err(DecodeError::NotOnCurve),
+            Some(p) if !bool::from(p.is_torsion_free()) => Err(DecodeError::NotInSubgroup),
+            Some(p) => Ok(p),
+        }
+    };
+    let accepted = Option::<G1Affine>::from(G1Affine::from_compressed(b));
+    assert_eq!(accepted, r.ok(), "reference disagrees with from_compressed");
+    r
+}
+
+/// Compressed encodings of random points of G1.
+pub fn valid_points(rng: &mut impl RngCore, n: usize) -> Vec<[u8; 48]> {
+    let step = G1Projective::random(&mut *rng);
+    let mut acc = G1Projective::random(&mut *rng);
+    let mut proj = Vec::with_capacity(n);
+    for _ in 0..n {
+        acc += step;
+        proj.push(acc);
+    }
+    let mut affine = vec![G1Affine::identity(); n];
+    G1Projective::batch_normalize(&proj, &mut affine);
+    affine.iter().map(|p| p.to_compressed()).collect()
+}
+
+/// Encodings with a canonical x that pass the flags: about half have no square root,
+/// nearly all the others are curve points outside the subgroup.
+pub fn random_x(rng: &mut impl RngCore, flags: u8) -> [u8; 48] {
+    let mut b = [0u8; 48];
+    loop {
+        rng.fill_bytes(&mut b);
+        b[0] &= 0x1f;
+        if b < P_BE {
+            break;
+        }
+    }
+    b[0] |= flags;
+    b
+}
+
+/// The adversarial corpus: every flag combination over x = 0, a valid x, x = p, x = p + 1,
+/// the largest 381-bit x, no-square-root and non-subgroup x; infinity with stray bits;
+/// random bytes. Each item is tagged with what it exercises.
+pub fn adversarial(rng: &mut ChaCha20Rng) -> Vec<(String, [u8; 48])> {
+    let mut out = Vec::new();
+    let valid = valid_points(rng, 8);
+    let mut p_plus_1 = P_BE;
+    p_plus_1[47] += 1;
+    let mut max = [0xffu8; 48];
+    max[0] = 0x1f;
+    let mut no_sqrt = None;
+    let mut non_subgroup = None;
+    while no_sqrt.is_none() || non_subgroup.is_none() {
+        let b = random_x(rng, 0x80);
+        match reference_decompress(&b) {
+            Err(DecodeError::NotOnCurve) => no_sqrt = no_sqrt.or(Some(b)),
+            Err(DecodeError::NotInSubgroup) => non_subgroup = non_subgroup.or(Some(b)),
+            _ => {}
+        }
+    }
+    let xs: Vec<(&str, [u8; 48])> = vec![
+        ("x=0", [0u8; 48]),
+        ("valid-x", valid[0]),
+        ("x=p", P_BE),
+        ("x=p+1", p_plus_1),
+        ("x=2^381-1", max),
+        ("no-sqrt-x", no_sqrt.unwrap_or([0u8; 48])),
+        ("non-subgroup-x", non_subgroup.unwrap_or([0u8; 48])),
+    ];
+    for (name, x) in &xs {
+        for flags in 0u8..8 {
+            let mut b = *x;
+            b[0] = (b[0] & 0x1f) | (flags << 5);
+            out.push((format!("{name} flags={:03b}", flags), b));
+        }
+    }
+    for i in 0..48 {
+        for bit in [0x01u8, 0x80] {
+            let mut b = [0u8; 48];
+            b[0] = 0xc0;
+            if i == 0 {
+                b[0] |= bit & 0x1f;
+            } else {
+                b[i] = bit;
+            }
+            out.push((format!("infinity stray byte {i} bit {bit:#x}"), b));
+        }
+    }
+    for v in &valid {
+        out.push(("valid".into(), *v));
+        let mut flipped = *v;
+        flipped[0] ^= 0x20;
+        out.push(("valid with sort flipped".into(), flipped));
+    }
+    for _ in 0..256 {
+        let mut b = [0u8; 48];
+        rng.fill_bytes(&mut b);
+        out.push(("random bytes".into(), b));
+        b[0] |= 0x80;
+        b[0] &= !0x40;
+        out.push(("random compressed".into(), b));
+    }
+    for _ in 0..64 {
+        let flags = if rng.r#gen::<bool>() { 0x80 } else { 0xa0 };
+        out.push(("random canonical x".into(), random_x(rng, flags)));
+    }
+    out
+}
+
+pub fn cpu_sha256(prefix: &[u8], chunk: &[u8]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(prefix);
+    h.update(chunk);
+    h.finalize().into()
+}
+
+/// An owned BLS batch item (the engine takes borrowed ones: [`items`]).
+#[derive(Clone)]
+pub struct Owned {
+    pub signature: [u8; 48],
+    pub public_key: [u8; 96],
+    pub message: Vec<u8>,
+    pub scheme: BlsScheme,
+}
+
+pub fn items(batch: &[Owned]) -> Vec<BlsItem<'_>> {
+    batch
+        .iter()
+        .map(|o| BlsItem {
+            signature: &o.signature,
+            public_key: &o.public_key,
+            message: &o.message,
+            scheme: o.scheme,
+        })
+        .collect()
+}

@@ -1,0 +1,247 @@
+//! GPU batch G1 decompression against the CPU reference, item by item: random valid
+//! points, the adversarial corpus, random bytes, several batch sizes (including the
+//! parallel host conversion path) and the engine with the GPU pinned.
+
+mod gpu_common;
+
+use gpu_common::*;
+use gpu_crypto::gpu::{DecompressKernel, LATENCY_KERNEL_MAX_POINTS};
+use gpu_crypto::{BackendChoice, DecodeError, Engine, G1Affine, Policy};
+use rand::RngCore;
+
+fn compare(points: &[[u8; 48]], gpu: &[Result<G1Affine, DecodeError>], what: &str) {
+    assert_eq!(points.len(), gpu.len(), "{what}: result count");
+    for (i, (b, g)) in points.iter().zip(gpu).enumerate() {
+        let want = reference_decompress(b);
+        assert_eq!(*g, want, "{what}: item {i} input {}", hex::encode(b));
+        if let Ok(p) = g {
+            assert_eq!(
+                p.to_compressed(),
+                *b,
+                "{what}: item {i} does not round-trip"
+            );
+        }
+    }
+}
+
+/// Also compares with the crate's CPU path, item by item.
+fn compare_cpu_path(points: &[[u8; 48]], gpu: &[Result<G1Affine, DecodeError>]) {
+    let cpu = gpu_crypto::cpu::g1_decompress(points);
+    assert_equals_cpu(&cpu, gpu, "");
+}
+
+/// `gpu` equals the CPU path's results `cpu`, item by item (`what` names the call).
+fn assert_equals_cpu(
+    cpu: &[Result<G1Affine, DecodeError>],
+    gpu: &[Result<G1Affine, DecodeError>],
+    what: &str,
+) {
+    assert_eq!(cpu.len(), gpu.len(), "{what}: result count");
+    for (i, (c, g)) in cpu.iter().zip(gpu).enumerate() {
+        assert_eq!(
+            c, g,
+            "{what}: item {i}: GPU differs from cpu::g1_decompress"
+        );
+    }
+}
+
+#[test]
+fn shared_corpus_matches_its_expected_verdicts() {
+    let Some(gpu) = gpu() else { return };
+    let corpus = gpu_crypto::corpus::g1_decompress_corpus();
+    let points: Vec<[u8; 48]> = corpus.iter().map(|e| e.bytes).collect();
+    let out = gpu.g1_decompress(&points).expect("GPU call");
+    assert_eq!(out.len(), corpus.len());
+    for (e, g) in corpus.iter().zip(&out) {
+        assert_eq!(*g, e.expected, "{}: {}", e.label, hex::encode(e.bytes));
+    }
+    compare_cpu_path(&points, &out);
+    eprintln!("{} corpus entries equal", corpus.len());
+}
+
+#[test]
+fn adversarial_corpus_matches_reference() {
+    let Some(gpu) = gpu() else { return };
+    let corpus = adversarial(&mut rng(1));
+    let points: Vec<[u8; 48]> = corpus.iter().map(|(_, b)| *b).collect();
+    let out = gpu.g1_decompress(&points).expect("GPU call");
+    for ((name, b), g) in corpus.iter().zip(&out) {
+        assert_eq!(*g, reference_decompress(b), "{name}: {}", hex::encode(b));
+    }
+    // Every reason occurs, so the corpus exercises each branch.
+    for e in DecodeError::ALL {
+        assert!(out.contains(&Err(e)), "corpus never produced {e:?}");
+    }
+    assert!(out.iter().any(|r| r.is_ok()));
+    compare_cpu_path(&points, &out);
+}
+
+#[test]
+fn random_valid_points_and_random_bytes_at_many_batch_sizes() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(2);
+    for &n in &[1usize, 2, 31, 127, 128, 129, 448, 1000, 4097, 20000] {
+        let mut points = valid_points(&mut r, n);
+        // Every third item corrupted: random bytes, or a random canonical x.
+        for (i, p) in points.iter_mut().enumerate() {
+            match i % 6 {
+                1 => r.fill_bytes(p),
+                4 => *p = random_x(&mut r, 0x80),
+                _ => {}
+            }
+        }
+        let out = gpu.g1_decompress(&points).expect("GPU call");
+        compare(&points, &out, &format!("batch of {n}"));
+        compare_cpu_path(&points, &out);
+    }
+}
+
+#[test]
+fn batches_of_several_pipeline_segments() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(5);
+    // More than three segments of the two-stream pipeline (2^16 points each) with a
+    // partial last one, invalid items of three kinds in every segment; then a batch of
+    // just over one segment on the same (reused) buffers and streams.
+    let n = 3 * 65536 + 777;
+    let mut points = valid_points(&mut r, n);
+    for (i, p) in points.iter_mut().enumerate() {
+        match i % 1000 {
+            3 => r.fill_bytes(p),
+            500 => *p = random_x(&mut r, 0x80),
+            999 => p[0] &= 0x7f,
+            _ => {}
+        }
+    }
+    for len in [n, 65536 + 5] {
+        let out = gpu.g1_decompress(&points[..len]).expect("GPU call");
+        assert_eq!(out.len(), len);
+        assert!(out.iter().any(|x| x.is_err()) && out.iter().any(|x| x.is_ok()));
+        compare_cpu_path(&points[..len], &out);
+    }
+}
+
+#[test]
+fn repeated_calls_reuse_buffers_without_stale_results() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(3);
+    // A large batch, then smaller ones with different content in the same pooled buffers:
+    // a result left over from the large batch would show up as a mismatch.
+    let big = valid_points(&mut r, 5000);
+    compare(&big, &gpu.g1_decompress(&big).expect("GPU call"), "large");
+    for n in [4000usize, 17, 1] {
+        let mut small: Vec<[u8; 48]> = (0..n).map(|_| random_x(&mut r, 0x80)).collect();
+        small[0] = valid_points(&mut r, 1)[0];
+        compare(
+            &small,
+            &gpu.g1_decompress(&small).expect("GPU call"),
+            "after large",
+        );
+    }
+    assert!(gpu.g1_decompress(&[]).expect("empty").is_empty());
+}
+
+#[test]
+fn engine_pinned_to_gpu_decompresses_on_gpu() {
+    if gpu().is_none() {
+        return;
+    }
+    let mut policy = Policy::cpu_only();
+    policy.decompress.backend = BackendChoice::Gpu;
+    policy.fallback = gpu_crypto::Fallback::Never;
+    let engine = Engine::new(policy).expect("engine with the GPU");
+    let mut r = rng(4);
+    let mut points = valid_points(&mut r, 300);
+    points[7][0] &= 0x7f;
+    let out = engine.g1_decompress(&points).expect("engine call");
+    compare(&points, &out, "engine");
+    let stats = serde_json::to_string(&engine.stats()).unwrap_or_default();
+    assert!(
+        stats.contains("gpu") || stats.contains("Gpu"),
+        "stats: {stats}"
+    );
+}
+
+/// Points on the curve outside the prime-order subgroup (random canonical x until the
+/// CPU says so), with both sort flags, and the order-3 points (0, +-2).
+fn non_subgroup_points(r: &mut rand_chacha::ChaCha20Rng, n: usize) -> Vec<[u8; 48]> {
+    let mut out = Vec::with_capacity(n + 2);
+    let mut zero_x = [0u8; 48];
+    zero_x[0] = 0x80;
+    out.push(zero_x);
+    zero_x[0] = 0xa0;
+    out.push(zero_x);
+    while out.len() < n + 2 {
+        let b = random_x(r, if out.len() % 2 == 0 { 0x80 } else { 0xa0 });
+        if reference_decompress(&b) == Err(DecodeError::NotInSubgroup) {
+            out.push(b);
+        }
+    }
+    out
+}
+
+/// Both kernels, forced, against the CPU at sizes around warp shapes, at 448 and around the
+/// switch between the kernels, on a mix of random valid
+/// points, the shared corpus, random bytes and on-curve points outside G1 (the host
+/// poisons every output, so an unwritten item fails the call).
+#[test]
+fn both_kernels_match_the_cpu_at_sizes_around_their_shapes_and_the_switch() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(6);
+    let corpus: Vec<[u8; 48]> = gpu_crypto::corpus::g1_decompress_corpus()
+        .iter()
+        .map(|e| e.bytes)
+        .chain(adversarial(&mut rng(7)).into_iter().map(|(_, b)| b))
+        .collect();
+    let outside = non_subgroup_points(&mut r, 64);
+    let max = LATENCY_KERNEL_MAX_POINTS;
+    let sizes = [1usize, 2, 7, 8, 9, 31, 32, 33, 448, max - 1, max, max + 1];
+    let mut mix = valid_points(&mut r, max + 1);
+    for (i, p) in mix.iter_mut().enumerate() {
+        match i % 8 {
+            1 => r.fill_bytes(p),
+            3 => *p = corpus[(i / 8) % corpus.len()],
+            5 => *p = outside[(i / 8) % outside.len()],
+            6 => *p = random_x(&mut r, 0x80),
+            _ => {}
+        }
+    }
+    for &n in &sizes {
+        // Each size starts at a different offset so every kind of item meets every lane.
+        let start = (n * 5) % (mix.len() - n + 1);
+        let points = &mix[start..start + n];
+        let cpu = gpu_crypto::cpu::g1_decompress(points);
+        for kernel in [DecompressKernel::Latency, DecompressKernel::Throughput] {
+            let what = format!("{kernel:?} kernel, batch of {n}");
+            let out = gpu.g1_decompress_with(points, kernel).expect("GPU call");
+            compare(points, &out, &what);
+            assert_equals_cpu(&cpu, &out, &what);
+        }
+        let auto = gpu.g1_decompress(points).expect("GPU call");
+        assert_equals_cpu(&cpu, &auto, &format!("batch of {n}"));
+    }
+    // The whole corpus and the non-subgroup points through the latency kernel alone.
+    for (what, points) in [("corpus", &corpus), ("outside G1", &outside)] {
+        let out = gpu
+            .g1_decompress_with(points, DecompressKernel::Latency)
+            .expect("GPU call");
+        compare(points, &out, what);
+        if what == "outside G1" {
+            assert!(out.iter().all(|x| *x == Err(DecodeError::NotInSubgroup)));
+        }
+    }
+}
+
+#[test]
+fn the_switch_picks_the_latency_kernel_for_small_batches() {
+    assert_eq!(DecompressKernel::for_batch(1), DecompressKernel::Latency);
+    assert_eq!(DecompressKernel::for_batch(448), DecompressKernel::Latency);
+    assert_eq!(
+        DecompressKernel::for_batch(LATENCY_KERNEL_MAX_POINTS),
+        DecompressKernel::Latency
+    );
+    assert_eq!(
+        DecompressKernel::for_batch(LATENCY_KERNEL_MAX_POINTS + 1),
+        DecompressKernel::Throughput
+    );
+}

@@ -1,0 +1,23 @@
+//! One way a machine differs from what a profile expects (selection and pinning report them).
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// One criterion a profile expects and what the machine has instead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mismatch {
+    /// The `[match]` key, or `pools.<pool>.cpus`.
+    pub criterion: String,
+    pub expected: String,
+    pub found: String,
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: expected {}, found {}",
+            self.criterion, self.expected, self.found
+        )
+    }
+}
