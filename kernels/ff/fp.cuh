@@ -57,15 +57,9 @@ __device__ __forceinline__ bool fp_gt(const fp_t& a, const fp_t& b) {
     return borrow != 0;  // b - a underflows
 }
 
-// Implementation switches, for the benchmark's comparison (kernels/ops/g1_decompress_variants.cu
-// compiles the decompression kernel under several): the defaults are the fastest measured.
-//   FP_ADD_U64_EMULATION: additions and subtractions as 64-bit sums (session 2) instead
-//     of PTX carry chains.
-//   FP_MUL_ONE_CHAIN: multiplication as one carry chain per row (session 2) instead of two
-//     independent chains over the even and the odd limbs.
-//   FP_SQR_AS_MUL: squaring as a general multiplication instead of the dedicated squaring.
-//   FP_INLINE_MUL: multiplication and squaring inlined at every use instead of one shared
-//     (called) copy each.
+// FP_INLINE_MUL (defined by a program before it includes this file): multiplication and
+// squaring inlined at every use instead of one shared (called) copy each; the decompression
+// kernel is faster inlined, the MSM and pairing programs stay compact for NVRTC called.
 
 #ifdef FP_INLINE_MUL
 #define FP_MUL_LINKAGE __device__ __forceinline__
@@ -78,55 +72,6 @@ __device__ __forceinline__ bool fp_gt(const fp_t& a, const fp_t& b) {
     {fp_p(0), fp_p(1), fp_p(2), fp_p(3), fp_p(4),  fp_p(5),                              \
      fp_p(6), fp_p(7), fp_p(8), fp_p(9), fp_p(10), fp_p(11)}
 
-#ifdef FP_ADD_U64_EMULATION
-// r = a - p when a >= p (inputs below 2p); keeps values in [0, p).
-__device__ __forceinline__ void fp_reduce_once(fp_t& r, const fp_t& a, u32 carry_in) {
-    fp_t t;
-    u64 borrow = 0;
-#pragma unroll
-    for (int i = 0; i < FP_LIMBS; i++) {
-        u64 d = (u64)a.l[i] - fp_p(i) - borrow;
-        t.l[i] = (u32)d;
-        borrow = (d >> 32) & 1;
-    }
-    // Keep t when a + carry_in * 2^384 >= p, i.e. no net borrow.
-    bool keep_t = carry_in != 0 || borrow == 0;
-#pragma unroll
-    for (int i = 0; i < FP_LIMBS; i++) r.l[i] = keep_t ? t.l[i] : a.l[i];
-}
-
-__device__ __forceinline__ void fp_add(fp_t& r, const fp_t& a, const fp_t& b) {
-    fp_t s;
-    u64 c = 0;
-#pragma unroll
-    for (int i = 0; i < FP_LIMBS; i++) {
-        c += (u64)a.l[i] + b.l[i];
-        s.l[i] = (u32)c;
-        c >>= 32;
-    }
-    fp_reduce_once(r, s, (u32)c);
-}
-
-__device__ __forceinline__ void fp_sub(fp_t& r, const fp_t& a, const fp_t& b) {
-    fp_t d;
-    u64 borrow = 0;
-#pragma unroll
-    for (int i = 0; i < FP_LIMBS; i++) {
-        u64 t = (u64)a.l[i] - b.l[i] - borrow;
-        d.l[i] = (u32)t;
-        borrow = (t >> 32) & 1;
-    }
-    // On underflow add p back.
-    u32 mask = 0u - (u32)borrow;
-    u64 c = 0;
-#pragma unroll
-    for (int i = 0; i < FP_LIMBS; i++) {
-        c += (u64)d.l[i] + (fp_p(i) & mask);
-        r.l[i] = (u32)c;
-        c >>= 32;
-    }
-}
-#else
 // Carry chains in PTX: one add/sub-with-carry per limb, the carry riding the condition
 // code between the statements of one chain (nothing in between writes it: only .cc
 // instructions do, as sppark's mont_t relies on too).
@@ -175,7 +120,6 @@ __device__ __forceinline__ void fp_sub(fp_t& r, const fp_t& a, const fp_t& b) {
     asm volatile("addc.u32 %0, %1, %2;" : "=r"(r.l[FP_LIMBS - 1]) : "r"(d.l[FP_LIMBS - 1]),
                  "r"(P[FP_LIMBS - 1] & mask));
 }
-#endif
 
 __device__ __forceinline__ void fp_neg(fp_t& r, const fp_t& a) {
     fp_t z;
@@ -183,101 +127,6 @@ __device__ __forceinline__ void fp_neg(fp_t& r, const fp_t& a) {
     fp_sub(r, z, a);
 }
 
-#ifdef FP_MUL_ONE_CHAIN
-// Montgomery product a * b / R mod p: CIOS with PTX multiply-add carry chains
-// (mad.lo.cc / madc.hi.cc, as sppark's mont_t): one 32 x 32 multiply-add per partial
-// product half and the carries ride the flag. Not inlined: one shared copy keeps kernels
-// compact enough for NVRTC to build them in seconds at start-up. Arguments and result by
-// value, so they travel in registers rather than local memory.
-__device__ __noinline__ fp_t fp_mul_v(const fp_t a, const fp_t b) {
-    u32 t0 = 0, t1 = 0, t2 = 0, t3 = 0, t4 = 0, t5 = 0, t6 = 0, t7 = 0, t8 = 0, t9 = 0,
-        t10 = 0, t11 = 0, t12 = 0, t13 = 0;
-#pragma unroll
-    for (int i = 0; i < FP_LIMBS; i++) {
-        const u32 bi = b.l[i];
-        // t += a * b[i]: low halves into t0..t11, high halves into t1..t12; carries to t13.
-        asm("{\n\t"
-            "mad.lo.cc.u32 %0, %14, %26, %0;\n\t"
-            "madc.lo.cc.u32 %1, %15, %26, %1;\n\t"
-            "madc.lo.cc.u32 %2, %16, %26, %2;\n\t"
-            "madc.lo.cc.u32 %3, %17, %26, %3;\n\t"
-            "madc.lo.cc.u32 %4, %18, %26, %4;\n\t"
-            "madc.lo.cc.u32 %5, %19, %26, %5;\n\t"
-            "madc.lo.cc.u32 %6, %20, %26, %6;\n\t"
-            "madc.lo.cc.u32 %7, %21, %26, %7;\n\t"
-            "madc.lo.cc.u32 %8, %22, %26, %8;\n\t"
-            "madc.lo.cc.u32 %9, %23, %26, %9;\n\t"
-            "madc.lo.cc.u32 %10, %24, %26, %10;\n\t"
-            "madc.lo.cc.u32 %11, %25, %26, %11;\n\t"
-            "addc.cc.u32 %12, %12, 0;\n\t"
-            "addc.u32 %13, 0, 0;\n\t"
-            "mad.hi.cc.u32 %1, %14, %26, %1;\n\t"
-            "madc.hi.cc.u32 %2, %15, %26, %2;\n\t"
-            "madc.hi.cc.u32 %3, %16, %26, %3;\n\t"
-            "madc.hi.cc.u32 %4, %17, %26, %4;\n\t"
-            "madc.hi.cc.u32 %5, %18, %26, %5;\n\t"
-            "madc.hi.cc.u32 %6, %19, %26, %6;\n\t"
-            "madc.hi.cc.u32 %7, %20, %26, %7;\n\t"
-            "madc.hi.cc.u32 %8, %21, %26, %8;\n\t"
-            "madc.hi.cc.u32 %9, %22, %26, %9;\n\t"
-            "madc.hi.cc.u32 %10, %23, %26, %10;\n\t"
-            "madc.hi.cc.u32 %11, %24, %26, %11;\n\t"
-            "madc.hi.cc.u32 %12, %25, %26, %12;\n\t"
-            "addc.u32 %13, %13, 0;\n\t"
-            "}"
-            : "+r"(t0), "+r"(t1), "+r"(t2), "+r"(t3), "+r"(t4), "+r"(t5), "+r"(t6),
-              "+r"(t7), "+r"(t8), "+r"(t9), "+r"(t10), "+r"(t11), "+r"(t12), "+r"(t13)
-            : "r"(a.l[0]), "r"(a.l[1]), "r"(a.l[2]), "r"(a.l[3]), "r"(a.l[4]), "r"(a.l[5]),
-              "r"(a.l[6]), "r"(a.l[7]), "r"(a.l[8]), "r"(a.l[9]), "r"(a.l[10]), "r"(a.l[11]),
-              "r"(bi));
-        // t += m * p with m = t0 * -p^-1, which zeroes t0; then t >>= 32.
-        const u32 m = t0 * FP_PINV;
-        asm("{\n\t"
-            "mad.lo.cc.u32 %0, %14, 0xffffaaab, %0;\n\t"
-            "madc.lo.cc.u32 %1, %14, 0xb9feffff, %1;\n\t"
-            "madc.lo.cc.u32 %2, %14, 0xb153ffff, %2;\n\t"
-            "madc.lo.cc.u32 %3, %14, 0x1eabfffe, %3;\n\t"
-            "madc.lo.cc.u32 %4, %14, 0xf6b0f624, %4;\n\t"
-            "madc.lo.cc.u32 %5, %14, 0x6730d2a0, %5;\n\t"
-            "madc.lo.cc.u32 %6, %14, 0xf38512bf, %6;\n\t"
-            "madc.lo.cc.u32 %7, %14, 0x64774b84, %7;\n\t"
-            "madc.lo.cc.u32 %8, %14, 0x434bacd7, %8;\n\t"
-            "madc.lo.cc.u32 %9, %14, 0x4b1ba7b6, %9;\n\t"
-            "madc.lo.cc.u32 %10, %14, 0x397fe69a, %10;\n\t"
-            "madc.lo.cc.u32 %11, %14, 0x1a0111ea, %11;\n\t"
-            "addc.cc.u32 %12, %12, 0;\n\t"
-            "addc.u32 %13, %13, 0;\n\t"
-            "mad.hi.cc.u32 %1, %14, 0xffffaaab, %1;\n\t"
-            "madc.hi.cc.u32 %2, %14, 0xb9feffff, %2;\n\t"
-            "madc.hi.cc.u32 %3, %14, 0xb153ffff, %3;\n\t"
-            "madc.hi.cc.u32 %4, %14, 0x1eabfffe, %4;\n\t"
-            "madc.hi.cc.u32 %5, %14, 0xf6b0f624, %5;\n\t"
-            "madc.hi.cc.u32 %6, %14, 0x6730d2a0, %6;\n\t"
-            "madc.hi.cc.u32 %7, %14, 0xf38512bf, %7;\n\t"
-            "madc.hi.cc.u32 %8, %14, 0x64774b84, %8;\n\t"
-            "madc.hi.cc.u32 %9, %14, 0x434bacd7, %9;\n\t"
-            "madc.hi.cc.u32 %10, %14, 0x4b1ba7b6, %10;\n\t"
-            "madc.hi.cc.u32 %11, %14, 0x397fe69a, %11;\n\t"
-            "madc.hi.cc.u32 %12, %14, 0x1a0111ea, %12;\n\t"
-            "addc.u32 %13, %13, 0;\n\t"
-            "}"
-            : "+r"(t0), "+r"(t1), "+r"(t2), "+r"(t3), "+r"(t4), "+r"(t5), "+r"(t6),
-              "+r"(t7), "+r"(t8), "+r"(t9), "+r"(t10), "+r"(t11), "+r"(t12), "+r"(t13)
-            : "r"(m));
-        t0 = t1; t1 = t2; t2 = t3; t3 = t4; t4 = t5; t5 = t6; t6 = t7; t7 = t8; t8 = t9;
-        t9 = t10; t10 = t11; t11 = t12; t12 = t13;
-    }
-    fp_t s, r;
-    s.l[0] = t0; s.l[1] = t1; s.l[2] = t2; s.l[3] = t3; s.l[4] = t4; s.l[5] = t5;
-    s.l[6] = t6; s.l[7] = t7; s.l[8] = t8; s.l[9] = t9; s.l[10] = t10; s.l[11] = t11;
-#ifdef FP_ADD_U64_EMULATION
-    fp_reduce_once(r, s, t12);
-#else
-    fp_reduce_once(r, s);  // t12 is 0: the result is below 2p < 2^382
-#endif
-    return r;
-}
-#else
 // Montgomery multiplication with two independent carry chains (the even/odd-limb scheme
 // of sppark's mont_t): a * b[i] is split into the products of a's even limbs, whose
 // halves land on `even`, and of its odd limbs, on `odd` (one limb up), and the same for
@@ -425,15 +274,11 @@ FP_MUL_LINKAGE fp_t fp_mul_v(const fp_t a, const fp_t b) {
     fp_reduce_once(r, s);
     return r;
 }
-#endif
 
 __device__ __forceinline__ void fp_mul(fp_t& r, const fp_t& a, const fp_t& b) {
     r = fp_mul_v(a, b);
 }
 
-#if defined(FP_SQR_AS_MUL) || defined(FP_MUL_ONE_CHAIN)
-__device__ __forceinline__ void fp_sqr(fp_t& r, const fp_t& a) { fp_mul(r, a, a); }
-#else
 // Montgomery square: the 768-bit square with each cross product a[i] a[j] (i < j) computed
 // once and doubled (66 products instead of 144), then the Montgomery reduction of its low
 // half (two carry chains, as above) plus its high half. The decompression kernel does about
@@ -523,7 +368,6 @@ FP_MUL_LINKAGE fp_t fp_sqr_v(const fp_t a) {
 }
 
 __device__ __forceinline__ void fp_sqr(fp_t& r, const fp_t& a) { r = fp_sqr_v(a); }
-#endif
 
 // Montgomery form of a canonical integer a < p.
 __device__ __forceinline__ void fp_to_mont(fp_t& r, const fp_t& a) {
