@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Builds the GPU test executables and the bench runner here (release), and copies them
-# with run.sh into .device/ at the repository root (git-ignored), for the device tool:
+# with run.sh into .device/ at the repository root (git-ignored), to copy to a GPU machine:
 #   gpu-crypto/device/pack.sh
-#   run(command="bash .device/run.sh", carry=[".device"])          # full run
-#   run(command="GPU_BENCH_QUICK=1 bash .device/run.sh", ...)       # smoke run
-# Adapted from ../shared/device/pack.sh (own target dir, only the GPU binaries).
+#   then on the GPU machine: bash .device/run.sh                 # full run
+#                            GPU_BENCH_QUICK=1 bash .device/run.sh  # smoke run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"

@@ -3,7 +3,7 @@
 # run.sh into .device-bls/ at the repository root (git-ignored), plus a kernel cache
 # compiled here for sm_90 (saves device time; a miss only means compiling there):
 #   gpu-crypto/device/bls/pack.sh
-#   run(command="bash .device-bls/run.sh", carry=[".device-bls"])
+#   then on the GPU machine: bash .device-bls/run.sh
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../../.." && pwd)"
 cd "$root"

@@ -216,7 +216,7 @@ pub enum ShaKernel {
     AluAdds,
     /// `sha256_prefixed_shr_fma`: the schedule's shifts on the FMA pipe as well.
     ShrOnFma,
-    /// `sha256_prefixed` compiled here with `SHA256_REGISTER_PREFETCH` (session 2's loop:
+    /// `sha256_prefixed` compiled here with `SHA256_REGISTER_PREFETCH` (the loop with
     /// the next block prefetched into registers instead of by cp.async).
     RegisterPrefetch,
     /// `sha256_prefixed` compiled here with these defines put ahead of the source (the
