@@ -14,7 +14,9 @@ use std::time::Duration;
 
 fn verification(c: &mut Criterion) {
     let mut group = c.benchmark_group("nidkg_verify");
-    group.sample_size(10).measurement_time(Duration::from_secs(5));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
     for n in [13usize, 28, 40] {
         let keys = common::receivers(n, n as u64);
         let bytes = common::dealing_file(&keys, ThresholdKind::High, 0);
@@ -26,17 +28,32 @@ fn verification(c: &mut Criterion) {
                 b.iter(|| verify_with(&backend, &bytes).unwrap())
             });
             group.bench_function(BenchmarkId::new("deserialize", &label), |b| {
-                b.iter(|| deserialize(&backend, &file.receiver_keys, file.t, &file.dealing).unwrap())
+                b.iter(|| {
+                    deserialize(&backend, &file.receiver_keys, file.t, &file.dealing).unwrap()
+                })
             });
-            let decoded = deserialize(&backend, &file.receiver_keys, file.t, &file.dealing).unwrap();
+            let decoded =
+                deserialize(&backend, &file.receiver_keys, file.t, &file.dealing).unwrap();
             group.bench_function(BenchmarkId::new("integrity", &label), |b| {
-                b.iter(|| check_integrity(&backend, &decoded.dealing, file.epoch, &file.associated_data).unwrap())
+                b.iter(|| {
+                    check_integrity(
+                        &backend,
+                        &decoded.dealing,
+                        file.epoch,
+                        &file.associated_data,
+                    )
+                    .unwrap()
+                })
             });
             group.bench_function(BenchmarkId::new("chunking", &label), |b| {
-                b.iter(|| check_chunking(&backend, &decoded.receiver_keys, &decoded.dealing).unwrap())
+                b.iter(|| {
+                    check_chunking(&backend, &decoded.receiver_keys, &decoded.dealing).unwrap()
+                })
             });
             group.bench_function(BenchmarkId::new("sharing", &label), |b| {
-                b.iter(|| check_sharing(&backend, &decoded.receiver_keys, &decoded.dealing).unwrap())
+                b.iter(|| {
+                    check_sharing(&backend, &decoded.receiver_keys, &decoded.dealing).unwrap()
+                })
             });
         }
     }
@@ -45,19 +62,34 @@ fn verification(c: &mut Criterion) {
 
 fn small_scalar_msm(c: &mut Criterion) {
     let mut group = c.benchmark_group("nidkg_msm_32x16n");
-    group.sample_size(10).measurement_time(Duration::from_secs(3));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(3));
     for n in [13usize, 28, 40] {
         let batch = SmallScalarBatch::new(n, 7);
         let l = NUM_ZK_REPETITIONS;
         let scalars: Vec<Vec<_>> = (0..l).map(|k| batch.row_scalars(k)).collect();
         group.bench_function(BenchmarkId::new("nidkg-bucket-u8-1t", n), |b| {
-            b.iter(|| (0..l).map(|k| msm_shared_bases_u8(&batch.bases, batch.row(k))).collect::<Vec<_>>())
+            b.iter(|| {
+                (0..l)
+                    .map(|k| msm_shared_bases_u8(&batch.bases, batch.row(k)))
+                    .collect::<Vec<_>>()
+            })
         });
         group.bench_function(BenchmarkId::new("ic-4bit-64-windows-1t", n), |b| {
-            b.iter(|| scalars.iter().map(|s| msm_4bit_full_width(&batch.bases, s)).collect::<Vec<_>>())
+            b.iter(|| {
+                scalars
+                    .iter()
+                    .map(|s| msm_4bit_full_width(&batch.bases, s))
+                    .collect::<Vec<_>>()
+            })
         });
         group.bench_function(BenchmarkId::new("blst-8bit-1t", n), |b| {
-            b.iter(|| (0..l).map(|k| blst_msm_one_thread(&batch.blst_bases, batch.row(k), 8)).collect::<Vec<_>>())
+            b.iter(|| {
+                (0..l)
+                    .map(|k| blst_msm_one_thread(&batch.blst_bases, batch.row(k), 8))
+                    .collect::<Vec<_>>()
+            })
         });
     }
     group.finish();

@@ -71,7 +71,14 @@ fn emit(row: Row) {
     println!("{}", serde_json::to_string(&row).expect("serialisable"));
 }
 
-fn timing_row(bench: &'static str, variant: String, n: usize, t: Option<usize>, threads: String, samples: Vec<Duration>) {
+fn timing_row(
+    bench: &'static str,
+    variant: String,
+    n: usize,
+    t: Option<usize>,
+    threads: String,
+    samples: Vec<Duration>,
+) {
     let min = *samples.iter().min().expect("samples");
     let count = samples.len();
     emit(Row {
@@ -100,7 +107,9 @@ fn main() {
         let keys = common::receivers(n, n as u64);
         for kind in [ThresholdKind::High, ThresholdKind::Low] {
             let t = kind.threshold(n);
-            let create = sample(min_samples.min(3), budget, || common::dealing_file(&keys, kind, 1));
+            let create = sample(min_samples.min(3), budget, || {
+                common::dealing_file(&keys, kind, 1)
+            });
             timing_row("create", kind.name().into(), n, Some(t), "1".into(), create);
             let file = common::dealing_file(&keys, kind, 0);
             for threads in [Threads::One, Threads::All] {
@@ -112,7 +121,8 @@ fn main() {
                     report
                 });
                 phases.remove(0); // the warm-up run
-                let pick = |f: fn(&PhaseTimes) -> Duration| ms(median(phases.iter().map(f).collect()));
+                let pick =
+                    |f: fn(&PhaseTimes) -> Duration| ms(median(phases.iter().map(f).collect()));
                 let min = *totals.iter().min().expect("samples");
                 emit(Row {
                     bench: "verify",
@@ -141,85 +151,149 @@ fn main() {
                 verify_with(&ops(Threads::All), f).expect("honest dealing");
             }
         });
-        timing_row("dkg_round", "sequential-dealings-rayon-inside".into(), n, None, Threads::All.label(), sequential);
+        timing_row(
+            "dkg_round",
+            "sequential-dealings-rayon-inside".into(),
+            n,
+            None,
+            Threads::All.label(),
+            sequential,
+        );
         let spread = sample(min_samples.min(3), budget, || {
             round.files.par_iter().for_each(|f| {
                 verify_with(&ops(Threads::One), f).expect("honest dealing");
             })
         });
-        timing_row("dkg_round", "dealings-over-threads-1t-each".into(), n, None, Threads::All.label(), spread);
+        timing_row(
+            "dkg_round",
+            "dealings-over-threads-1t-each".into(),
+            n,
+            None,
+            Threads::All.label(),
+            spread,
+        );
         let one = sample(1, Duration::ZERO, || {
             for f in &round.files {
                 verify_with(&ops(Threads::One), f).expect("honest dealing");
             }
         });
-        timing_row("dkg_round", "sequential-1t".into(), n, None, "1".into(), one);
+        timing_row(
+            "dkg_round",
+            "sequential-1t".into(),
+            n,
+            None,
+            "1".into(),
+            one,
+        );
     }
 
     for &n in &sizes {
         let batch = SmallScalarBatch::new(n, 7);
         let l = NUM_ZK_REPETITIONS;
-        let reference: Vec<G1Projective> =
-            (0..l).map(|k| msm_shared_bases_u8(&batch.bases, batch.row(k))).collect();
+        let reference: Vec<G1Projective> = (0..l)
+            .map(|k| msm_shared_bases_u8(&batch.bases, batch.row(k)))
+            .collect();
         let check = |got: Vec<G1Projective>, what: &str| {
             assert_eq!(got, reference, "{what} disagrees with the bucket MSM");
         };
         check(
-            (0..l).map(|k| msm_4bit_full_width(&batch.bases, &batch.row_scalars(k))).collect(),
+            (0..l)
+                .map(|k| msm_4bit_full_width(&batch.bases, &batch.row_scalars(k)))
+                .collect(),
             "4-bit full width",
         );
         check(
-            (0..l).map(|k| from_blst(&blst_msm_one_thread(&batch.blst_bases, batch.row(k), 8))).collect(),
+            (0..l)
+                .map(|k| from_blst(&blst_msm_one_thread(&batch.blst_bases, batch.row(k), 8)))
+                .collect(),
             "blst 8-bit",
         );
         let wide: Vec<Vec<u8>> = (0..l).map(|k| common::widen(batch.row(k))).collect();
         check(
-            (0..l).map(|k| from_blst(&blst_msm_threaded(&batch.blst_bases, &wide[k], 255))).collect(),
+            (0..l)
+                .map(|k| from_blst(&blst_msm_threaded(&batch.blst_bases, &wide[k], 255)))
+                .collect(),
             "blst 255-bit",
         );
         let row_scalars: Vec<Vec<_>> = (0..l).map(|k| batch.row_scalars(k)).collect();
 
         let variants: Vec<(&str, Threads, Box<dyn Fn() + Sync + '_>)> = vec![
-            ("nidkg-bucket-u8", Threads::One, Box::new(|| {
-                for k in 0..l {
-                    std::hint::black_box(msm_shared_bases_u8(&batch.bases, batch.row(k)));
-                }
-            })),
-            ("nidkg-bucket-u8", Threads::All, Box::new(|| {
-                (0..l).into_par_iter().for_each(|k| {
-                    std::hint::black_box(msm_shared_bases_u8(&batch.bases, batch.row(k)));
-                })
-            })),
-            ("ic-4bit-64-windows", Threads::One, Box::new(|| {
-                for s in &row_scalars {
-                    std::hint::black_box(msm_4bit_full_width(&batch.bases, s));
-                }
-            })),
-            ("ic-4bit-64-windows", Threads::All, Box::new(|| {
-                row_scalars.par_iter().for_each(|s| {
-                    std::hint::black_box(msm_4bit_full_width(&batch.bases, s));
-                })
-            })),
-            ("blst-8bit", Threads::One, Box::new(|| {
-                for k in 0..l {
-                    std::hint::black_box(blst_msm_one_thread(&batch.blst_bases, batch.row(k), 8));
-                }
-            })),
-            ("blst-8bit-blst-pool", Threads::All, Box::new(|| {
-                for k in 0..l {
-                    std::hint::black_box(blst_msm_threaded(&batch.blst_bases, batch.row(k), 8));
-                }
-            })),
-            ("blst-255bit", Threads::One, Box::new(|| {
-                for w in &wide {
-                    std::hint::black_box(blst_msm_one_thread(&batch.blst_bases, w, 255));
-                }
-            })),
-            ("blst-255bit-blst-pool", Threads::All, Box::new(|| {
-                for w in &wide {
-                    std::hint::black_box(blst_msm_threaded(&batch.blst_bases, w, 255));
-                }
-            })),
+            (
+                "nidkg-bucket-u8",
+                Threads::One,
+                Box::new(|| {
+                    for k in 0..l {
+                        std::hint::black_box(msm_shared_bases_u8(&batch.bases, batch.row(k)));
+                    }
+                }),
+            ),
+            (
+                "nidkg-bucket-u8",
+                Threads::All,
+                Box::new(|| {
+                    (0..l).into_par_iter().for_each(|k| {
+                        std::hint::black_box(msm_shared_bases_u8(&batch.bases, batch.row(k)));
+                    })
+                }),
+            ),
+            (
+                "ic-4bit-64-windows",
+                Threads::One,
+                Box::new(|| {
+                    for s in &row_scalars {
+                        std::hint::black_box(msm_4bit_full_width(&batch.bases, s));
+                    }
+                }),
+            ),
+            (
+                "ic-4bit-64-windows",
+                Threads::All,
+                Box::new(|| {
+                    row_scalars.par_iter().for_each(|s| {
+                        std::hint::black_box(msm_4bit_full_width(&batch.bases, s));
+                    })
+                }),
+            ),
+            (
+                "blst-8bit",
+                Threads::One,
+                Box::new(|| {
+                    for k in 0..l {
+                        std::hint::black_box(blst_msm_one_thread(
+                            &batch.blst_bases,
+                            batch.row(k),
+                            8,
+                        ));
+                    }
+                }),
+            ),
+            (
+                "blst-8bit-blst-pool",
+                Threads::All,
+                Box::new(|| {
+                    for k in 0..l {
+                        std::hint::black_box(blst_msm_threaded(&batch.blst_bases, batch.row(k), 8));
+                    }
+                }),
+            ),
+            (
+                "blst-255bit",
+                Threads::One,
+                Box::new(|| {
+                    for w in &wide {
+                        std::hint::black_box(blst_msm_one_thread(&batch.blst_bases, w, 255));
+                    }
+                }),
+            ),
+            (
+                "blst-255bit-blst-pool",
+                Threads::All,
+                Box::new(|| {
+                    for w in &wide {
+                        std::hint::black_box(blst_msm_threaded(&batch.blst_bases, w, 255));
+                    }
+                }),
+            ),
         ];
         for (name, threads, f) in variants {
             let samples = sample(min_samples, budget, &f);
@@ -231,6 +305,13 @@ fn main() {
                 std::hint::black_box(msm_naive(&batch.bases, s));
             }
         });
-        timing_row("msm_32x16n", "ic_bls12_381-ct-mul-per-point".into(), n, None, "1".into(), naive);
+        timing_row(
+            "msm_32x16n",
+            "ic_bls12_381-ct-mul-per-point".into(),
+            n,
+            None,
+            "1".into(),
+            naive,
+        );
     }
 }

@@ -37,13 +37,21 @@ pub trait BatchOps: Sync {
     /// `rows` MSMs over one set of bases with 8-bit scalars: result `k` is
     /// `sum_p scalars[k * bases.len() + p] * bases[p]` (the chunking proof's 32 MSMs of
     /// `16n` points).
-    fn g1_msm_shared_u8(&self, bases: &[G1Affine], scalars: &[u8], rows: usize)
-    -> Vec<G1Projective>;
+    fn g1_msm_shared_u8(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[u8],
+        rows: usize,
+    ) -> Vec<G1Projective>;
 
     /// `rows` MSMs over one set of bases with full scalars, laid out as in
     /// [`BatchOps::g1_msm_shared_u8`] (the chunking proof's `n` MSMs over the randomizers).
-    fn g1_msm_shared(&self, bases: &[G1Affine], scalars: &[Scalar], rows: usize)
-    -> Vec<G1Projective>;
+    fn g1_msm_shared(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+        rows: usize,
+    ) -> Vec<G1Projective>;
 
     /// Independent G1 MSMs with full scalars.
     fn g1_msm(&self, msms: &[(Vec<G1Affine>, Vec<Scalar>)]) -> Vec<G1Projective>;
@@ -110,7 +118,11 @@ impl BatchOps for CpuBatchOps {
         scalars: &[u8],
         rows: usize,
     ) -> Vec<G1Projective> {
-        assert_eq!(scalars.len(), rows * bases.len(), "one scalar per base and row");
+        assert_eq!(
+            scalars.len(),
+            rows * bases.len(),
+            "one scalar per base and row"
+        );
         let row_slices: Vec<&[u8]> = scalars.chunks(bases.len().max(1)).take(rows).collect();
         self.map(&row_slices, |row| msm_shared_bases_u8(bases, row))
     }
@@ -121,7 +133,11 @@ impl BatchOps for CpuBatchOps {
         scalars: &[Scalar],
         rows: usize,
     ) -> Vec<G1Projective> {
-        assert_eq!(scalars.len(), rows * bases.len(), "one scalar per base and row");
+        assert_eq!(
+            scalars.len(),
+            rows * bases.len(),
+            "one scalar per base and row"
+        );
         let row_slices: Vec<&[Scalar]> = scalars.chunks(bases.len().max(1)).take(rows).collect();
         // The bases are shared by every row: one table of multiples serves them all.
         let table = SharedBaseTable::new(bases);
@@ -129,7 +145,9 @@ impl BatchOps for CpuBatchOps {
     }
 
     fn g1_msm(&self, msms: &[(Vec<G1Affine>, Vec<Scalar>)]) -> Vec<G1Projective> {
-        self.map(msms, |(points, scalars)| msm_vartime::<G1Projective>(points, scalars))
+        self.map(msms, |(points, scalars)| {
+            msm_vartime::<G1Projective>(points, scalars)
+        })
     }
 
     fn g2_msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> G2Projective {

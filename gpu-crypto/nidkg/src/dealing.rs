@@ -229,7 +229,8 @@ pub fn chunking_first_challenge(
     cc: &[G1Affine],
 ) -> ([u8; 32], Vec<u8>) {
     let mut t = Transcript::new(DOMAIN_CHUNKING_FIRST);
-    t.g1s("generator", &[G1Affine::generator()]).g1s("public-keys", public_keys);
+    t.g1s("generator", &[G1Affine::generator()])
+        .g1s("public-keys", public_keys);
     for row in &ciphertext.cc {
         t.g1s("chunks", row);
     }
@@ -350,12 +351,17 @@ pub fn create_dealing<R: RngCore + CryptoRng>(
     if let Some(s) = secret {
         coefficients[0] = s;
     }
-    let public_coefficients: Vec<G2Affine> =
-        coefficients.iter().map(|a| G2Affine::from(g2 * a)).collect();
+    let public_coefficients: Vec<G2Affine> = coefficients
+        .iter()
+        .map(|a| G2Affine::from(g2 * a))
+        .collect();
     let shares: Vec<Scalar> = (1..=n as u64)
         .map(|i| {
             let x = Scalar::from(i);
-            coefficients.iter().rev().fold(Scalar::zero(), |acc, a| acc * x + a)
+            coefficients
+                .iter()
+                .rev()
+                .fold(Scalar::zero(), |acc, a| acc * x + a)
         })
         .collect();
     let chunks: Vec<[u64; NUM_CHUNKS]> = shares.iter().map(chunks_of).collect();
@@ -389,7 +395,14 @@ pub fn create_dealing<R: RngCore + CryptoRng>(
     let ciphertext = Ciphertext { rr, ss, zz, cc };
 
     let chunking = prove_chunking(rng, receivers, &ciphertext, &r, &chunks);
-    let sharing = prove_sharing(rng, receivers, &public_coefficients, &ciphertext, &r, &shares);
+    let sharing = prove_sharing(
+        rng,
+        receivers,
+        &public_coefficients,
+        &ciphertext,
+        &r,
+        &shares,
+    );
     Ok(Dealing {
         public_coefficients,
         ciphertext,
@@ -476,9 +489,9 @@ fn prove_chunking<R: RngCore + CryptoRng>(
 
 /// `sum_k e_k x^(k+1)` for the 32 challenges of one chunk.
 pub(crate) fn challenge_polynomial(e: &[u8], xpow: &[Scalar]) -> Scalar {
-    e.iter()
-        .zip(xpow)
-        .fold(Scalar::zero(), |acc, (e_k, x_k)| acc + Scalar::from(*e_k as u64) * x_k)
+    e.iter().zip(xpow).fold(Scalar::zero(), |acc, (e_k, x_k)| {
+        acc + Scalar::from(*e_k as u64) * x_k
+    })
 }
 
 fn scalar_from_i128(v: i128) -> Scalar {

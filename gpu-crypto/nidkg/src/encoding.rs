@@ -155,7 +155,11 @@ pub struct EncodedElements {
 
 impl EncodedElements {
     /// Splits `dealing` (exactly `dealing_size(n, t)` bytes) and the receivers' keys.
-    pub fn split(receiver_keys: &[[u8; 48]], t: usize, dealing: &[u8]) -> Result<Self, VerifyError> {
+    pub fn split(
+        receiver_keys: &[[u8; 48]],
+        t: usize,
+        dealing: &[u8],
+    ) -> Result<Self, VerifyError> {
         let n = receiver_keys.len();
         check_shape(n, t)?;
         let expected = dealing_size(n, t);
@@ -261,8 +265,9 @@ impl DealingFile {
     /// Serialises the file.
     pub fn to_bytes(&self) -> Vec<u8> {
         let n = self.receiver_keys.len();
-        let mut out =
-            Vec::with_capacity(HEADER_LEN + self.associated_data.len() + 48 * n + self.dealing.len());
+        let mut out = Vec::with_capacity(
+            HEADER_LEN + self.associated_data.len() + 48 * n + self.dealing.len(),
+        );
         out.extend_from_slice(FILE_MAGIC);
         for v in [n, self.t, self.epoch as usize, self.associated_data.len()] {
             out.extend_from_slice(&(v as u32).to_be_bytes());
@@ -290,7 +295,9 @@ impl DealingFile {
         let (n, t, epoch, ad_len) = (word(0), word(1), word(2) as u32, word(3));
         check_shape(n, t)?;
         if ad_len > MAX_ASSOCIATED_DATA {
-            return Err(VerifyError::Header("associated data longer than 4096 bytes"));
+            return Err(VerifyError::Header(
+                "associated data longer than 4096 bytes",
+            ));
         }
         let expected = HEADER_LEN + ad_len + 48 * n + dealing_size(n, t);
         if bytes.len() != expected {
@@ -327,8 +334,16 @@ mod tests {
             let layout = dealing_layout(n, t);
             let bytes: usize = layout.iter().map(|(k, _, c)| k.size() * c).sum();
             assert_eq!(bytes, dealing_size(n, t));
-            let g1: usize = layout.iter().filter(|l| l.0 == ElementKind::G1).map(|l| l.2).sum();
-            let g2: usize = layout.iter().filter(|l| l.0 == ElementKind::G2).map(|l| l.2).sum();
+            let g1: usize = layout
+                .iter()
+                .filter(|l| l.0 == ElementKind::G1)
+                .map(|l| l.2)
+                .sum();
+            let g2: usize = layout
+                .iter()
+                .filter(|l| l.0 == ElementKind::G2)
+                .map(|l| l.2)
+                .sum();
             // Receiver keys add n to the dealing's own G1 points.
             assert_eq!(g1 + n, 18 * n + 101);
             assert_eq!(g2, t + 17);
@@ -341,10 +356,16 @@ mod tests {
         let e = EncodedElements::split(&keys, 9, &vec![0u8; dealing_size(13, 9)]).unwrap();
         assert_eq!(e.locate(ElementKind::G1, 0), (Component::ReceiverKey, 0));
         assert_eq!(e.locate(ElementKind::G1, 13), (Component::CiphertextR, 0));
-        assert_eq!(e.locate(ElementKind::G1, 13 + 32 + 5), (Component::CiphertextChunk, 5));
+        assert_eq!(
+            e.locate(ElementKind::G1, 13 + 32 + 5),
+            (Component::CiphertextChunk, 5)
+        );
         assert_eq!(e.locate(ElementKind::G2, 9), (Component::CiphertextZ, 0));
         assert_eq!(e.locate(ElementKind::G2, 25), (Component::SharingA, 0));
-        assert_eq!(e.locate(ElementKind::Scalar, 13), (Component::ChunkingZs, 0));
+        assert_eq!(
+            e.locate(ElementKind::Scalar, 13),
+            (Component::ChunkingZs, 0)
+        );
         assert_eq!(e.g1.len(), 18 * 13 + 101);
     }
 

@@ -51,7 +51,9 @@ pub enum VerifyError {
     },
     /// An element does not decode: a point not on the curve, outside the prime-order
     /// subgroup or non-canonical, or a scalar not below the group order.
-    #[error("{component} {index} does not decode (not a canonical element of the prime-order group)")]
+    #[error(
+        "{component} {index} does not decode (not a canonical element of the prime-order group)"
+    )]
     Deserialize {
         /// The dealing component holding the element.
         component: Component,

@@ -197,7 +197,11 @@ impl ReceiverSecretKey {
             .filter(|&i| !epoch_bit(epoch, i))
             .map(|i| {
                 let len = i + 1;
-                let high = if i == 0 { 0 } else { epoch & (u32::MAX << (LAMBDA_T - i)) };
+                let high = if i == 0 {
+                    0
+                } else {
+                    epoch & (u32::MAX << (LAMBDA_T - i))
+                };
                 (high | (1 << (LAMBDA_T - 1 - i)), len)
             })
             .collect();

@@ -49,8 +49,11 @@ pub const DEMO_EPOCH: u32 = 1;
 
 /// The associated data of [`deal`]'s dealings: names the seed, n and the threshold kind.
 pub fn demo_associated_data(n: usize, kind: ThresholdKind, seed: u64) -> Vec<u8> {
-    format!("sovereign-node nidkg demo dealing n={n} threshold={} seed={seed}", kind.name())
-        .into_bytes()
+    format!(
+        "sovereign-node nidkg demo dealing n={n} threshold={} seed={seed}",
+        kind.name()
+    )
+    .into_bytes()
 }
 
 /// A complete, reproducible DKG setup from a seed: `n` receivers' key pairs and one
@@ -98,7 +101,9 @@ impl DemoSetup {
 /// A dealing file for `n` receivers at the IC's high threshold (`2f + 1`), reproducible
 /// from `seed` (receivers' keys and the dealing's randomness both derive from it).
 pub fn deal(n: usize, seed: u64) -> Result<Vec<u8>, DealError> {
-    Ok(DemoSetup::new(n, ThresholdKind::High, seed)?.file.to_bytes())
+    Ok(DemoSetup::new(n, ThresholdKind::High, seed)?
+        .file
+        .to_bytes())
 }
 
 /// Verifies a dealing file on the CPU with all rayon threads.
@@ -128,7 +133,9 @@ pub fn verify_against<B: BatchOps + ?Sized>(
 ) -> Result<Report, VerifyError> {
     let parsed = DealingFile::parse(file)?;
     if parsed.receiver_keys.len() != registered_keys.len() {
-        return Err(VerifyError::Header("receiver count differs from the registry"));
+        return Err(VerifyError::Header(
+            "receiver count differs from the registry",
+        ));
     }
     if let Some(index) = parsed
         .receiver_keys

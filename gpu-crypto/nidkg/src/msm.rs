@@ -137,7 +137,11 @@ impl SharedBaseTable {
 /// windows of four doublings and one table addition per base). Cheaper than a bucket MSM
 /// for a few bases reused by many MSMs: the table is built once per batch.
 pub fn msm_with_table(table: &SharedBaseTable, scalars: &[Scalar]) -> G1Projective {
-    let le: Vec<[u8; 32]> = scalars.iter().take(table.bases).map(Scalar::to_bytes).collect();
+    let le: Vec<[u8; 32]> = scalars
+        .iter()
+        .take(table.bases)
+        .map(Scalar::to_bytes)
+        .collect();
     let mut acc = G1Projective::identity();
     for w in (0..64).rev() {
         for _ in 0..4 {
@@ -241,7 +245,11 @@ mod tests {
                 scalars[1] = -Scalar::one(); // the largest scalar
             }
             let expect = msm_naive(&bases, &scalars);
-            assert_eq!(msm_vartime::<G1Projective>(&bases, &scalars), expect, "n = {n}");
+            assert_eq!(
+                msm_vartime::<G1Projective>(&bases, &scalars),
+                expect,
+                "n = {n}"
+            );
             let table = SharedBaseTable::new(&bases);
             assert_eq!(msm_with_table(&table, &scalars), expect, "n = {n}");
         }

@@ -77,7 +77,8 @@ impl Transcript {
     pub fn scalars(&mut self, label: &str, scalars: &[Scalar]) -> &mut Self {
         self.item(label, scalars.len() * 32);
         for s in scalars {
-            self.buf.extend_from_slice(&crate::encoding::scalar_to_be(s));
+            self.buf
+                .extend_from_slice(&crate::encoding::scalar_to_be(s));
         }
         self
     }

@@ -88,7 +88,8 @@ pub struct SysParams {
 }
 
 /// Domain separation tag of the system parameters (RFC 9380 hash-to-curve, SHA-256, SSWU).
-pub const SYS_PARAMS_DST: &[u8] = b"SOVEREIGN-NODE-NIDKG-V1-SYSPARAMS_BLS12381G2_XMD:SHA-256_SSWU_RO_";
+pub const SYS_PARAMS_DST: &[u8] =
+    b"SOVEREIGN-NODE-NIDKG-V1-SYSPARAMS_BLS12381G2_XMD:SHA-256_SSWU_RO_";
 
 fn hash_g2(label: &str) -> G2Affine {
     let p = <G2Projective as HashToCurve<ExpandMsgXmd<Sha256>>>::hash_to_curve(

@@ -193,7 +193,11 @@ pub fn check_chunking<B: BatchOps + ?Sized>(
     }
     let t_k = ops.g1_msm_shared_u8(&chunk_bases, &rows, l);
     let mut t_affine = vec![G1Affine::identity(); l];
-    let with_cc: Vec<G1Projective> = t_k.iter().zip(&p.cc).map(|(t, cc)| t.add_mixed(cc)).collect();
+    let with_cc: Vec<G1Projective> = t_k
+        .iter()
+        .zip(&p.cc)
+        .map(|(t, cc)| t.add_mixed(cc))
+        .collect();
     G1Projective::batch_normalize(&with_cc, &mut t_affine);
 
     // sum_k B_k x^k - g1 z_beta + D_0 == 0, and
@@ -273,7 +277,9 @@ pub fn check_sharing<B: BatchOps + ?Sized>(
     ciphertexts.0.extend_from_slice(receiver_keys);
     ciphertexts.1.extend(xpow.iter().map(|x_i| -(x_i * s.z_r)));
     ciphertexts.0.extend_from_slice(&[s.yy, g1]);
-    ciphertexts.1.extend_from_slice(&[Scalar::one(), -s.z_alpha]);
+    ciphertexts
+        .1
+        .extend_from_slice(&[Scalar::one(), -s.z_alpha]);
     let g1_results = ops.g1_msm(&[randomizer, ciphertexts]);
     if !bool::from(g1_results[0].is_identity()) {
         return Err(VerifyError::SharingProof(SharingCheck::Randomizer));

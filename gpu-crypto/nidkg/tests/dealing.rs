@@ -6,8 +6,7 @@ use nidkg::encoding::{Component, DealingFile};
 use nidkg::params::{NUM_CHUNKS, NUM_ZK_REPETITIONS, chunking_bound_z};
 use nidkg::{
     BatchOps, ChunkingCheck, CpuBatchOps, DecryptError, DemoSetup, SharingCheck, ThresholdKind,
-    VerifyError, create_dealing, decrypt_share, generate_receiver_key, verify_against,
-    verify_with,
+    VerifyError, create_dealing, decrypt_share, generate_receiver_key, verify_against, verify_with,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -95,11 +94,14 @@ fn receivers_decrypt_the_polynomial_evaluations() {
 
 fn lagrange_at_zero(points: &[(u64, Scalar)]) -> Scalar {
     points.iter().fold(Scalar::zero(), |acc, (xi, yi)| {
-        let l = points.iter().filter(|(xj, _)| xj != xi).fold(Scalar::one(), |l, (xj, _)| {
-            let xi = Scalar::from(*xi);
-            let xj = Scalar::from(*xj);
-            l * xj * (xj - xi).invert().unwrap()
-        });
+        let l = points
+            .iter()
+            .filter(|(xj, _)| xj != xi)
+            .fold(Scalar::one(), |l, (xj, _)| {
+                let xi = Scalar::from(*xi);
+                let xj = Scalar::from(*xj);
+                l * xj * (xj - xi).invert().unwrap()
+            });
         acc + l * yi
     })
 }
@@ -107,16 +109,26 @@ fn lagrange_at_zero(points: &[(u64, Scalar)]) -> Scalar {
 #[test]
 fn any_threshold_of_decrypted_shares_recovers_the_secret() {
     let mut rng = ChaCha20Rng::seed_from_u64(5);
-    let (pks, sks): (Vec<_>, Vec<_>) = (0..7).map(|_| generate_receiver_key(&mut rng, b"reg")).unzip();
+    let (pks, sks): (Vec<_>, Vec<_>) = (0..7)
+        .map(|_| generate_receiver_key(&mut rng, b"reg"))
+        .unzip();
     let keys: Vec<G1Affine> = pks.iter().map(|k| k.key).collect();
     let secret = Scalar::from(0x5ec2e7u64);
     let t = ThresholdKind::High.threshold(7);
     let d = create_dealing(&mut rng, &keys, t, 3, b"dkg-7", Some(secret)).unwrap();
-    assert_eq!(d.public_coefficients[0], G2Affine::from(G2Projective::generator() * secret));
+    assert_eq!(
+        d.public_coefficients[0],
+        G2Affine::from(G2Projective::generator() * secret)
+    );
     let shares: Vec<(u64, Scalar)> = [6usize, 1, 4, 2, 0]
         .iter()
         .take(t)
-        .map(|&i| (i as u64 + 1, decrypt_share(&sks[i], &d, i, 3, b"dkg-7").unwrap()))
+        .map(|&i| {
+            (
+                i as u64 + 1,
+                decrypt_share(&sks[i], &d, i, 3, b"dkg-7").unwrap(),
+            )
+        })
         .collect();
     assert_eq!(lagrange_at_zero(&shares), secret);
     // Fewer than t shares interpolate to something else.
@@ -146,7 +158,10 @@ fn key_update_erases_past_epochs_and_keeps_later_ones() {
         .collect();
     let expected = |d: &nidkg::Dealing| d.public_coefficients[0];
     let g2_of = |s: Scalar| G2Affine::from(G2Projective::generator() * s);
-    assert_eq!(g2_of(decrypt_share(&sk, &dealings[0], 0, e0, b"ad").unwrap()), expected(&dealings[0]));
+    assert_eq!(
+        g2_of(decrypt_share(&sk, &dealings[0], 0, e0, b"ad").unwrap()),
+        expected(&dealings[0])
+    );
 
     sk.update_to(e1, &mut rng);
     assert_eq!(sk.current_epoch(), e1);
@@ -156,12 +171,18 @@ fn key_update_erases_past_epochs_and_keeps_later_ones() {
         Err(DecryptError::ExpiredKey { epoch: e0 })
     );
     for (d, e) in dealings[1..].iter().zip([e1, e2]) {
-        assert_eq!(g2_of(decrypt_share(&sk, d, 0, e, b"ad").unwrap()), expected(d));
+        assert_eq!(
+            g2_of(decrypt_share(&sk, d, 0, e, b"ad").unwrap()),
+            expected(d)
+        );
     }
     sk.update_to(e2, &mut rng);
     assert_eq!(sk.node_count(), 1);
     assert!(decrypt_share(&sk, &dealings[1], 0, e1, b"ad").is_err());
-    assert_eq!(g2_of(decrypt_share(&sk, &dealings[2], 0, e2, b"ad").unwrap()), expected(&dealings[2]));
+    assert_eq!(
+        g2_of(decrypt_share(&sk, &dealings[2], 0, e2, b"ad").unwrap()),
+        expected(&dealings[2])
+    );
 }
 
 #[test]
@@ -189,16 +210,25 @@ fn ciphertext_binds_chunks_randomizers_epoch_and_context() {
         let mut d = base.clone();
         mutate(&mut d);
         assert!(
-            matches!(verify_file(&with_dealing(&d)), Err(VerifyError::CiphertextIntegrity { .. })),
+            matches!(
+                verify_file(&with_dealing(&d)),
+                Err(VerifyError::CiphertextIntegrity { .. })
+            ),
             "{name}"
         );
     }
     let mut file = setup13().file.clone();
     file.epoch += 1;
-    assert!(matches!(verify_file(&file), Err(VerifyError::CiphertextIntegrity { .. })));
+    assert!(matches!(
+        verify_file(&file),
+        Err(VerifyError::CiphertextIntegrity { .. })
+    ));
     let mut file = setup13().file.clone();
     file.associated_data.push(0);
-    assert!(matches!(verify_file(&file), Err(VerifyError::CiphertextIntegrity { .. })));
+    assert!(matches!(
+        verify_file(&file),
+        Err(VerifyError::CiphertextIntegrity { .. })
+    ));
 }
 
 #[test]
@@ -209,24 +239,45 @@ fn every_chunking_proof_component_is_checked() {
     let mut cases: Vec<(String, Mutation)> = vec![
         ("y0".into(), Box::new(|d| bump_g1(&mut d.chunking.y0))),
         ("yy".into(), Box::new(|d| bump_g1(&mut d.chunking.yy))),
-        ("z_beta".into(), Box::new(|d| d.chunking.z_beta += Scalar::one())),
+        (
+            "z_beta".into(),
+            Box::new(|d| d.chunking.z_beta += Scalar::one()),
+        ),
     ];
     for k in [0, 17, NUM_ZK_REPETITIONS - 1] {
-        cases.push((format!("bb[{k}]"), Box::new(move |d| bump_g1(&mut d.chunking.bb[k]))));
-        cases.push((format!("cc[{k}]"), Box::new(move |d| bump_g1(&mut d.chunking.cc[k]))));
-        cases.push((format!("z_s[{k}]"), Box::new(move |d| d.chunking.z_s[k] += Scalar::one())));
+        cases.push((
+            format!("bb[{k}]"),
+            Box::new(move |d| bump_g1(&mut d.chunking.bb[k])),
+        ));
+        cases.push((
+            format!("cc[{k}]"),
+            Box::new(move |d| bump_g1(&mut d.chunking.cc[k])),
+        ));
+        cases.push((
+            format!("z_s[{k}]"),
+            Box::new(move |d| d.chunking.z_s[k] += Scalar::one()),
+        ));
     }
     for i in [0, 6, n] {
-        cases.push((format!("dd[{i}]"), Box::new(move |d| bump_g1(&mut d.chunking.dd[i]))));
+        cases.push((
+            format!("dd[{i}]"),
+            Box::new(move |d| bump_g1(&mut d.chunking.dd[i])),
+        ));
     }
     for i in [0, n - 1] {
-        cases.push((format!("z_r[{i}]"), Box::new(move |d| d.chunking.z_r[i] += Scalar::one())));
+        cases.push((
+            format!("z_r[{i}]"),
+            Box::new(move |d| d.chunking.z_r[i] += Scalar::one()),
+        ));
     }
     for (name, mutate) in cases {
         let mut d = base.clone();
         mutate(&mut d);
         assert!(
-            matches!(verify_file(&with_dealing(&d)), Err(VerifyError::ChunkingProof(_))),
+            matches!(
+                verify_file(&with_dealing(&d)),
+                Err(VerifyError::ChunkingProof(_))
+            ),
             "{name}: {:?}",
             verify_file(&with_dealing(&d))
         );
@@ -254,14 +305,26 @@ fn every_sharing_proof_component_is_checked() {
         ("ff", Box::new(|d| bump_g1(&mut d.sharing.ff)), None),
         ("aa", Box::new(|d| bump_g2(&mut d.sharing.aa)), None),
         ("yy", Box::new(|d| bump_g1(&mut d.sharing.yy)), None),
-        ("z_r", Box::new(|d| d.sharing.z_r += Scalar::one()), Some(SharingCheck::Randomizer)),
+        (
+            "z_r",
+            Box::new(|d| d.sharing.z_r += Scalar::one()),
+            Some(SharingCheck::Randomizer),
+        ),
         (
             "z_alpha",
             Box::new(|d| d.sharing.z_alpha += Scalar::one()),
             Some(SharingCheck::Coefficients),
         ),
-        ("A_0", Box::new(|d| bump_g2(&mut d.public_coefficients[0])), None),
-        ("A_last", Box::new(|d| bump_g2(d.public_coefficients.last_mut().unwrap())), None),
+        (
+            "A_0",
+            Box::new(|d| bump_g2(&mut d.public_coefficients[0])),
+            None,
+        ),
+        (
+            "A_last",
+            Box::new(|d| bump_g2(d.public_coefficients.last_mut().unwrap())),
+            None,
+        ),
     ];
     for (name, mutate, check) in cases {
         let mut d = base.clone();
@@ -269,7 +332,10 @@ fn every_sharing_proof_component_is_checked() {
         let result = verify_file(&with_dealing(&d));
         match check {
             Some(c) => assert_eq!(result, Err(VerifyError::SharingProof(c)), "{name}"),
-            None => assert!(matches!(result, Err(VerifyError::SharingProof(_))), "{name}: {result:?}"),
+            None => assert!(
+                matches!(result, Err(VerifyError::SharingProof(_))),
+                "{name}: {result:?}"
+            ),
         }
     }
 }
@@ -419,9 +485,19 @@ fn wrong_receiver_keys_are_rejected() {
         Err(VerifyError::WrongReceiverKey { index: 8 })
     );
     // Self-contained: the chunking proof's instance includes the keys, so it fails.
-    assert!(matches!(verify_file(&file), Err(VerifyError::ChunkingProof(_))));
+    assert!(matches!(
+        verify_file(&file),
+        Err(VerifyError::ChunkingProof(_))
+    ));
     // The honest file passes against the registry.
-    assert!(verify_against(&CpuBatchOps::single_thread(), &setup.file.to_bytes(), &registered).is_ok());
+    assert!(
+        verify_against(
+            &CpuBatchOps::single_thread(),
+            &setup.file.to_bytes(),
+            &registered
+        )
+        .is_ok()
+    );
 }
 
 #[test]
@@ -434,16 +510,28 @@ fn unusable_inputs_are_named_as_such() {
     }
     let mut longer = bytes.clone();
     longer.push(0);
-    assert!(matches!(verify_with(&ops, &longer), Err(VerifyError::Length { .. })));
+    assert!(matches!(
+        verify_with(&ops, &longer),
+        Err(VerifyError::Length { .. })
+    ));
     let mut magic = bytes.clone();
     magic[0] ^= 1;
-    assert!(matches!(verify_with(&ops, &magic), Err(VerifyError::Header(_))));
+    assert!(matches!(
+        verify_with(&ops, &magic),
+        Err(VerifyError::Header(_))
+    ));
     let mut shape = bytes.clone();
     shape[12..16].copy_from_slice(&14u32.to_be_bytes()); // t = 14 > n = 13
-    assert!(matches!(verify_with(&ops, &shape), Err(VerifyError::Shape { n: 13, t: 14 })));
+    assert!(matches!(
+        verify_with(&ops, &shape),
+        Err(VerifyError::Shape { n: 13, t: 14 })
+    ));
     let mut huge = bytes;
     huge[8..12].copy_from_slice(&u32::MAX.to_be_bytes());
-    assert!(matches!(verify_with(&ops, &huge), Err(VerifyError::Shape { .. })));
+    assert!(matches!(
+        verify_with(&ops, &huge),
+        Err(VerifyError::Shape { .. })
+    ));
 }
 
 #[test]
@@ -469,7 +557,10 @@ fn honest_dealings_at_n28_and_n40_are_accepted() {
             let report = verify_with(&CpuBatchOps::rayon(), &setup.file.to_bytes())
                 .unwrap_or_else(|e| panic!("n = {n} {kind:?}: {e}"));
             assert_eq!((report.n, report.t), (n, kind.threshold(n)));
-            assert_eq!(setup.file.dealing.len(), nidkg::dealing_size(n, kind.threshold(n)));
+            assert_eq!(
+                setup.file.dealing.len(),
+                nidkg::dealing_size(n, kind.threshold(n))
+            );
         }
     }
 }

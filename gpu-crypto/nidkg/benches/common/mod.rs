@@ -44,7 +44,10 @@ impl SmallScalarBatch {
     }
 
     pub fn row_scalars(&self, k: usize) -> Vec<Scalar> {
-        self.row(k).iter().map(|&s| Scalar::from(s as u64)).collect()
+        self.row(k)
+            .iter()
+            .map(|&s| Scalar::from(s as u64))
+            .collect()
     }
 }
 
@@ -143,7 +146,11 @@ pub fn round(n: usize) -> Round {
     let files = (0..2 * n as u64)
         .into_par_iter()
         .map(|d| {
-            let kind = if d % 2 == 0 { ThresholdKind::Low } else { ThresholdKind::High };
+            let kind = if d % 2 == 0 {
+                ThresholdKind::Low
+            } else {
+                ThresholdKind::High
+            };
             dealing_file(&keys, kind, d)
         })
         .collect();
