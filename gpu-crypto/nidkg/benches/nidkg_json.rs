@@ -33,6 +33,8 @@ struct Row {
     samples: usize,
     median_ms: f64,
     min_ms: f64,
+    /// Process CPU time (all threads) per run, median.
+    cpu_median_ms: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     phases_median_ms: Option<Phases>,
 }
@@ -54,17 +56,43 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
+/// CPU time of the whole process (all threads): on a shared machine, what the work
+/// cost regardless of how long other processes held the cores.
+fn process_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+thread_local! {
+    static CPU_SAMPLES: std::cell::RefCell<Vec<Duration>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Runs `f` once to warm up, then until `budget` has passed and at least `min` samples.
+/// Returns wall times; the process CPU times of the same runs go to `CPU_SAMPLES`.
 fn sample<T>(min: usize, budget: Duration, mut f: impl FnMut() -> T) -> Vec<Duration> {
     std::hint::black_box(f());
     let start = Instant::now();
     let mut out = Vec::new();
+    let mut cpu = Vec::new();
     while out.len() < min || start.elapsed() < budget {
+        let c = process_cpu_time();
         let t = Instant::now();
         std::hint::black_box(f());
         out.push(t.elapsed());
+        cpu.push(process_cpu_time() - c);
     }
+    CPU_SAMPLES.with(|s| *s.borrow_mut() = cpu);
     out
+}
+
+fn last_cpu_median_ms() -> f64 {
+    CPU_SAMPLES.with(|s| ms(median(s.borrow().clone())))
 }
 
 fn emit(row: Row) {
@@ -90,6 +118,7 @@ fn timing_row(
         samples: count,
         median_ms: ms(median(samples)),
         min_ms: ms(min),
+        cpu_median_ms: last_cpu_median_ms(),
         phases_median_ms: None,
     });
 }
@@ -102,6 +131,8 @@ fn main() {
         (10, Duration::from_secs(3))
     };
     let sizes = [13usize, 28, 40];
+    // A round verifies 2n dealings (seconds at n = 40): fewer samples.
+    let round_samples = if quick { 1 } else { 3 };
 
     for &n in &sizes {
         let keys = common::receivers(n, n as u64);
@@ -133,6 +164,7 @@ fn main() {
                     samples: totals.len(),
                     median_ms: ms(median(totals)),
                     min_ms: ms(min),
+                    cpu_median_ms: last_cpu_median_ms(),
                     phases_median_ms: Some(Phases {
                         deserialize: pick(|p| p.deserialize),
                         integrity: pick(|p| p.integrity),
@@ -146,7 +178,7 @@ fn main() {
 
     for &n in &sizes {
         let round = common::round(n);
-        let sequential = sample(min_samples.min(3), budget, || {
+        let sequential = sample(round_samples, budget, || {
             for f in &round.files {
                 verify_with(&ops(Threads::All), f).expect("honest dealing");
             }
@@ -159,7 +191,7 @@ fn main() {
             Threads::All.label(),
             sequential,
         );
-        let spread = sample(min_samples.min(3), budget, || {
+        let spread = sample(round_samples, budget, || {
             round.files.par_iter().for_each(|f| {
                 verify_with(&ops(Threads::One), f).expect("honest dealing");
             })
