@@ -10,7 +10,8 @@
 //!   shared bases: this crate's bucket MSM, the 4-bit full-width baseline (64 windows),
 //!   blst with 8-bit and 255-bit scalars, and one constant-time multiplication per point.
 //!
-//! `cargo bench -p nidkg --bench nidkg_json [-- quick]` (`quick`: fewer samples).
+//! `cargo bench -p nidkg --bench nidkg_json [-- quick] [skip-rounds]` (`quick`: fewer
+//! samples; `skip-rounds`: no DKG-round rows).
 
 mod common;
 
@@ -125,6 +126,7 @@ fn timing_row(
 
 fn main() {
     let quick = std::env::args().any(|a| a == "quick");
+    let skip_rounds = std::env::args().any(|a| a == "skip-rounds");
     let (min_samples, budget) = if quick {
         (3, Duration::from_millis(300))
     } else {
@@ -174,49 +176,6 @@ fn main() {
                 });
             }
         }
-    }
-
-    for &n in &sizes {
-        let round = common::round(n);
-        let sequential = sample(round_samples, budget, || {
-            for f in &round.files {
-                verify_with(&ops(Threads::All), f).expect("honest dealing");
-            }
-        });
-        timing_row(
-            "dkg_round",
-            "sequential-dealings-rayon-inside".into(),
-            n,
-            None,
-            Threads::All.label(),
-            sequential,
-        );
-        let spread = sample(round_samples, budget, || {
-            round.files.par_iter().for_each(|f| {
-                verify_with(&ops(Threads::One), f).expect("honest dealing");
-            })
-        });
-        timing_row(
-            "dkg_round",
-            "dealings-over-threads-1t-each".into(),
-            n,
-            None,
-            Threads::All.label(),
-            spread,
-        );
-        let one = sample(1, Duration::ZERO, || {
-            for f in &round.files {
-                verify_with(&ops(Threads::One), f).expect("honest dealing");
-            }
-        });
-        timing_row(
-            "dkg_round",
-            "sequential-1t".into(),
-            n,
-            None,
-            "1".into(),
-            one,
-        );
     }
 
     for &n in &sizes {
@@ -345,5 +304,49 @@ fn main() {
             "1".into(),
             naive,
         );
+    }
+    if !skip_rounds {
+        for &n in &sizes {
+            let round = common::round(n);
+            let sequential = sample(round_samples, budget, || {
+                for f in &round.files {
+                    verify_with(&ops(Threads::All), f).expect("honest dealing");
+                }
+            });
+            timing_row(
+                "dkg_round",
+                "sequential-dealings-rayon-inside".into(),
+                n,
+                None,
+                Threads::All.label(),
+                sequential,
+            );
+            let spread = sample(round_samples, budget, || {
+                round.files.par_iter().for_each(|f| {
+                    verify_with(&ops(Threads::One), f).expect("honest dealing");
+                })
+            });
+            timing_row(
+                "dkg_round",
+                "dealings-over-threads-1t-each".into(),
+                n,
+                None,
+                Threads::All.label(),
+                spread,
+            );
+            let one = sample(1, Duration::ZERO, || {
+                for f in &round.files {
+                    verify_with(&ops(Threads::One), f).expect("honest dealing");
+                }
+            });
+            timing_row(
+                "dkg_round",
+                "sequential-1t".into(),
+                n,
+                None,
+                "1".into(),
+                one,
+            );
+        }
     }
 }
