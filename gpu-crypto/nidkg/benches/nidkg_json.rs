@@ -48,6 +48,9 @@ struct Phases {
     sharing: f64,
 }
 
+/// A named MSM implementation and the threads it runs on.
+type Variant<'a> = (&'static str, Threads, Box<dyn Fn() + Sync + 'a>);
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -208,7 +211,7 @@ fn main() {
         );
         let row_scalars: Vec<Vec<_>> = (0..l).map(|k| batch.row_scalars(k)).collect();
 
-        let variants: Vec<(&str, Threads, Box<dyn Fn() + Sync + '_>)> = vec![
+        let variants: Vec<Variant<'_>> = vec![
             (
                 "nidkg-bucket-u8",
                 Threads::One,

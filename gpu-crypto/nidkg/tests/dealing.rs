@@ -12,6 +12,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use std::sync::OnceLock;
 
+/// A change made to a dealing to corrupt it.
+type Mutation = Box<dyn Fn(&mut nidkg::Dealing)>;
+
 /// One n = 13 high-threshold setup shared by the tests (creating it costs seconds).
 fn setup13() -> &'static DemoSetup {
     static SETUP: OnceLock<DemoSetup> = OnceLock::new();
@@ -201,7 +204,7 @@ fn every_ciphertext_row_is_checked() {
 #[test]
 fn ciphertext_binds_chunks_randomizers_epoch_and_context() {
     let base = &setup13().dealing;
-    let mutations: Vec<(&str, Box<dyn Fn(&mut nidkg::Dealing)>)> = vec![
+    let mutations: Vec<(&str, Mutation)> = vec![
         ("chunk", Box::new(|d| bump_g1(&mut d.ciphertext.cc[5][9]))),
         ("r", Box::new(|d| bump_g1(&mut d.ciphertext.rr[3]))),
         ("s", Box::new(|d| bump_g1(&mut d.ciphertext.ss[15]))),
@@ -235,7 +238,6 @@ fn ciphertext_binds_chunks_randomizers_epoch_and_context() {
 fn every_chunking_proof_component_is_checked() {
     let base = &setup13().dealing;
     let n = 13;
-    type Mutation = Box<dyn Fn(&mut nidkg::Dealing)>;
     let mut cases: Vec<(String, Mutation)> = vec![
         ("y0".into(), Box::new(|d| bump_g1(&mut d.chunking.y0))),
         ("yy".into(), Box::new(|d| bump_g1(&mut d.chunking.yy))),
@@ -300,7 +302,6 @@ fn every_chunking_proof_component_is_checked() {
 #[test]
 fn every_sharing_proof_component_is_checked() {
     let base = &setup13().dealing;
-    type Mutation = Box<dyn Fn(&mut nidkg::Dealing)>;
     let cases: Vec<(&str, Mutation, Option<SharingCheck>)> = vec![
         ("ff", Box::new(|d| bump_g1(&mut d.sharing.ff)), None),
         ("aa", Box::new(|d| bump_g2(&mut d.sharing.aa)), None),
