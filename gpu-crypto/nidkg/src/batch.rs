@@ -1,0 +1,178 @@
+//! The batches a dealing verification gathers, as one trait a backend implements, and
+//! the CPU implementation (one thread or all rayon threads).
+//!
+//! Every input of these operations is public (points and scalars of a dealing that is
+//! being verified), so implementations may use variable-time algorithms. Dealing
+//! creation never calls them: its secret scalars stay in `ic_bls12_381`'s constant-time
+//! arithmetic on the CPU.
+
+use crate::msm::{SharedBaseTable, msm_shared_bases_u8, msm_vartime, msm_with_table};
+use ic_bls12_381::{
+    G1Affine, G1Projective, G2Affine, G2Prepared, G2Projective, Gt, Scalar, multi_miller_loop,
+};
+use rayon::prelude::*;
+
+/// Products of pairings `prod_i e(P_i, Q_{idx_i})` over a shared table of G2 points
+/// (so that a backend prepares each G2 point once).
+#[derive(Clone, Debug, Default)]
+pub struct PairingBatch {
+    /// The G2 points the products refer to.
+    pub g2: Vec<G2Affine>,
+    /// Each product: pairs of a G1 point and an index into `g2`.
+    pub products: Vec<Vec<(G1Affine, usize)>>,
+}
+
+/// The verifier's batch operations. Results are per item and in input order.
+pub trait BatchOps: Sync {
+    /// Backend name for reports (`cpu-1t`, `cpu-rayon`, ...).
+    fn name(&self) -> String;
+
+    /// Decompresses G1 points with the subgroup check; `None` for an encoding that is not
+    /// a canonical point of the prime-order subgroup.
+    fn g1_decompress(&self, points: &[[u8; 48]]) -> Vec<Option<G1Affine>>;
+
+    /// Decompresses G2 points with the subgroup check.
+    fn g2_decompress(&self, points: &[[u8; 96]]) -> Vec<Option<G2Affine>>;
+
+    /// `rows` MSMs over one set of bases with 8-bit scalars: result `k` is
+    /// `sum_p scalars[k * bases.len() + p] * bases[p]` (the chunking proof's 32 MSMs of
+    /// `16n` points).
+    fn g1_msm_shared_u8(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[u8],
+        rows: usize,
+    ) -> Vec<G1Projective>;
+
+    /// `rows` MSMs over one set of bases with full scalars, laid out as in
+    /// [`BatchOps::g1_msm_shared_u8`] (the chunking proof's `n` MSMs over the randomizers).
+    fn g1_msm_shared(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+        rows: usize,
+    ) -> Vec<G1Projective>;
+
+    /// Independent G1 MSMs with full scalars.
+    fn g1_msm(&self, msms: &[(Vec<G1Affine>, Vec<Scalar>)]) -> Vec<G1Projective>;
+
+    /// One G2 MSM with full scalars.
+    fn g2_msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> G2Projective;
+
+    /// `sum_j 2^(16 (15 - j)) * points[j]` for each row of 16 points: recombining
+    /// big-endian chunks (the sharing proof's combined ciphertexts and randomizer).
+    fn g1_recombine_chunks(&self, rows: &[&[G1Affine]]) -> Vec<G1Projective>;
+
+    /// Whether each pairing product is the identity of GT.
+    fn pairing_products_are_identity(&self, batch: &PairingBatch) -> Vec<bool>;
+}
+
+/// The CPU backend on `ic_bls12_381`: one thread, or rayon's pool.
+#[derive(Clone, Copy, Debug)]
+pub struct CpuBatchOps {
+    parallel: bool,
+}
+
+impl CpuBatchOps {
+    /// Runs every batch on the calling thread.
+    pub fn single_thread() -> Self {
+        CpuBatchOps { parallel: false }
+    }
+
+    /// Spreads batches over the current rayon pool (all cores unless the caller installs a
+    /// smaller pool).
+    pub fn rayon() -> Self {
+        CpuBatchOps { parallel: true }
+    }
+
+    fn map<T: Sync, U: Send>(&self, items: &[T], f: impl Fn(&T) -> U + Sync + Send) -> Vec<U> {
+        if self.parallel {
+            items.par_iter().map(f).collect()
+        } else {
+            items.iter().map(f).collect()
+        }
+    }
+}
+
+impl BatchOps for CpuBatchOps {
+    fn name(&self) -> String {
+        if self.parallel {
+            format!("cpu-rayon-{}t", rayon::current_num_threads())
+        } else {
+            "cpu-1t".to_string()
+        }
+    }
+
+    fn g1_decompress(&self, points: &[[u8; 48]]) -> Vec<Option<G1Affine>> {
+        // from_compressed checks canonicity, the curve equation and the subgroup.
+        self.map(points, |b| Option::from(G1Affine::from_compressed(b)))
+    }
+
+    fn g2_decompress(&self, points: &[[u8; 96]]) -> Vec<Option<G2Affine>> {
+        self.map(points, |b| Option::from(G2Affine::from_compressed(b)))
+    }
+
+    fn g1_msm_shared_u8(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[u8],
+        rows: usize,
+    ) -> Vec<G1Projective> {
+        assert_eq!(
+            scalars.len(),
+            rows * bases.len(),
+            "one scalar per base and row"
+        );
+        let row_slices: Vec<&[u8]> = scalars.chunks(bases.len().max(1)).take(rows).collect();
+        self.map(&row_slices, |row| msm_shared_bases_u8(bases, row))
+    }
+
+    fn g1_msm_shared(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+        rows: usize,
+    ) -> Vec<G1Projective> {
+        assert_eq!(
+            scalars.len(),
+            rows * bases.len(),
+            "one scalar per base and row"
+        );
+        let row_slices: Vec<&[Scalar]> = scalars.chunks(bases.len().max(1)).take(rows).collect();
+        // The bases are shared by every row: one table of multiples serves them all.
+        let table = SharedBaseTable::new(bases);
+        self.map(&row_slices, |row| msm_with_table(&table, row))
+    }
+
+    fn g1_msm(&self, msms: &[(Vec<G1Affine>, Vec<Scalar>)]) -> Vec<G1Projective> {
+        self.map(msms, |(points, scalars)| {
+            msm_vartime::<G1Projective>(points, scalars)
+        })
+    }
+
+    fn g2_msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> G2Projective {
+        msm_vartime::<G2Projective>(bases, scalars)
+    }
+
+    fn g1_recombine_chunks(&self, rows: &[&[G1Affine]]) -> Vec<G1Projective> {
+        self.map(rows, |row| {
+            let mut acc = G1Projective::identity();
+            for p in row.iter() {
+                for _ in 0..crate::params::CHUNK_BITS {
+                    acc = acc.double();
+                }
+                acc = acc.add_mixed(p);
+            }
+            acc
+        })
+    }
+
+    fn pairing_products_are_identity(&self, batch: &PairingBatch) -> Vec<bool> {
+        let prepared: Vec<G2Prepared> = self.map(&batch.g2, |q| G2Prepared::from(*q));
+        self.map(&batch.products, |product| {
+            let terms: Vec<(&G1Affine, &G2Prepared)> =
+                product.iter().map(|(p, i)| (p, &prepared[*i])).collect();
+            multi_miller_loop(&terms).final_exponentiation() == Gt::identity()
+        })
+    }
+}

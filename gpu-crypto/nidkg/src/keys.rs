@@ -1,0 +1,256 @@
+//! Receiver keys of the forward-secure encryption: the public key `y = g1^x` with a
+//! Schnorr proof of possession, and the secret key as a list of binary-tree nodes that
+//! decrypts the current epoch and every later one, never an earlier one once updated.
+//!
+//! A node for an epoch prefix `p` of length `l` holds, for a fresh `rho`:
+//! `a = g1^rho`, `b = g2^x * (f_0 * prod_{i < l, p_i = 1} f_{i+1})^rho`,
+//! `d_tree = (f_{l+1} .. f_{LAMBDA_T})^rho`, `d_hash = (fh_0 .. fh_255)^rho`, `e = h^rho`.
+//! Every operation on these is constant-time (they are secret).
+
+use crate::encoding::scalar_to_be;
+use crate::error::DecryptError;
+use crate::oracle::{DOMAIN_KEY_POP, Transcript};
+use crate::params::{LAMBDA_H, LAMBDA_T, SysParams, epoch_bit, hash_bit};
+use crate::random_scalar;
+use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use rand::{CryptoRng, RngCore};
+
+/// A receiver's public key with its proof of possession.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReceiverPublicKey {
+    /// `y = g1^x`.
+    pub key: G1Affine,
+    /// Schnorr commitment `K = g1^k`.
+    pub pop_commitment: G1Affine,
+    /// Schnorr response `z = k + c x`.
+    pub pop_response: Scalar,
+}
+
+impl ReceiverPublicKey {
+    /// Encoded size: key, commitment (compressed G1), response (big-endian scalar).
+    pub const ENCODED_LEN: usize = 48 + 48 + 32;
+
+    /// Checks the proof of possession for `associated_data` (the key's registration
+    /// context); the key must not be the identity.
+    pub fn verify_pop(&self, associated_data: &[u8]) -> bool {
+        if bool::from(self.key.is_identity()) {
+            return false;
+        }
+        let c = pop_challenge(&self.key, &self.pop_commitment, associated_data);
+        // Public values: the proof and the key.
+        G1Projective::generator() * self.pop_response
+            == G1Projective::from(self.pop_commitment) + self.key * c
+    }
+
+    /// `key || commitment || response`.
+    pub fn to_bytes(&self) -> [u8; Self::ENCODED_LEN] {
+        let mut out = [0u8; Self::ENCODED_LEN];
+        out[..48].copy_from_slice(&self.key.to_compressed());
+        out[48..96].copy_from_slice(&self.pop_commitment.to_compressed());
+        out[96..].copy_from_slice(&scalar_to_be(&self.pop_response));
+        out
+    }
+}
+
+fn pop_challenge(key: &G1Affine, commitment: &G1Affine, associated_data: &[u8]) -> Scalar {
+    Transcript::new(DOMAIN_KEY_POP)
+        .g1s("generator", &[G1Affine::generator()])
+        .g1s("public-key", &[*key])
+        .g1s("commitment", &[*commitment])
+        .bytes("associated-data", associated_data)
+        .scalar()
+}
+
+/// One node of the binary tree (see the module documentation).
+struct TreeNode {
+    /// The node's epoch prefix, left-aligned in 32 bits.
+    prefix: u32,
+    /// Prefix length in bits, `0..=LAMBDA_T`.
+    len: usize,
+    a: G1Affine,
+    b: G2Affine,
+    d_tree: Vec<G2Affine>,
+    d_hash: Vec<G2Affine>,
+    e: G2Affine,
+}
+
+impl TreeNode {
+    /// True when the node's subtree contains `epoch`.
+    fn covers(&self, epoch: u32) -> bool {
+        self.len == 0 || (epoch >> (LAMBDA_T - self.len)) == (self.prefix >> (LAMBDA_T - self.len))
+    }
+
+    /// The node for the descendant prefix `(prefix, len)` (`len >= self.len`, inside this
+    /// subtree), re-randomised with a fresh `delta` so that it is independent of `self`.
+    fn delegate<R: RngCore + CryptoRng>(&self, prefix: u32, len: usize, rng: &mut R) -> TreeNode {
+        let sys = SysParams::get();
+        let delta = random_scalar(rng);
+        let mut b = G2Projective::from(self.b);
+        let mut f_prefix = G2Projective::from(sys.f0);
+        for i in 0..len {
+            if epoch_bit(prefix, i) {
+                f_prefix += sys.f_tree[i];
+                if i >= self.len {
+                    b += self.d_tree[i - self.len];
+                }
+            }
+        }
+        b += f_prefix * delta;
+        let d_tree = (len..LAMBDA_T)
+            .map(|i| G2Affine::from(sys.f_tree[i] * delta + self.d_tree[i - self.len]))
+            .collect();
+        let d_hash = (0..LAMBDA_H)
+            .map(|k| G2Affine::from(sys.f_hash[k] * delta + self.d_hash[k]))
+            .collect();
+        TreeNode {
+            prefix,
+            len,
+            a: G1Affine::from(G1Projective::generator() * delta + self.a),
+            b: G2Affine::from(b),
+            d_tree,
+            d_hash,
+            e: G2Affine::from(sys.h * delta + self.e),
+        }
+    }
+}
+
+impl Drop for TreeNode {
+    fn drop(&mut self) {
+        // Erase the key material (forward security relies on old nodes being gone).
+        fn wipe<T: Copy>(slot: &mut T, value: T) {
+            // SAFETY: `slot` is a valid, aligned, exclusive reference.
+            unsafe { std::ptr::write_volatile(slot, value) };
+        }
+        wipe(&mut self.a, G1Affine::identity());
+        wipe(&mut self.b, G2Affine::identity());
+        wipe(&mut self.e, G2Affine::identity());
+        for d in self.d_tree.iter_mut().chain(self.d_hash.iter_mut()) {
+            wipe(d, G2Affine::identity());
+        }
+    }
+}
+
+/// A receiver's forward-secure decryption key: tree nodes covering the epochs from
+/// `current_epoch` on.
+pub struct ReceiverSecretKey {
+    nodes: Vec<TreeNode>,
+    current_epoch: u32,
+}
+
+/// Generates a receiver key pair; `associated_data` is bound into the proof of possession.
+pub fn generate_receiver_key<R: RngCore + CryptoRng>(
+    rng: &mut R,
+    associated_data: &[u8],
+) -> (ReceiverPublicKey, ReceiverSecretKey) {
+    let sys = SysParams::get();
+    let x = random_scalar(rng);
+    let rho = random_scalar(rng);
+    let key = G1Affine::from(G1Projective::generator() * x);
+    let k = random_scalar(rng);
+    let pop_commitment = G1Affine::from(G1Projective::generator() * k);
+    let c = pop_challenge(&key, &pop_commitment, associated_data);
+    let pop_response = k + c * x;
+    let root = TreeNode {
+        prefix: 0,
+        len: 0,
+        a: G1Affine::from(G1Projective::generator() * rho),
+        b: G2Affine::from(G2Projective::generator() * x + sys.f0 * rho),
+        d_tree: sys.f_tree.iter().map(|f| G2Affine::from(f * rho)).collect(),
+        d_hash: sys.f_hash.iter().map(|f| G2Affine::from(f * rho)).collect(),
+        e: G2Affine::from(sys.h * rho),
+    };
+    (
+        ReceiverPublicKey {
+            key,
+            pop_commitment,
+            pop_response,
+        },
+        ReceiverSecretKey {
+            nodes: vec![root],
+            current_epoch: 0,
+        },
+    )
+}
+
+impl ReceiverSecretKey {
+    /// The earliest epoch this key still decrypts.
+    pub fn current_epoch(&self) -> u32 {
+        self.current_epoch
+    }
+
+    /// Number of tree nodes held.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Moves the key forward to `epoch`: afterwards it decrypts `epoch` and later epochs
+    /// only, and the nodes for earlier epochs are erased. A no-op for `epoch <=
+    /// current_epoch()`. Costs one re-randomisation (about 290 G2 multiplications) per
+    /// new node, at most 33 nodes.
+    pub fn update_to<R: RngCore + CryptoRng>(&mut self, epoch: u32, rng: &mut R) {
+        if epoch <= self.current_epoch {
+            return;
+        }
+        // Cover [epoch, 2^32): the right sibling of every 0 bit on epoch's path, then the
+        // leaf itself (kept last: it is the current key).
+        let mut wanted: Vec<(u32, usize)> = (0..LAMBDA_T)
+            .filter(|&i| !epoch_bit(epoch, i))
+            .map(|i| {
+                let len = i + 1;
+                let high = if i == 0 {
+                    0
+                } else {
+                    epoch & (u32::MAX << (LAMBDA_T - i))
+                };
+                (high | (1 << (LAMBDA_T - 1 - i)), len)
+            })
+            .collect();
+        wanted.push((epoch, LAMBDA_T));
+        let mut old = std::mem::take(&mut self.nodes);
+        for (prefix, len) in wanted {
+            let at = old
+                .iter()
+                .position(|n| n.len <= len && n.covers(prefix))
+                .expect("every epoch after current_epoch is covered by a node");
+            if old[at].len == len {
+                // Already this subtree's node: keep it as it is.
+                self.nodes.push(old.swap_remove(at));
+            } else {
+                let child = old[at].delegate(prefix, len, rng);
+                self.nodes.push(child);
+            }
+        }
+        // Dropping the remaining old nodes wipes them.
+        drop(old);
+        self.current_epoch = epoch;
+    }
+
+    /// The `b` component extended by the epoch's remaining tree bits and the identity's
+    /// hash bits, with the node's `a` and `e`: what decryption pairs against.
+    pub(crate) fn decryption_terms(
+        &self,
+        epoch: u32,
+        hash_bits: &[u8; 32],
+    ) -> Result<(G1Affine, G2Projective, G2Affine), DecryptError> {
+        if epoch < self.current_epoch {
+            return Err(DecryptError::ExpiredKey { epoch });
+        }
+        let node = self
+            .nodes
+            .iter()
+            .find(|n| n.covers(epoch))
+            .ok_or(DecryptError::ExpiredKey { epoch })?;
+        let mut b = G2Projective::from(node.b);
+        for i in node.len..LAMBDA_T {
+            if epoch_bit(epoch, i) {
+                b += node.d_tree[i - node.len];
+            }
+        }
+        for (k, d) in node.d_hash.iter().enumerate() {
+            if hash_bit(hash_bits, k) {
+                b += d;
+            }
+        }
+        Ok((node.a, b, node.e))
+    }
+}

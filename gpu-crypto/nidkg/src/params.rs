@@ -1,0 +1,173 @@
+//! Protocol parameters (the Internet Computer's values for Groth's NI-DKG) and the
+//! forward-secure encryption's public system parameters.
+
+use ic_bls12_381::hash_to_curve::{ExpandMsgXmd, HashToCurve};
+use ic_bls12_381::{G2Affine, G2Prepared, G2Projective};
+use sha2::Sha256;
+use std::sync::OnceLock;
+
+/// Chunks per share: a scalar (< 2^255) is split into 16 big-endian chunks of 16 bits.
+pub const NUM_CHUNKS: usize = 16;
+/// Bits per chunk.
+pub const CHUNK_BITS: u32 = 16;
+/// Chunks lie in `[0, CHUNK_SIZE)`.
+pub const CHUNK_SIZE: u64 = 1 << CHUNK_BITS;
+/// Parallel repetitions of the chunking proof (the paper's `l`).
+pub const NUM_ZK_REPETITIONS: usize = 32;
+/// Bits per chunking-proof challenge: ceil(256 / 32), so each challenge is one byte.
+pub const CHALLENGE_BITS: u32 = 8;
+/// Largest chunking-proof challenge.
+pub const CHALLENGE_MAX: u64 = (1 << CHALLENGE_BITS) - 1;
+/// Epoch bits of the forward-secure tree (2^32 epochs).
+pub const LAMBDA_T: usize = 32;
+/// Hash bits appended to the epoch to form a ciphertext's identity.
+pub const LAMBDA_H: usize = 256;
+
+/// Largest supported number of receivers. The IC's subnets have at most a few hundred
+/// nodes; the chunking proof's range bound `Z` below must stay far below 2^64.
+pub const MAX_RECEIVERS: usize = 1024;
+
+/// Which of the IC's two thresholds a dealing uses for `n` receivers, `f = (n - 1) / 3`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ThresholdKind {
+    /// `f + 1` (the random beacon's key).
+    Low,
+    /// `2f + 1` (the subnet's threshold signing key).
+    High,
+}
+
+impl ThresholdKind {
+    /// The threshold (number of public coefficients) for `n` receivers.
+    pub fn threshold(self, n: usize) -> usize {
+        let f = n.saturating_sub(1) / 3;
+        match self {
+            ThresholdKind::Low => f + 1,
+            ThresholdKind::High => 2 * f + 1,
+        }
+    }
+
+    /// Lower-case name (`low`, `high`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ThresholdKind::Low => "low",
+            ThresholdKind::High => "high",
+        }
+    }
+}
+
+/// The chunking proof's bound `S = n * m * (CHUNK_SIZE - 1) * CHALLENGE_MAX`, the largest
+/// value of `sum_ij e_ijk * s_ij` for honest chunks (m = 16 chunks per receiver).
+pub fn chunking_bound_s(n: usize) -> u64 {
+    n as u64 * NUM_CHUNKS as u64 * (CHUNK_SIZE - 1) * CHALLENGE_MAX
+}
+
+/// The chunking proof's response bound `Z = 2 * l * S`: responses `z_s` must be below it.
+pub fn chunking_bound_z(n: usize) -> u64 {
+    2 * NUM_ZK_REPETITIONS as u64 * chunking_bound_s(n)
+}
+
+/// Size in bytes of one dealing in the IC's encoding: `96t + 848n + 7600`.
+pub fn dealing_size(n: usize, t: usize) -> usize {
+    96 * t + 848 * n + 7600
+}
+
+/// Public parameters of the forward-secure (binary-tree) encryption: independent G2
+/// generators derived by hashing to G2 under this crate's domain separation tag. Derived
+/// once per process; verification itself never hashes to a curve.
+pub struct SysParams {
+    /// `f_0`.
+    pub f0: G2Affine,
+    /// `f_1 .. f_{LAMBDA_T}`: one per epoch bit.
+    pub f_tree: Vec<G2Affine>,
+    /// One per hash bit of a ciphertext's identity.
+    pub f_hash: Vec<G2Affine>,
+    /// `h`, the base of the second randomizer.
+    pub h: G2Affine,
+    /// `h` prepared for pairings (the integrity check pairs against it 16 times).
+    pub h_prepared: G2Prepared,
+}
+
+/// Domain separation tag of the system parameters (RFC 9380 hash-to-curve, SHA-256, SSWU).
+pub const SYS_PARAMS_DST: &[u8] =
+    b"SOVEREIGN-NODE-NIDKG-V1-SYSPARAMS_BLS12381G2_XMD:SHA-256_SSWU_RO_";
+
+fn hash_g2(label: &str) -> G2Affine {
+    let p = <G2Projective as HashToCurve<ExpandMsgXmd<Sha256>>>::hash_to_curve(
+        label.as_bytes(),
+        SYS_PARAMS_DST,
+    );
+    G2Affine::from(p)
+}
+
+impl SysParams {
+    /// The process-wide parameters (derived on first use, about 290 hashes to G2).
+    pub fn get() -> &'static SysParams {
+        static PARAMS: OnceLock<SysParams> = OnceLock::new();
+        PARAMS.get_or_init(|| {
+            let h = hash_g2("h");
+            SysParams {
+                f0: hash_g2("f0"),
+                f_tree: (1..=LAMBDA_T).map(|i| hash_g2(&format!("f{i}"))).collect(),
+                f_hash: (0..LAMBDA_H).map(|i| hash_g2(&format!("fh{i}"))).collect(),
+                h,
+                h_prepared: G2Prepared::from(h),
+            }
+        })
+    }
+
+    /// `f_0 + sum_{i: bit_i = 1} f_i` over the epoch bits and the hash bits of an identity
+    /// (the "ftau" of the paper): the G2 point a ciphertext's first randomizer is bound to.
+    pub fn identity_point(&self, epoch: u32, hash_bits: &[u8; 32]) -> G2Projective {
+        let mut acc = G2Projective::from(self.f0);
+        for (i, f) in self.f_tree.iter().enumerate() {
+            if epoch_bit(epoch, i) {
+                acc = acc.add_mixed(f);
+            }
+        }
+        for (k, f) in self.f_hash.iter().enumerate() {
+            if hash_bit(hash_bits, k) {
+                acc = acc.add_mixed(f);
+            }
+        }
+        acc
+    }
+}
+
+/// Bit `i` of the epoch's path in the tree, most significant first (`i < LAMBDA_T`).
+pub fn epoch_bit(epoch: u32, i: usize) -> bool {
+    (epoch >> (LAMBDA_T - 1 - i)) & 1 == 1
+}
+
+/// Bit `k` of a 256-bit hash, least significant bit of each byte first.
+pub fn hash_bit(hash: &[u8; 32], k: usize) -> bool {
+    (hash[k / 8] >> (k % 8)) & 1 == 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_are_the_ics() {
+        assert_eq!(ThresholdKind::Low.threshold(13), 5);
+        assert_eq!(ThresholdKind::High.threshold(13), 9);
+        assert_eq!(ThresholdKind::Low.threshold(28), 10);
+        assert_eq!(ThresholdKind::High.threshold(28), 19);
+        assert_eq!(ThresholdKind::Low.threshold(40), 14);
+        assert_eq!(ThresholdKind::High.threshold(40), 27);
+    }
+
+    #[test]
+    fn bounds_fit_in_u64_at_the_largest_n() {
+        let z = chunking_bound_z(MAX_RECEIVERS) as u128;
+        let s = chunking_bound_s(MAX_RECEIVERS) as u128;
+        assert!(z + s < 1u128 << 63);
+    }
+
+    #[test]
+    fn epoch_bits_are_msb_first() {
+        assert!(epoch_bit(0x8000_0000, 0));
+        assert!(!epoch_bit(0x8000_0000, 1));
+        assert!(epoch_bit(1, LAMBDA_T - 1));
+    }
+}

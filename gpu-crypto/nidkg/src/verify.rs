@@ -1,0 +1,336 @@
+//! Dealing verification in four phases, each gathering its work into the batches of
+//! [`BatchOps`]:
+//!
+//! 1. deserialisation: one batch of `18n + 101` G1 and one of `t + 17` G2 decompressions
+//!    with subgroup checks (receiver keys included), and `n + 35` scalar range checks;
+//! 2. ciphertext integrity: 16 products of three pairings;
+//! 3. chunking proof: `n` MSMs over the 16 randomizers (plus the generator) with full
+//!    scalars, 32 MSMs over the `16n` chunks with 8-bit scalars, two closing MSMs;
+//! 4. sharing proof: `n + 1` chunk recombinations, one G2 MSM over the `t` public
+//!    coefficients, three G1 MSMs.
+//!
+//! The first failing check names the component; phases after it do not run.
+
+use crate::batch::{BatchOps, PairingBatch};
+use crate::dealing::{
+    Dealing, challenge_polynomial, chunking_first_challenge, chunking_second_challenge,
+    ciphertext_identity_hash, powers, sharing_challenge, sharing_instance_hash,
+};
+use crate::encoding::{ElementKind, EncodedElements, scalar_from_be};
+use crate::error::{ChunkingCheck, SharingCheck, VerifyError};
+use crate::params::{NUM_CHUNKS, NUM_ZK_REPETITIONS, SysParams, chunking_bound_z};
+use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use std::time::{Duration, Instant};
+
+/// Wall time of each verification phase.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PhaseTimes {
+    /// Splitting the bytes, decompressing and subgroup-checking every point, scalars.
+    pub deserialize: Duration,
+    /// The 16 three-pair multipairings.
+    pub integrity: Duration,
+    /// The chunking proof.
+    pub chunking: Duration,
+    /// The sharing proof.
+    pub sharing: Duration,
+}
+
+impl PhaseTimes {
+    /// Sum of the phases.
+    pub fn total(&self) -> Duration {
+        self.deserialize + self.integrity + self.chunking + self.sharing
+    }
+}
+
+/// What an accepted dealing was and what verifying it took.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// Receivers.
+    pub n: usize,
+    /// Threshold.
+    pub t: usize,
+    /// Epoch the dealing is encrypted for.
+    pub epoch: u32,
+    /// Backend that ran the batches.
+    pub backend: String,
+    /// G1 points decompressed (`18n + 101`).
+    pub g1_points: usize,
+    /// G2 points decompressed (`t + 17`).
+    pub g2_points: usize,
+    /// Per-phase wall time.
+    pub phases: PhaseTimes,
+}
+
+/// A dealing whose elements all decoded, with its receivers' keys.
+#[derive(Clone, Debug)]
+pub struct DecodedDealing {
+    /// Receivers' public keys.
+    pub receiver_keys: Vec<G1Affine>,
+    /// The dealing.
+    pub dealing: Dealing,
+}
+
+/// Phase 1: splits and decodes; every point subgroup-checked, every scalar range-checked.
+pub fn deserialize<B: BatchOps + ?Sized>(
+    ops: &B,
+    receiver_keys: &[[u8; 48]],
+    t: usize,
+    dealing: &[u8],
+) -> Result<DecodedDealing, VerifyError> {
+    let encoded = EncodedElements::split(receiver_keys, t, dealing)?;
+    let n = encoded.n;
+    let g1 = ops.g1_decompress(&encoded.g1);
+    let g2 = ops.g2_decompress(&encoded.g2);
+    let failure = |kind: ElementKind, flat: usize| {
+        let (component, index) = encoded.locate(kind, flat);
+        VerifyError::Deserialize { component, index }
+    };
+    // Report the first failure in encoding order of the lists: receiver keys first.
+    let g1: Vec<G1Affine> = g1
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| p.ok_or_else(|| failure(ElementKind::G1, i)))
+        .collect::<Result<_, _>>()?;
+    let g2: Vec<G2Affine> = g2
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| p.ok_or_else(|| failure(ElementKind::G2, i)))
+        .collect::<Result<_, _>>()?;
+    let scalars: Vec<Scalar> = encoded
+        .scalars
+        .iter()
+        .enumerate()
+        .map(|(i, s)| scalar_from_be(s).ok_or_else(|| failure(ElementKind::Scalar, i)))
+        .collect::<Result<_, _>>()?;
+    let dealing = Dealing::from_elements(n, t, &g1[n..], &g2, &scalars);
+    Ok(DecodedDealing {
+        receiver_keys: g1[..n].to_vec(),
+        dealing,
+    })
+}
+
+/// Phase 2: `e(R_j, id) e(S_j, h) e(-g1, Z_j) = 1` for every chunk row `j`.
+pub fn check_integrity<B: BatchOps + ?Sized>(
+    ops: &B,
+    dealing: &Dealing,
+    epoch: u32,
+    associated_data: &[u8],
+) -> Result<(), VerifyError> {
+    let c = &dealing.ciphertext;
+    let sys = SysParams::get();
+    let hash = ciphertext_identity_hash(&c.cc, &c.rr, &c.ss, epoch, associated_data);
+    let id = G2Affine::from(sys.identity_point(epoch, &hash));
+    let neg_g1 = -G1Affine::generator();
+    let mut batch = PairingBatch {
+        g2: Vec::with_capacity(NUM_CHUNKS + 2),
+        products: Vec::with_capacity(NUM_CHUNKS),
+    };
+    batch.g2.push(id);
+    batch.g2.push(sys.h);
+    for j in 0..NUM_CHUNKS {
+        batch.g2.push(c.zz[j]);
+        batch
+            .products
+            .push(vec![(c.rr[j], 0), (c.ss[j], 1), (neg_g1, 2 + j)]);
+    }
+    let ok = ops.pairing_products_are_identity(&batch);
+    match ok.iter().position(|ok| !ok) {
+        Some(row) => Err(VerifyError::CiphertextIntegrity { row }),
+        None => Ok(()),
+    }
+}
+
+/// Phase 3: the chunking proof.
+pub fn check_chunking<B: BatchOps + ?Sized>(
+    ops: &B,
+    receiver_keys: &[G1Affine],
+    dealing: &Dealing,
+) -> Result<(), VerifyError> {
+    let n = receiver_keys.len();
+    let l = NUM_ZK_REPETITIONS;
+    let c = &dealing.ciphertext;
+    let p = &dealing.chunking;
+    // z_s,k < Z: as integers, z_s,k is below 2^64 and below Z.
+    for (k, z) in p.z_s.iter().enumerate() {
+        let le = z.to_bytes();
+        let small = le[8..].iter().all(|b| *b == 0);
+        if !small || u64::from_le_bytes(le[..8].try_into().expect("8 bytes")) >= chunking_bound_z(n)
+        {
+            return Err(VerifyError::ChunkingProof(ChunkingCheck::ResponseRange(k)));
+        }
+    }
+    let (seed, e) = chunking_first_challenge(receiver_keys, c, &p.y0, &p.bb, &p.cc);
+    let x = chunking_second_challenge(&seed, &p.z_s, &p.dd, &p.yy);
+    let xpow = powers(&x, l);
+    let g1 = G1Affine::generator();
+
+    // n MSMs over the shared bases (R_0..R_15, g1):
+    // sum_j R_j (sum_k e_ijk x^k) - g1 z_r,i + D_{i+1} == 0.
+    let mut bases = c.rr.clone();
+    bases.push(g1);
+    let mut scalars = Vec::with_capacity(n * (NUM_CHUNKS + 1));
+    for i in 0..n {
+        for j in 0..NUM_CHUNKS {
+            let ij = i * NUM_CHUNKS + j;
+            scalars.push(challenge_polynomial(&e[ij * l..(ij + 1) * l], &xpow));
+        }
+        scalars.push(-p.z_r[i]);
+    }
+    let per_receiver = ops.g1_msm_shared(&bases, &scalars, n);
+    for (i, v) in per_receiver.iter().enumerate() {
+        if !bool::from(v.add_mixed(&p.dd[i + 1]).is_identity()) {
+            return Err(VerifyError::ChunkingProof(ChunkingCheck::Randomizers(i)));
+        }
+    }
+
+    // 32 MSMs over the 16n chunks with the 8-bit challenges: T_k = sum_ij e_ijk C_ij.
+    let chunk_bases: Vec<G1Affine> = c.cc.iter().flatten().copied().collect();
+    let mut rows = vec![0u8; l * chunk_bases.len()];
+    for ij in 0..chunk_bases.len() {
+        for k in 0..l {
+            rows[k * chunk_bases.len() + ij] = e[ij * l + k];
+        }
+    }
+    let t_k = ops.g1_msm_shared_u8(&chunk_bases, &rows, l);
+    let mut t_affine = vec![G1Affine::identity(); l];
+    let with_cc: Vec<G1Projective> = t_k
+        .iter()
+        .zip(&p.cc)
+        .map(|(t, cc)| t.add_mixed(cc))
+        .collect();
+    G1Projective::batch_normalize(&with_cc, &mut t_affine);
+
+    // sum_k B_k x^k - g1 z_beta + D_0 == 0, and
+    // sum_k (T_k + C_k) x^k + Y - sum_i y_i z_r,i - y0 z_beta - g1 sum_k z_s,k x^k == 0.
+    let mut blinders = (p.bb.clone(), xpow.clone());
+    blinders.0.push(g1);
+    blinders.1.push(-p.z_beta);
+    let z_s_x = p
+        .z_s
+        .iter()
+        .zip(&xpow)
+        .fold(Scalar::zero(), |acc, (z, x_k)| acc + z * x_k);
+    let mut chunk_eq = (t_affine, xpow);
+    chunk_eq.0.extend_from_slice(receiver_keys);
+    chunk_eq.1.extend(p.z_r.iter().map(|z| -z));
+    chunk_eq.0.extend_from_slice(&[p.y0, g1]);
+    chunk_eq.1.extend_from_slice(&[-p.z_beta, -z_s_x]);
+    let closing = ops.g1_msm(&[blinders, chunk_eq]);
+    if !bool::from(closing[0].add_mixed(&p.dd[0]).is_identity()) {
+        return Err(VerifyError::ChunkingProof(ChunkingCheck::Blinders));
+    }
+    if !bool::from(closing[1].add_mixed(&p.yy).is_identity()) {
+        return Err(VerifyError::ChunkingProof(ChunkingCheck::Chunks));
+    }
+    Ok(())
+}
+
+/// Phase 4: the sharing proof.
+pub fn check_sharing<B: BatchOps + ?Sized>(
+    ops: &B,
+    receiver_keys: &[G1Affine],
+    dealing: &Dealing,
+) -> Result<(), VerifyError> {
+    let n = receiver_keys.len();
+    let c = &dealing.ciphertext;
+    let s = &dealing.sharing;
+    let mut rows: Vec<&[G1Affine]> = c.cc.iter().map(Vec::as_slice).collect();
+    rows.push(&c.rr);
+    let combined = ops.g1_recombine_chunks(&rows);
+    let mut combined_affine = vec![G1Affine::identity(); n + 1];
+    G1Projective::batch_normalize(&combined, &mut combined_affine);
+    let combined_r = combined_affine[n];
+    let combined_c = &combined_affine[..n];
+    let x = sharing_instance_hash(
+        receiver_keys,
+        &dealing.public_coefficients,
+        &combined_r,
+        combined_c,
+    );
+    let challenge = sharing_challenge(&x, &s.ff, &s.aa, &s.yy);
+    let xpow = powers(&x, n);
+    let g1 = G1Affine::generator();
+
+    // sum_k A_k (sum_i i^k x^i) x' + A - g2 z_alpha == 0 (receiver i evaluates at i).
+    let t = dealing.public_coefficients.len();
+    let mut ik_xi: Vec<Scalar> = xpow.clone();
+    let mut coefficient_scalars = Vec::with_capacity(t + 2);
+    for _ in 0..t {
+        let sum = ik_xi.iter().fold(Scalar::zero(), |acc, v| acc + v);
+        coefficient_scalars.push(sum * challenge);
+        for (i, v) in ik_xi.iter_mut().enumerate() {
+            *v *= Scalar::from(i as u64 + 1);
+        }
+    }
+    let mut coefficient_bases = dealing.public_coefficients.clone();
+    coefficient_bases.extend_from_slice(&[s.aa, G2Affine::generator()]);
+    coefficient_scalars.extend_from_slice(&[Scalar::one(), -s.z_alpha]);
+
+    // R x' + F - g1 z_r == 0, and
+    // sum_i C_i x^i x' + Y - sum_i y_i x^i z_r - g1 z_alpha == 0.
+    let randomizer = (
+        vec![combined_r, s.ff, g1],
+        vec![challenge, Scalar::one(), -s.z_r],
+    );
+    let mut ciphertexts = (combined_c.to_vec(), Vec::with_capacity(2 * n + 2));
+    ciphertexts.1.extend(xpow.iter().map(|x_i| x_i * challenge));
+    ciphertexts.0.extend_from_slice(receiver_keys);
+    ciphertexts.1.extend(xpow.iter().map(|x_i| -(x_i * s.z_r)));
+    ciphertexts.0.extend_from_slice(&[s.yy, g1]);
+    ciphertexts
+        .1
+        .extend_from_slice(&[Scalar::one(), -s.z_alpha]);
+    let g1_results = ops.g1_msm(&[randomizer, ciphertexts]);
+    if !bool::from(g1_results[0].is_identity()) {
+        return Err(VerifyError::SharingProof(SharingCheck::Randomizer));
+    }
+    let g2_result: G2Projective = ops.g2_msm(&coefficient_bases, &coefficient_scalars);
+    if !bool::from(g2_result.is_identity()) {
+        return Err(VerifyError::SharingProof(SharingCheck::Coefficients));
+    }
+    if !bool::from(g1_results[1].is_identity()) {
+        return Err(VerifyError::SharingProof(SharingCheck::Ciphertexts));
+    }
+    Ok(())
+}
+
+/// Verifies a dealing for `receiver_keys` (compressed, in receiver order) with threshold
+/// `t`, encrypted for `epoch` under `associated_data`: all four phases, timed.
+pub fn verify_dealing<B: BatchOps + ?Sized>(
+    ops: &B,
+    receiver_keys: &[[u8; 48]],
+    t: usize,
+    epoch: u32,
+    associated_data: &[u8],
+    dealing: &[u8],
+) -> Result<Report, VerifyError> {
+    // Derive the system parameters outside the timed phases (once per process).
+    let _ = SysParams::get();
+    let mut phases = PhaseTimes::default();
+    let start = Instant::now();
+    let decoded = deserialize(ops, receiver_keys, t, dealing)?;
+    phases.deserialize = start.elapsed();
+
+    let start = Instant::now();
+    check_integrity(ops, &decoded.dealing, epoch, associated_data)?;
+    phases.integrity = start.elapsed();
+
+    let start = Instant::now();
+    check_chunking(ops, &decoded.receiver_keys, &decoded.dealing)?;
+    phases.chunking = start.elapsed();
+
+    let start = Instant::now();
+    check_sharing(ops, &decoded.receiver_keys, &decoded.dealing)?;
+    phases.sharing = start.elapsed();
+
+    let n = receiver_keys.len();
+    Ok(Report {
+        n,
+        t,
+        epoch,
+        backend: ops.name(),
+        g1_points: 18 * n + 101,
+        g2_points: t + 17,
+        phases,
+    })
+}
