@@ -156,7 +156,7 @@ fn main() {
     let distinct: &[usize] = if quick {
         &[16, 64, 256, 1024, 4096]
     } else {
-        // 65,536 (session 2: 727.7 ms GPU, 2,567.6 ms blst) is left out to save device time.
+        // 65,536 distinct messages is left out to save device time.
         &[64, 256, 512, 1024, 2048, 4096, 16384]
     };
     // Hashing alone: the GPU kernel against ic_bls12_381 (the CPU path) and blst on all

@@ -19,7 +19,7 @@ extensions, each one broadcast of 14 residues and a 15-term dot product per lane
     reduction.
   - B' -> B is exact: Kawamura's estimate with offset 1/2 (Kawamura, Koike, Sano and
     Shimbo, Eurocrypt 2000), as the value is far below M'/2.
-Measured design and alternatives: gpu-crypto/device/results/run19-session6-rns/.
+Measured figures and the alternatives: docs/benchmarks.md and kernels/README.md.
 """
 import random
 import sys

@@ -216,8 +216,8 @@ pub enum ShaKernel {
     AluAdds,
     /// `sha256_prefixed_shr_fma`: the schedule's shifts on the FMA pipe as well.
     ShrOnFma,
-    /// `sha256_prefixed` compiled here with `SHA256_REGISTER_PREFETCH` (session 2's loop:
-    /// the next block prefetched into registers instead of by cp.async).
+    /// `sha256_prefixed` compiled here with `SHA256_REGISTER_PREFETCH` (the next block
+    /// prefetched into registers instead of by cp.async).
     RegisterPrefetch,
     /// `sha256_prefixed` compiled here with these defines put ahead of the source (the
     /// `SHA256_*` switches of ops/sha256_prefixed.cu).
@@ -446,7 +446,7 @@ impl DecompressKernelTiming {
 }
 
 /// Field-arithmetic choices the decompression variants are compiled under (kernels/ff/fp.cuh
-/// switches): session 2's, then one change at a time, then the default.
+/// switches): the plain carry chains, then one change at a time, then the default.
 const FIELD_VARIANTS: &[(&str, &str)] = &[
     (
         "session2-field",
