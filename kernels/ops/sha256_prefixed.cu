@@ -219,7 +219,8 @@ __device__ __forceinline__ void sha256_prefixed_body(const u8* __restrict__ data
 
 // `one` must be 1 (see sha256_add_fma). Variants of the same function: the bench measures
 // all; the backend uses sha256_prefixed.
-// SHA256_REGISTER_PREFETCH (the bench's comparison): the session-2 register prefetch.
+// SHA256_REGISTER_PREFETCH (the bench's comparison): the next block prefetched into
+// registers instead of by cp.async.
 #ifdef SHA256_REGISTER_PREFETCH
 #define SHA256_PRODUCTION_ASYNC false
 #else
