@@ -3,7 +3,7 @@
 //! `nvmlInit` maps libcuda, and the two keep about 19 MB resident for the rest of the
 //! process's life: an anonymous mapping of 16.9 MB appears at init and neither
 //! `nvmlShutdown` nor `malloc_trim` returns it (measured on the H200,
-//! docs/results/node-agent-resources-h200/nvml-cycle.txt). A daemon that opened NVML once
+//! docs/results/nvml-init-cost-h200). A daemon that opened NVML once
 //! could not stay within its 30 MB, and an NVML call hanging in the driver would stall its
 //! collector.
 //! So `node-agent run` never initialises NVML itself: the probe at start, each telemetry
