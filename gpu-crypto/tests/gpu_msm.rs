@@ -186,9 +186,7 @@ fn repeated_points_and_one_point_many_times() {
     let s = random_scalars(1, &mut r)[0];
     for n in [2usize, 3, 1000, 5000, 300_000] {
         let points = vec![p; n];
-        if check_one(&format!("same point and scalar x{n}"), &points, &vec![s; n]).is_none() {
-            return;
-        }
+        check_one(&format!("same point and scalar x{n}"), &points, &vec![s; n]);
     }
     // The same point with random scalars, and a few points repeated in a long list.
     let points = vec![p; 4000];
@@ -239,7 +237,7 @@ fn batch_of_32_by_448_and_mixed_batches() {
         scalars: &[],
     };
     let out = check_batch("only empty MSMs", &[empty, empty]);
-    assert_eq!(out, Some(vec![G1Projective::identity(); 2]));
+    assert_eq!(out, vec![G1Projective::identity(); 2]);
     check_batch("empty batch", &[]);
 }
 
