@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds the GPU test executables and the bench runner here (release), and copies them
-# with run.sh into .device/ at the repository root (git-ignored), to copy to a GPU machine:
+# Builds the GPU test executables and the bench runner on this machine (release), and
+# copies them with run.sh into .device/ at the repository root (git-ignored); copy .device/
+# to a machine with an NVIDIA GPU and run there (docs/gpu.md):
 #   gpu-crypto/device/pack.sh
-#   then on the GPU machine: bash .device/run.sh                 # full run
-#                            GPU_BENCH_QUICK=1 bash .device/run.sh  # smoke run
+#   bash .device/run.sh                       # full run
+#   GPU_BENCH_QUICK=1 bash .device/run.sh     # smoke run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -30,7 +31,7 @@ for line in sys.stdin:
 cp gpu-crypto/device/run.sh .device/run.sh
 # run.sh's default list: the test binaries built here (the whole list or PACK_TESTS).
 printf '%s\n' "${tests[@]}" | grep -v '^gpu_soak$' > .device/tests || true
-# The device tool carries at most 64 MiB: drop debug info.
+# Keep .device/ small enough to copy (about 64 MiB): drop debug info.
 for f in .device/gpu*; do strip --strip-debug "$f"; done
 for t in "${tests[@]}" gpu; do [ -x ".device/$t" ] || { echo "missing .device/$t (build failed?)" >&2; exit 1; }; done
 du -sh .device

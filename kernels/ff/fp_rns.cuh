@@ -1,7 +1,7 @@
 // BLS12-381 Fp in a residue number system (RNS), one element per warp, for the small-batch
 // kernels, whose time is one point's chain of dependent products: an RNS product has no
 // carry crossing lanes, and takes 206 ns on the H200 against 751 ns for one lane's squaring
-// (docs/results/fp-chain-latency-h200).
+// (docs/benchmarks.md; docs/results/fp-chain-latency-h200).
 //
 // Lane l < 28 keeps the element modulo the prime m_l = 2^30 - c_l, times a lane constant
 // ("lane form"); base B is lanes 0-13, base B' lanes 14-27, lanes 28-31 idle.

@@ -85,12 +85,11 @@ __device__ __forceinline__ void compress_bulk(u32 st[8], const u8* base, u64 cou
 // out a global load; with one warp per scheduler (16,384 chunks) nothing hides that wait.
 // Asynchronous copies hold no registers, so they are issued at the top of the block, and
 // each thread reads back only what it copied itself (wait_group orders that; no barrier).
-// The default wait (run8, 712 GB/s) lets one group stay in flight, so block k also waits
-// for block k + 1's copies, issued a whole block earlier. Run9 measured 4 stages waiting for
-// block k only at 806 GB/s (all digests right; not yet through the tests and the soak).
+// The default wait (712 GB/s on the H200, docs/benchmarks.md) lets one group stay in
+// flight, so block k also waits for block k + 1's copies, issued a whole block earlier.
 #define SHA256_THREADS 64
 // Bench switches: SHA256_STAGES (default 3) and SHA256_WAIT_CURRENT_BLOCK (wait for block
-// k's copies only, not also block k + 1's); docs/benchmarks.md has their figures.
+// k's copies only, not also block k + 1's), for the bench's comparisons.
 #ifndef SHA256_STAGES
 #define SHA256_STAGES 3
 #endif
@@ -220,7 +219,8 @@ __device__ __forceinline__ void sha256_prefixed_body(const u8* __restrict__ data
 
 // `one` must be 1 (see sha256_add_fma). Variants of the same function: the bench measures
 // all; the backend uses sha256_prefixed.
-// SHA256_REGISTER_PREFETCH (the bench's comparison): the session-2 register prefetch.
+// SHA256_REGISTER_PREFETCH (the bench's comparison): the next block prefetched into
+// registers instead of by cp.async.
 #ifdef SHA256_REGISTER_PREFETCH
 #define SHA256_PRODUCTION_ASYNC false
 #else

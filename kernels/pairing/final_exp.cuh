@@ -11,7 +11,7 @@
 
 // r = f^x (x < 0, f unitary, so the result is conjugated), for f in the cyclotomic subgroup.
 __device__ __noinline__ void fp12_cyclotomic_exp(fp12_t& r, const fp12_t& f) {
-    fp12_t acc = f;  // the leading bit of |x| (bit 63)
+    fp12_t acc = f;  // the top bit of |x| (bit 63)
     for (int bit = 62; bit >= 0; bit--) {
         fp12_cyclotomic_sqr(acc, acc);
         if ((BLS_X_ABS >> bit) & 1) fp12_mul(acc, acc, f);

@@ -13,7 +13,7 @@
 #include "ff/fp12.cuh"
 
 // |x| >> 1 for the BLS parameter x = -0xd201000000010000: the loop walks its bits below
-// the leading one; x < 0, so the result is conjugated at the end.
+// the top one; x < 0, so the result is conjugated at the end.
 #define BLS_X_ABS_SHR1 0x6900800000008000ull
 
 struct g2_affine_t {

@@ -21,6 +21,7 @@ enum Command {
     Check(Common),
     /// Print the probed machine facts as JSON (usable later with --facts).
     Probe {
+        /// Root of the /proc, /sys and /dev trees to probe (a fixture tree in development).
         #[arg(long, default_value = "/")]
         root: PathBuf,
     },
@@ -28,8 +29,10 @@ enum Command {
     /// format the golden tests replay. Xid counts come from the kernel log under `run`;
     /// here they are empty.
     SampleGpu {
+        /// Number of samples to take.
         #[arg(long, default_value_t = 2)]
         count: u32,
+        /// Seconds between two samples.
         #[arg(long, default_value_t = 15.0)]
         interval_seconds: f64,
     },
@@ -89,7 +92,30 @@ impl Common {
     }
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("node-agent: error: {}", error_chain(&e));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes, each said once: several library errors already quote their
+/// source in their own message, which `{:#}` would then print a second time.
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text = format!("{text}: {cause}");
+        }
+    }
+    text
+}
+
+fn run() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

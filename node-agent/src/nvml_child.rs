@@ -3,8 +3,9 @@
 //! `nvmlInit` maps libcuda, and the two keep about 19 MB resident for the rest of the
 //! process's life: an anonymous mapping of 16.9 MB appears at init and neither
 //! `nvmlShutdown` nor `malloc_trim` returns it (measured on the H200,
-//! `docs/results/nvml-init-cost-h200`). A daemon that opened NVML once could not
-//! stay within its 30 MB, and an NVML call hanging in the driver would stall its collector.
+//! docs/results/nvml-init-cost-h200). A daemon that opened NVML once
+//! could not stay within its 30 MB, and an NVML call hanging in the driver would stall its
+//! collector.
 //! So `node-agent run` never initialises NVML itself: the probe at start, each telemetry
 //! sample and each GPU attestation are answered by a child that exits afterwards; a child
 //! that hangs is killed at its timeout and the failure is reported like any NVML error.

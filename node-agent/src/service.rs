@@ -231,9 +231,7 @@ pub async fn run(
     let nvml = daemon_nvml();
     let mut node = assess_node(&config, &facts, profiles_dir.as_deref(), &nvml)?;
     node.set_runtime_config_file(write_runtime_config(&config, &node));
-    for line in &node.explanation {
-        tracing::info!("{line}");
-    }
+    log_explanation(&node);
     for line in image_lines(&node.image) {
         tracing::info!("{line}");
     }
@@ -396,6 +394,28 @@ pub fn write_runtime_config(config: &Config, node: &NodeAssessment) -> RuntimeCo
     file
 }
 
+/// The profile choice at info level: the choice and what concerns the chosen profile (its
+/// mismatches under a forced pin, criteria not verified), then one line counting the other
+/// profiles; why each of those does not fit (dozens of lines with the embedded set) goes to
+/// debug level, and `node-agent check` and `/v1/status` show it in full.
+fn log_explanation(node: &crate::node::NodeAssessment) {
+    let chosen = format!("  `{}` ", node.profile);
+    let mut others = 0;
+    for (i, line) in node.explanation.iter().enumerate() {
+        if i == 0 || line.starts_with(&chosen) {
+            tracing::info!("{line}");
+        } else {
+            others += usize::from(line.starts_with('`'));
+            tracing::debug!("{line}");
+        }
+    }
+    if others > 0 {
+        tracing::info!(
+            "{others} other profiles not chosen (why: `node-agent check`, /v1/status, or RUST_LOG=debug)"
+        );
+    }
+}
+
 /// What the image was built with, in words: one line, plus one per missing optional input.
 fn image_lines(image: &crate::node::ImageStatus) -> Vec<String> {
     let Some(version) = &image.version else {
@@ -428,7 +448,11 @@ pub fn check(
     for line in &node.explanation {
         writeln!(out, "  {line}")?;
     }
-    writeln!(out, "readiness:")?;
+    if node.readiness.is_empty() {
+        writeln!(out, "readiness: profile `{}` sets no requirements", node.profile)?;
+    } else {
+        writeln!(out, "readiness:")?;
+    }
     for c in &node.readiness {
         let mark = if c.satisfied { "ok  " } else { "FAIL" };
         writeln!(out, "  {mark} {}: {}", c.requirement, c.detail)?;

@@ -169,15 +169,9 @@ fn chromium() -> Option<PathBuf> {
 }
 
 #[test]
+#[ignore = "needs Chromium: renders the dashboard in a headless browser"]
 fn dashboard_renders_in_headless_chromium() {
-    let Some(browser) = chromium() else {
-        assert!(
-            std::env::var_os("SOVEREIGN_REQUIRE_BROWSER").is_none(),
-            "SOVEREIGN_REQUIRE_BROWSER is set but no chromium is installed"
-        );
-        eprintln!("SKIP dashboard_renders_in_headless_chromium: chromium not installed");
-        return;
-    };
+    let browser = chromium().expect("this test needs chromium (or chromium-browser) on PATH");
     let config = TEST_CONFIG.replace(
         "metrics_url = \"\"",
         "metrics_url = \"http://127.0.0.1:1/metrics\"",

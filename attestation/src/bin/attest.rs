@@ -20,6 +20,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     name = "attest",
+    version,
     about = "Verify sovereign-node attestation evidence (SEV-SNP + NVIDIA GPU CC)"
 )]
 struct Cli {
@@ -31,9 +32,11 @@ struct Cli {
 enum Command {
     /// Verify an evidence bundle (from GET /v1/attestation) against the nonce you sent.
     Verify {
-        #[arg(long)]
+        /// The evidence bundle (JSON) the node answered on GET /v1/attestation.
+        #[arg(long, value_name = "BUNDLE.json")]
         evidence: PathBuf,
-        #[arg(long)]
+        /// The verification policy: trust anchors, allowed measurements, TCB and GPU rules.
+        #[arg(long, value_name = "POLICY.toml")]
         policy: PathBuf,
         /// The 32-byte nonce sent to the node, 64 hex digits.
         #[arg(long)]
@@ -68,9 +71,12 @@ enum Command {
     },
     /// Fetch fresh evidence from every node in NODES.toml and verify it.
     Fleet {
-        #[arg(long)]
+        /// The nodes to query: name, url, chip_id, node_public_key per entry
+        /// (`provision registry nodes` writes it).
+        #[arg(long, value_name = "NODES.toml")]
         nodes: PathBuf,
-        #[arg(long)]
+        /// The verification policy applied to every node.
+        #[arg(long, value_name = "POLICY.toml")]
         policy: PathBuf,
         /// Nodes queried at once.
         #[arg(long, default_value_t = 64)]
@@ -90,6 +96,7 @@ enum Command {
         /// Ed25519 node key (PKCS#8 PEM); created (0600) if missing.
         #[arg(long)]
         node_key: PathBuf,
+        /// The 32-byte nonce the bundle answers, 64 hex digits.
         #[arg(long)]
         nonce: String,
         /// Write the test ARK (PEM) here, for a policy's `trust.test_root_ark`.
@@ -301,13 +308,26 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     }
 }
 
+/// The error and its causes, each said once: several library errors already quote their
+/// source in their own message, which `{:#}` would then print a second time.
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text = format!("{text}: {cause}");
+        }
+    }
+    text
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(true) => ExitCode::from(0),
         Ok(false) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("attest: unusable input: {e:#}");
+            eprintln!("attest: unusable input: {}", error_chain(&e));
             ExitCode::from(2)
         }
     }

@@ -136,15 +136,17 @@ pub fn bls_distinct_messages(items: &[BlsItem<'_>]) -> usize {
 /// on an H200 machine against the CPU path on its 16 cores (docs/benchmarks.md).
 /// Hardware profiles carry their own measured values; these serve unprofiled machines.
 pub mod defaults {
-    /// GPU faster from 256 points, CPU faster at 128 (docs/results/crossover-decompress-sha256-h200).
+    /// With the one-thread-per-point kernel: GPU faster from 256 points, CPU faster at 128
+    /// (docs/results/crossover-decompress-sha256-h200). The small-batch kernel moves the
+    /// H200's crossover to a few points; its profile says 16.
     pub const DECOMPRESS_GPU_MIN_BATCH: usize = 256;
-    /// One MSM: GPU faster from 128 points, CPU faster at 64 (0.568 against 0.723 ms at 128,
-    /// 0.634 against 0.410 ms at 64); 256 keeps a margin over the GPU's floor of about
-    /// 0.57 ms (docs/results/msm-h200).
+    /// One MSM: GPU faster from 128 points, CPU faster at 64 (docs/results/msm-h200); 256
+    /// keeps a margin over the GPU's floor of about 0.6 ms.
     pub const MSM_GPU_MIN_BATCH: usize = 256;
     /// Distinct messages per batch (see [`super::bls_distinct_messages`]) from which BLS
     /// verification runs on the GPU: GPU faster at 512 distinct messages (49.4 vs 62.2 ms),
-    /// CPU faster at 256 (34.7 vs 47.8 ms) (docs/results/crossover-bls-verify-h200; docs/bls.md).
+    /// CPU faster at 256 (34.7 vs 47.8 ms) before messages were hashed on the GPU
+    /// (docs/results/crossover-bls-verify-h200; docs/bls.md). The H200's profile says 256.
     pub const BLS_VERIFY_GPU_MIN_BATCH: usize = 512;
     /// GPU faster from 1,024 chunks of 1 MiB, CPU faster at 512
     /// (docs/results/crossover-decompress-sha256-h200).

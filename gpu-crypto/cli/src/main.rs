@@ -97,13 +97,20 @@ impl From<SchemeArg> for BlsScheme {
 enum Command {
     /// Decompress G1 points: one 96-hex-digit compressed point per line (`-` reads stdin);
     /// prints `ok <192 hex digits, uncompressed>` or `err <reason>` per line.
-    Decompress { file: PathBuf },
+    Decompress {
+        /// The input file, or `-` for standard input.
+        file: PathBuf,
+    },
     /// Multi-scalar multiplication: lines `<96 hex compressed point> <64 hex big-endian
     /// scalar>`; prints the compressed result (96 hex digits). Any bad line is an error.
-    Msm { file: PathBuf },
+    Msm {
+        /// The input file, or `-` for standard input.
+        file: PathBuf,
+    },
     /// Verify BLS signatures: lines `<96 hex signature> <192 hex public key> <message hex,
     /// or - for an empty message>`; prints `ok` or `err <reason>` per line.
     Verify {
+        /// The input file, or `-` for standard input.
         file: PathBuf,
         /// Which of the IC's BLS schemes the signatures are under (the hash-to-G1 tag).
         #[arg(long, value_enum, default_value_t = SchemeArg::Threshold)]
@@ -112,6 +119,7 @@ enum Command {
     /// The root hash (64 hex digits) of a manifest in JSON form (see ic_state_manifest),
     /// after the replica's consistency checks.
     ManifestHash {
+        /// The manifest in JSON form, or `-` for standard input.
         file: PathBuf,
         /// Skip the consistency checks (reproduces the IC's test vectors, which use
         /// made-up file hashes).
@@ -121,6 +129,7 @@ enum Command {
     /// Compute the manifest of a checkpoint directory: JSON on stdout, the root hash on
     /// stderr (or, with --root-hash, only the root hash on stdout).
     Manifest {
+        /// The checkpoint directory.
         dir: PathBuf,
         /// Manifest (state sync) version, 0 to 4.
         #[arg(long, default_value_t = u64::from(ManifestVersion::CURRENT.as_u32()))]
@@ -153,6 +162,19 @@ enum Command {
     },
 }
 
+/// The error and its causes, each said once: several library errors already quote their
+/// source in their own message, which `{:#}` would then print a second time.
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text = format!("{text}: {cause}");
+        }
+    }
+    text
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -166,7 +188,7 @@ fn main() -> ExitCode {
     match run(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("gpu-crypto: error: {e:#}");
+            eprintln!("gpu-crypto: error: {}", error_chain(&e));
             ExitCode::FAILURE
         }
     }

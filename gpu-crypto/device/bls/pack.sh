@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the GPU BLS test and bench executables here (release) and copies them with
 # run.sh into .device-bls/ at the repository root (git-ignored), plus a kernel cache
-# compiled here for sm_90 (saves device time; a miss only means compiling there):
+# compiled here for sm_90 (a miss only means compiling there); copy .device-bls/ to the
+# GPU machine and run there:
 #   gpu-crypto/device/bls/pack.sh
-#   then on the GPU machine: bash .device-bls/run.sh
+#   bash .device-bls/run.sh
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../../.." && pwd)"
 cd "$root"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the GPU MSM test and bench executables here (release) and copies them, run.sh,
 # the sppark peer driver and the sources it is built from into .device-msm/ at the
-# repository root (git-ignored), to copy to a GPU machine:
+# repository root (git-ignored); copy .device-msm/ to the GPU machine and run there:
 #   gpu-crypto/device/msm/pack.sh
-#   then on the GPU machine: bash .device-msm/run.sh
+#   bash .device-msm/run.sh
 # The peer's sources come from the cargo registry (the sppark and blst crates, fetched with
 # `cargo fetch` in a scratch project that depends on sppark = "=0.1.16"); they are only
 # carried to the device, never committed.

@@ -3,8 +3,8 @@
 //! pairings, and batch verdicts equal to `cpu::bls_verify_batch` item by item for both GPU
 //! strategies, with 0, 1 and many invalid items at random positions (bad signatures,
 //! wrong keys or messages, undecodable encodings, identity points), same-message batches
-//! and the engine with BLS pinned to the GPU. Skipped with a printed reason where no GPU
-//! is usable (GPU_CRYPTO_REQUIRE_GPU=1 makes that a failure).
+//! and the engine with BLS pinned to the GPU. Ignored unless asked for (`--include-ignored`):
+//! they need a GPU.
 
 mod gpu_common;
 
@@ -21,8 +21,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn pairings_equal_ic_bls12_381() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let mut rng = ChaCha20Rng::seed_from_u64(1);
     let mut pairs: Vec<(G1Affine, G2Affine)> = (0..40)
         .map(|_| {
@@ -52,8 +53,9 @@ fn pairings_equal_ic_bls12_381() {
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn products_of_pairings_equal_multi_miller_loop() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let mut rng = ChaCha20Rng::seed_from_u64(2);
     let mut groups: Vec<Vec<(G1Affine, G2Affine)>> = Vec::new();
     for len in [0usize, 1, 2, 3, 4, 5, 8] {
@@ -211,8 +213,9 @@ fn assert_same_verdicts(gpu: &gpu_crypto::gpu::GpuBackend, batch: &[Owned], what
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn distinct_message_batches_equal_the_cpu_path() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     assert_eq!(gpu.bls_verify_batch(&[]).expect("empty batch"), vec![]);
     for (seed, n, bad) in [
         (10, 1, 0),
@@ -233,8 +236,9 @@ fn distinct_message_batches_equal_the_cpu_path() {
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn same_message_batches_equal_the_cpu_path() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     for (seed, n, bad) in [(30, 28, 0), (31, 28, 1), (32, 100, 4)] {
         let b = batch(seed, n, bad, true);
         assert_same_verdicts(&gpu, &b, &format!("same message, seed {seed}"));
@@ -242,8 +246,9 @@ fn same_message_batches_equal_the_cpu_path() {
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn every_item_invalid_and_swapped_signatures() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let mut b = batch(40, 50, 0, false);
     // Swapping two valid signatures: both items fail, the rest pass.
     let s = b[3].signature;
@@ -261,10 +266,9 @@ fn every_item_invalid_and_swapped_signatures() {
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn engine_with_bls_pinned_to_the_gpu_equals_the_cpu_engine() {
-    if gpu().is_none() {
-        return;
-    }
+    gpu();
     let mut policy = Policy::with_backend(BackendChoice::Cpu);
     policy.bls_verify.backend = BackendChoice::Gpu;
     policy.fallback = gpu_crypto::Fallback::Never;

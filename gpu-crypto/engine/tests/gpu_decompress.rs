@@ -46,8 +46,9 @@ fn assert_equals_cpu(
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn shared_corpus_matches_its_expected_verdicts() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let corpus = gpu_crypto::corpus::g1_decompress_corpus();
     let points: Vec<[u8; 48]> = corpus.iter().map(|e| e.bytes).collect();
     let out = gpu.g1_decompress(&points).expect("GPU call");
@@ -60,8 +61,9 @@ fn shared_corpus_matches_its_expected_verdicts() {
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn adversarial_corpus_matches_reference() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let corpus = adversarial(&mut rng(1));
     let points: Vec<[u8; 48]> = corpus.iter().map(|(_, b)| *b).collect();
     let out = gpu.g1_decompress(&points).expect("GPU call");
@@ -77,8 +79,9 @@ fn adversarial_corpus_matches_reference() {
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn random_valid_points_and_random_bytes_at_many_batch_sizes() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let mut r = rng(2);
     for &n in &[1usize, 2, 31, 127, 128, 129, 448, 1000, 4097, 20000] {
         let mut points = valid_points(&mut r, n);
@@ -97,8 +100,9 @@ fn random_valid_points_and_random_bytes_at_many_batch_sizes() {
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn batches_of_several_pipeline_segments() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let mut r = rng(5);
     // More than three segments of the two-stream pipeline (2^16 points each) with a
     // partial last one, invalid items of three kinds in every segment; then a batch of
@@ -122,8 +126,9 @@ fn batches_of_several_pipeline_segments() {
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn repeated_calls_reuse_buffers_without_stale_results() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let mut r = rng(3);
     // A large batch, then smaller ones with different content in the same pooled buffers:
     // a result left over from the large batch would show up as a mismatch.
@@ -142,10 +147,9 @@ fn repeated_calls_reuse_buffers_without_stale_results() {
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn engine_pinned_to_gpu_decompresses_on_gpu() {
-    if gpu().is_none() {
-        return;
-    }
+    gpu();
     let mut policy = Policy::cpu_only();
     policy.decompress.backend = BackendChoice::Gpu;
     policy.fallback = gpu_crypto::Fallback::Never;
@@ -185,8 +189,9 @@ fn non_subgroup_points(r: &mut rand_chacha::ChaCha20Rng, n: usize) -> Vec<[u8; 4
 /// points, the shared corpus, random bytes and on-curve points outside G1 (the host
 /// poisons every output, so an unwritten item fails the call).
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn both_kernels_match_the_cpu_at_sizes_around_their_shapes_and_the_switch() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let mut r = rng(6);
     let corpus: Vec<[u8; 48]> = gpu_crypto::corpus::g1_decompress_corpus()
         .iter()

@@ -2,7 +2,7 @@
 //! NVRTC version, not the driver) before the writable driver-keyed cache, a driver older
 //! than the precompiled cubins' CUDA version refused with its reason, `cached-only` mode
 //! failing instead of compiling. The lookup tests run without a GPU, on real cubins from
-//! NVRTC (skipped with the reason when NVRTC is missing, unless GPU_CRYPTO_REQUIRE_NVRTC=1).
+//! NVRTC (ignored unless asked for: they need NVRTC).
 //! The GPU test (its own binary's only test that sets GPU_CRYPTO_* variables) checks that
 //! `GpuBackend::open` follows the same order: compile and store, load from the cache,
 //! recompile a corrupt entry, load precompiled cubins in cached-only mode, and refuse to
@@ -18,16 +18,15 @@ use gpu_crypto::kernels::cache::{
 use gpu_crypto::kernels::{compile_program, nvrtc_version};
 use std::path::Path;
 
-/// The smallest program, compiled for sm_90 by the NVRTC found at run time; `None` (with the
-/// reason printed) without NVRTC.
-fn real_cubin() -> Option<((i32, i32), Vec<u8>)> {
-    let version = gpu_common::nvrtc_or_skip()?;
+/// The smallest program, compiled for sm_90 by the NVRTC found at run time.
+fn real_cubin() -> ((i32, i32), Vec<u8>) {
+    let version = gpu_common::nvrtc();
     let compiled = compile_program(&kernels::FILL_RANDOM, "sm_90").expect("compile fill_random");
     assert!(
         compiled.cubin.starts_with(b"\x7fELF"),
         "a cubin is an ELF file"
     );
-    Some((version, compiled.cubin))
+    (version, compiled.cubin)
 }
 
 fn origins(p: &cache::Plan) -> Vec<Origin> {
@@ -65,10 +64,9 @@ fn sources_of<'a>(pre: &'a Path, cache: &'a Path) -> Sources<'a> {
 }
 
 #[test]
+#[ignore = "needs NVRTC: compiles a real cubin to cache"]
 fn precompiled_comes_before_the_driver_keyed_cache_on_any_new_enough_driver() {
-    let Some((nvrtc, cubin)) = real_cubin() else {
-        return;
-    };
+    let (nvrtc, cubin) = real_cubin();
     let min = min_driver_version(nvrtc);
     let (pre, cache) = two_sources(nvrtc, &cubin, min);
     let p = plan(
@@ -99,10 +97,9 @@ fn precompiled_comes_before_the_driver_keyed_cache_on_any_new_enough_driver() {
 }
 
 #[test]
+#[ignore = "needs NVRTC: compiles a real cubin to cache"]
 fn an_older_driver_refuses_the_precompiled_cubins_with_the_reason() {
-    let Some((nvrtc, cubin)) = real_cubin() else {
-        return;
-    };
+    let (nvrtc, cubin) = real_cubin();
     let older = min_driver_version(nvrtc) - 10;
     let (pre, cache) = two_sources(nvrtc, &cubin, older);
     let p = plan(
@@ -139,10 +136,9 @@ fn an_older_driver_refuses_the_precompiled_cubins_with_the_reason() {
 }
 
 #[test]
+#[ignore = "needs NVRTC: compiles a real cubin to cache"]
 fn another_architecture_nvrtc_version_or_source_is_a_miss() {
-    let Some((nvrtc, cubin)) = real_cubin() else {
-        return;
-    };
+    let (nvrtc, cubin) = real_cubin();
     let min = min_driver_version(nvrtc);
     let (pre, _cache) = two_sources(nvrtc, &cubin, min);
     let only_pre = Sources {
@@ -171,10 +167,9 @@ fn another_architecture_nvrtc_version_or_source_is_a_miss() {
 }
 
 #[test]
+#[ignore = "needs NVRTC: compiles a real cubin to cache"]
 fn a_corrupt_precompiled_entry_falls_through_to_the_cache() {
-    let Some((nvrtc, cubin)) = real_cubin() else {
-        return;
-    };
+    let (nvrtc, cubin) = real_cubin();
     let min = min_driver_version(nvrtc);
     let (pre, cache) = two_sources(nvrtc, &cubin, min);
     let entry = pre.path().join(
@@ -216,10 +211,9 @@ fn kernel_mode_values() {
 }
 
 #[test]
+#[ignore = "needs a GPU: loads compiled and cached programs on the device"]
 fn cache_hit_after_compile_and_recompile_after_corruption() {
-    if gpu_common::gpu().is_none() {
-        return;
-    }
+    gpu_common::gpu();
     let dir = tempfile::tempdir().expect("temp dir");
     // SAFETY: this binary's only test; nothing else reads the environment concurrently.
     unsafe { std::env::set_var("GPU_CRYPTO_KERNEL_CACHE", dir.path()) };

@@ -2,7 +2,7 @@
 //! (`cpu::g1_msm_batch`, blst) and, for small sizes, the naive `ic_bls12_381` sum: sizes 0
 //! to 2^16, identity points, zero and r-1 scalars, repeated points, one point many times,
 //! batches (NI-DKG shape 32 x 448, mixed sizes with empty MSMs), forced window widths, and
-//! the engine with the GPU pinned. Skips with a printed reason where no GPU is usable.
+//! the engine with the GPU pinned. Ignored unless asked for: they need a GPU.
 
 mod gpu_common;
 
@@ -34,8 +34,8 @@ fn random_scalars(n: usize, rng: &mut ChaCha20Rng) -> Vec<Scalar> {
 }
 
 /// Runs the batch on the GPU and on the CPU path and compares every result.
-fn check_batch(what: &str, msms: &[MsmInput<'_>]) -> Option<Vec<G1Projective>> {
-    let gpu = gpu()?;
+fn check_batch(what: &str, msms: &[MsmInput<'_>]) -> Vec<G1Projective> {
+    let gpu = gpu();
     let got = gpu
         .g1_msm_batch(msms)
         .unwrap_or_else(|e| panic!("{what}: GPU call: {e}"));
@@ -50,19 +50,20 @@ fn check_batch(what: &str, msms: &[MsmInput<'_>]) -> Option<Vec<G1Projective>> {
             msms[i].points.len()
         );
     }
-    Some(got)
+    got
 }
 
-fn check_one(what: &str, points: &[G1Affine], scalars: &[Scalar]) -> Option<G1Projective> {
-    let out = check_batch(what, &[MsmInput { points, scalars }])?;
+fn check_one(what: &str, points: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
+    let out = check_batch(what, &[MsmInput { points, scalars }]);
     let g = out[0];
     if points.len() <= 128 {
         assert_eq!(g, cpu::g1_msm_naive(points, scalars), "{what}: naive sum");
     }
-    Some(g)
+    g
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn sizes_from_0_to_2_pow_16_match_the_cpu() {
     let mut r = rng(60);
     // Fixed edge sizes, then random ones (non-powers of two, across the staging pieces of
@@ -72,14 +73,13 @@ fn sizes_from_0_to_2_pow_16_match_the_cpu() {
     for n in sizes {
         let points = random_points(n, &mut r);
         let scalars = random_scalars(n, &mut r);
-        if check_one(&format!("n={n}"), &points, &scalars).is_none() {
-            return;
-        }
+        check_one(&format!("n={n}"), &points, &scalars);
         eprintln!("n={n}: equal");
     }
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn identity_points_zero_and_extreme_scalars() {
     let mut r = rng(61);
     let n = 300;
@@ -96,32 +96,31 @@ fn identity_points_zero_and_extreme_scalars() {
             _ => {}
         }
     }
-    if check_one("mixed special cases", &points, &scalars).is_none() {
-        return;
-    }
+    check_one("mixed special cases", &points, &scalars);
     // All identity points, all zero scalars, all r - 1.
     let ids = vec![G1Affine::identity(); 50];
     let zeros = vec![Scalar::ZERO; 50];
     let some = random_points(50, &mut r);
     let g = check_one("all identity points", &ids, &random_scalars(50, &mut r));
-    assert_eq!(g, Some(G1Projective::identity()));
+    assert_eq!(g, G1Projective::identity());
     let g = check_one("all zero scalars", &some, &zeros);
-    assert_eq!(g, Some(G1Projective::identity()));
+    assert_eq!(g, G1Projective::identity());
     check_one("all r-1", &some, &vec![minus_one; 50]);
     // P and -P with equal scalars cancel: every bucket meets P == -acc.
     let p = some[0];
     let cancel_points: Vec<G1Affine> = (0..64).map(|i| if i % 2 == 0 { p } else { -p }).collect();
     let s = random_scalars(1, &mut r)[0];
     let g = check_one("P and -P cancel", &cancel_points, &vec![s; 64]);
-    assert_eq!(g, Some(G1Projective::identity()));
+    assert_eq!(g, G1Projective::identity());
 }
 
 /// (0, 2) is on the curve (order 3, outside G1) and `from_uncompressed_unchecked` accepts
 /// it: the identity is told by ic_bls12_381's flag, never by x = 0, so this point must be
 /// added like any other.
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn on_curve_point_with_x_zero_is_not_the_identity() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let mut enc = [0u8; 96];
     enc[95] = 2;
     let t = Option::<G1Affine>::from(G1Affine::from_uncompressed_unchecked(&enc))
@@ -144,10 +143,9 @@ fn on_curve_point_with_x_zero_is_not_the_identity() {
 /// after the other: one MSM over several chunks, and a batch whose MSMs straddle chunk
 /// boundaries, with identities, zero and r - 1 scalars and repeated points among them.
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn large_batches_cross_in_chunks() {
-    if gpu().is_none() {
-        return;
-    }
+    gpu();
     let mut r = rng(66);
     let n = (1 << 19) + 12_345;
     let mut points = random_points(n, &mut r);
@@ -177,6 +175,7 @@ fn large_batches_cross_in_chunks() {
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn repeated_points_and_one_point_many_times() {
     let mut r = rng(62);
     // The same point with the same scalar: every window's digit lands in one bucket, whose
@@ -187,9 +186,7 @@ fn repeated_points_and_one_point_many_times() {
     let s = random_scalars(1, &mut r)[0];
     for n in [2usize, 3, 1000, 5000, 300_000] {
         let points = vec![p; n];
-        if check_one(&format!("same point and scalar x{n}"), &points, &vec![s; n]).is_none() {
-            return;
-        }
+        check_one(&format!("same point and scalar x{n}"), &points, &vec![s; n]);
     }
     // The same point with random scalars, and a few points repeated in a long list.
     let points = vec![p; 4000];
@@ -207,6 +204,7 @@ fn repeated_points_and_one_point_many_times() {
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn batch_of_32_by_448_and_mixed_batches() {
     let mut r = rng(63);
     let points: Vec<Vec<G1Affine>> = (0..32).map(|_| random_points(448, &mut r)).collect();
@@ -219,9 +217,7 @@ fn batch_of_32_by_448_and_mixed_batches() {
             scalars: s,
         })
         .collect();
-    if check_batch("32 x 448", &msms).is_none() {
-        return;
-    }
+    check_batch("32 x 448", &msms);
     // Mixed sizes with empty MSMs between, first and last.
     let sizes = [0usize, 1, 5, 0, 448, 2, 0, 1000, 3, 0];
     let pts: Vec<Vec<G1Affine>> = sizes.iter().map(|&n| random_points(n, &mut r)).collect();
@@ -241,15 +237,14 @@ fn batch_of_32_by_448_and_mixed_batches() {
         scalars: &[],
     };
     let out = check_batch("only empty MSMs", &[empty, empty]);
-    assert_eq!(out, Some(vec![G1Projective::identity(); 2]));
+    assert_eq!(out, vec![G1Projective::identity(); 2]);
     check_batch("empty batch", &[]);
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn engine_with_gpu_pinned_matches_cpu_and_rejects_length_mismatch() {
-    if gpu().is_none() {
-        return;
-    }
+    gpu();
     // Only the MSM pinned to the GPU (other operations may have no GPU implementation).
     let mut policy = Policy::cpu_only();
     policy.msm.backend = BackendChoice::Gpu;

@@ -1,8 +1,7 @@
-//! CI check without a GPU: every kernel program compiles with NVRTC for every target
-//! architecture (sm_90: H100/H200; sm_120: RTX PRO 6000 Blackwell) with no warning.
-//! NVRTC comes from the `nvidia-cuda-nvrtc` wheel on CI (see docs/gpu.md). Where NVRTC is
-//! missing the test is skipped with a printed reason, unless GPU_CRYPTO_REQUIRE_NVRTC=1,
-//! which makes that a failure.
+//! Every kernel program compiles with NVRTC for every target architecture (sm_90:
+//! H100/H200; sm_120: RTX PRO 6000 Blackwell) with no warning; no GPU needed. Ignored
+//! unless asked for (`--include-ignored`): it needs NVRTC, which CI installs from the
+//! `nvidia-cuda-nvrtc` wheel (see docs/gpu.md).
 
 mod gpu_common;
 
@@ -10,10 +9,9 @@ use gpu_crypto::kernels::compile_program;
 use gpu_crypto::kernels::{BENCH_PROGRAMS, PROGRAMS, TARGET_ARCHS};
 
 #[test]
+#[ignore = "needs NVRTC: compiles every kernel for every target architecture"]
 fn every_kernel_compiles_without_warnings_for_every_target_arch() {
-    let Some(version) = gpu_common::nvrtc_or_skip() else {
-        return;
-    };
+    let version = gpu_common::nvrtc();
     eprintln!("NVRTC {}.{}", version.0, version.1);
     // Compile every (program, arch) pair on its own thread: NVRTC is single-threaded.
     let results: Vec<_> = std::thread::scope(|s| {

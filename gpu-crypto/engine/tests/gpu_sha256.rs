@@ -9,7 +9,7 @@ use gpu_crypto::{BackendChoice, DomainSeparator, Engine, Policy};
 use rand::{Rng, RngCore};
 
 fn check(prefix: &[u8], chunks: &[Vec<u8>], what: &str) {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let refs: Vec<&[u8]> = chunks.iter().map(|c| c.as_slice()).collect();
     let out = gpu.sha256_prefixed(prefix, &refs).expect("GPU call");
     assert_eq!(out.len(), chunks.len(), "{what}: digest count");
@@ -31,10 +31,9 @@ fn random_chunk(r: &mut impl RngCore, len: usize) -> Vec<u8> {
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn every_length_near_block_boundaries_and_every_prefix_alignment() {
-    if gpu().is_none() {
-        return;
-    }
+    gpu();
     let mut r = rng(10);
     let mut lens: Vec<usize> = (0..=200).collect();
     lens.extend([255, 256, 257, 1000, 4095, 4096, 4097, 65536 + 13]);
@@ -48,10 +47,9 @@ fn every_length_near_block_boundaries_and_every_prefix_alignment() {
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn ic_chunk_hash_of_full_mebibyte_chunks() {
-    if gpu().is_none() {
-        return;
-    }
+    gpu();
     let mut r = rng(11);
     let prefix = DomainSeparator::new("ic-state-chunk").expect("separator");
     assert_eq!(prefix.prefix()[0], 14);
@@ -60,10 +58,9 @@ fn ic_chunk_hash_of_full_mebibyte_chunks() {
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn batches_spanning_segments_and_slots() {
-    if gpu().is_none() {
-        return;
-    }
+    gpu();
     let mut r = rng(12);
     // 70 x 1 MiB + odd sizes: more than one 64 MiB segment.
     let mut chunks: Vec<Vec<u8>> = (0..70)
@@ -82,8 +79,9 @@ fn batches_spanning_segments_and_slots() {
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn oversized_prefix_is_an_error_not_a_wrong_answer() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let prefix = vec![7u8; 1025];
     let err = gpu
         .sha256_prefixed(&prefix, &[b"abc".as_slice()])
@@ -92,10 +90,9 @@ fn oversized_prefix_is_an_error_not_a_wrong_answer() {
 }
 
 #[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn engine_pinned_to_gpu_hashes_chunks() {
-    if gpu().is_none() {
-        return;
-    }
+    gpu();
     let mut policy = Policy::cpu_only();
     policy.sha256.backend = BackendChoice::Gpu;
     policy.fallback = gpu_crypto::Fallback::Never;

@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 #[test]
-#[ignore = "soak: minutes of GPU time; run on the device (gpu-crypto/device/run.sh)"]
+#[ignore = "needs a GPU: a soak of minutes; the device runner runs it"]
 fn sixteen_threads_mixed_batches() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let total: usize = std::env::var("GPU_CRYPTO_SOAK_BATCHES")
         .ok()
         .and_then(|v| v.parse().ok())

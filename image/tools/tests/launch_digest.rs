@@ -1,9 +1,8 @@
 //! The launch digest: a known answer from the sev crate's own test vector (through this
-//! crate's wrapper), and an independent cross-check against `sev-snp-measure` (PyPI).
+//! crate's wrapper), and an independent cross-check against `sev-snp-measure` (Python).
 //!
-//! `sev-snp-measure` is found through `$SEV_SNP_MEASURE` (image/check-digest and CI install
-//! it); without it the cross-check prints why it skips, unless
-//! `SOVEREIGN_REQUIRE_SEV_SNP_MEASURE` is set, which makes its absence a failure.
+//! The cross-check is ignored unless asked for (`--include-ignored`): it needs
+//! `sev-snp-measure`, found through `$SEV_SNP_MEASURE` (image/check-digest and CI install it).
 
 use image_tools::launch::{LaunchInputs, measure, read_cmdline};
 use std::path::{Path, PathBuf};
@@ -145,20 +144,12 @@ fn bad_inputs_are_errors() {
 }
 
 #[test]
+#[ignore = "needs sev-snp-measure: set SEV_SNP_MEASURE (image/check-digest installs it)"]
 fn matches_sev_snp_measure() {
-    let tool = match std::env::var_os("SEV_SNP_MEASURE").filter(|v| !v.is_empty()) {
-        Some(t) => PathBuf::from(t),
-        None => {
-            assert!(
-                std::env::var_os("SOVEREIGN_REQUIRE_SEV_SNP_MEASURE").is_none(),
-                "SOVEREIGN_REQUIRE_SEV_SNP_MEASURE is set but SEV_SNP_MEASURE names no tool"
-            );
-            eprintln!(
-                "skipped: SEV_SNP_MEASURE is not set (image/check-digest installs sev-snp-measure)"
-            );
-            return;
-        }
-    };
+    let tool = std::env::var_os("SEV_SNP_MEASURE")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .expect("SEV_SNP_MEASURE names the sev-snp-measure executable");
     let dir = tempfile::tempdir().unwrap();
     // Kernel and initrd of realistic sizes with non-trivial content.
     let kernel: Vec<u8> = (0..3_000_000u32)

@@ -38,6 +38,9 @@ enum Command {
     /// Capacity, DKG and checkpoint timing and cost per hardware profile; with --out, one
     /// configuration bundle per node.
     Plan {
+        /// The subnet description: nodes, their hardware profiles, checkpoint and DKG
+        /// parameters (docs/operator-guide.md).
+        #[arg(value_name = "SUBNET.toml")]
         subnet: PathBuf,
         /// PROFILE=FILE: the `gpu-crypto bench --json` document for a profile (overrides the
         /// subnet file's [benchmarks] entry).
@@ -52,8 +55,10 @@ enum Command {
     },
     /// Write the image and the node's bundle to a device or file, sync, read back, compare.
     Flash {
+        /// The node image (disk.img from image/build).
         #[arg(long, value_name = "DISK.img")]
         image: PathBuf,
+        /// The whole disk to write (a block device such as /dev/sdX) or an image file.
         #[arg(long, value_name = "DEVICE_OR_FILE")]
         target: PathBuf,
         /// The node's bundle directory (from `provision plan --out`).
@@ -65,10 +70,13 @@ enum Command {
     },
     /// Re-check a flashed target against the release manifest (and a bundle, if given).
     Verify {
+        /// The node image the target was flashed with.
         #[arg(long, value_name = "DISK.img")]
         image: PathBuf,
+        /// The flashed disk or image file to check.
         #[arg(long, value_name = "DEVICE_OR_FILE")]
         target: PathBuf,
+        /// Default: release-manifest.json next to the image.
         #[arg(long, value_name = "release-manifest.json")]
         manifest: Option<PathBuf>,
         /// Also require the configuration partition to hold exactly this bundle.
@@ -80,8 +88,10 @@ enum Command {
         /// The node agent's base URL, e.g. http://[2001:db8::11]:9420
         #[arg(long, value_name = "URL")]
         node: String,
+        /// The verification policy (the same file `attest verify` takes).
         #[arg(long, value_name = "POLICY.toml")]
         policy: PathBuf,
+        /// The registry file (append-only, hash-chained); created if missing.
         #[arg(long, value_name = "REGISTRY")]
         registry: PathBuf,
         /// Name recorded for the node (default: the URL).
@@ -90,6 +100,7 @@ enum Command {
         /// Verification time for certificate validity, YYYY-MM-DDTHH:MM:SSZ or @unix (default now).
         #[arg(long)]
         time: Option<String>,
+        /// Timeout of the evidence request, milliseconds.
         #[arg(long, default_value_t = 30_000)]
         timeout_ms: u64,
         /// Print the record as JSON.
@@ -104,6 +115,7 @@ enum Command {
     /// Write a small genuine GPT test image (no operating system) and its release manifest,
     /// for practising and CI.
     TestImage {
+        /// Directory to write disk.img and release-manifest.json into.
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
         /// Size of the seeded root partition, MiB.
@@ -116,12 +128,14 @@ enum Command {
 enum RegistryCommand {
     /// Verify the hash chain; print the number of records and the head.
     Check {
-        #[arg(long)]
+        /// The registry file.
+        #[arg(long, value_name = "REGISTRY")]
         registry: PathBuf,
     },
     /// NODES.toml (name, url, chip_id, node_public_key) of every admitted node.
     Nodes {
-        #[arg(long)]
+        /// The registry file.
+        #[arg(long, value_name = "REGISTRY")]
         registry: PathBuf,
     },
 }
@@ -145,6 +159,19 @@ impl From<FlashError> for Failure {
     }
 }
 
+/// The error and its causes, each said once: several library errors already quote their
+/// source in their own message, which `{:#}` would then print a second time.
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text = format!("{text}: {cause}");
+        }
+    }
+    text
+}
+
 fn main() -> ExitCode {
     // A file-size limit (ulimit -f) must end in a reported write error, not in death by
     // SIGXFSZ with a half-written target and no message.
@@ -159,7 +186,7 @@ fn main() -> ExitCode {
     match run(args) {
         Ok(code) => ExitCode::from(code),
         Err(Failure { code, error }) => {
-            eprintln!("provision: error: {error:#}");
+            eprintln!("provision: error: {}", error_chain(&error));
             ExitCode::from(code)
         }
     }

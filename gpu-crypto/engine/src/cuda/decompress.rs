@@ -20,9 +20,9 @@ const LATENCY_THREADS: u32 = 64;
 /// Batches of at most this many points run the latency kernel. Both kernels' time is one
 /// point's latency while the batch leaves schedulers idle; the latency kernel's block
 /// occupies 2 warps per point (the throughput kernel: 4 per 128), so once the batch fills
-/// the schedulers it falls behind. Measured end to end on the H200
-/// (docs/results/fp-chain-latency-h200): latency kernel 0.999 / 1.455 / 1.912 ms at 2,048 / 3,072 / 4,096
-/// points against 1.533 / 1.543 / 1.678 ms for the throughput kernel.
+/// the schedulers it falls behind. Measured end to end on the H200 (docs/benchmarks.md,
+/// docs/results/decompress-small-batch-h200): latency kernel 1.422 / 1.889 ms at 3,072 /
+/// 4,096 points against 1.582 / 1.636 ms for the throughput kernel.
 pub const LATENCY_KERNEL_MAX_POINTS: usize = 3072;
 
 /// Which kernel decompresses a batch.

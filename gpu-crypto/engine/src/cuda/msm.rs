@@ -162,8 +162,8 @@ enum Staging {
 
 /// Window width c for MSMs of up to `n` points: wide windows mean fewer windows, so fewer
 /// bucket additions (n per window), at the price of more buckets to reduce (2^(c-1) per
-/// window). Measured on the H200 with the slice-balanced accumulation (docs/msm.md,
-/// msm-run4b/4c): log2(n) - 2 up to 2^16 points, 14 at 2^17 to 2^19 (at 2^18, 13, 14 and
+/// window). Measured on the H200 with the slice-balanced accumulation (window sweeps of the
+/// MSM bench, `GPU_MSM_BENCH_SWEEP=1`; docs/msm.md): log2(n) - 2 up to 2^16 points, 14 at 2^17 to 2^19 (at 2^18, 13, 14 and
 /// 16 overlap within the runs' spread, 15 is slower), 16 above (at 2^20 16 beat 13, 14 and
 /// 15 by 7-19 %, at 2^22 14 and 15 by 14-18 %).
 pub fn window_bits(n: usize) -> u32 {

@@ -1,5 +1,5 @@
-//! Shared by the GPU test binaries: opening the device once, skipping with a printed reason
-//! where there is none, and the ic_bls12_381-based references the GPU is compared with.
+//! Shared by the GPU test binaries: opening the device once (or failing with the reason),
+//! and the ic_bls12_381-based references the GPU is compared with.
 #![allow(dead_code)]
 
 use gpu_crypto::gpu::GpuBackend;
@@ -9,35 +9,24 @@ use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use std::sync::{Arc, OnceLock};
 
-/// The opened GPU, or `None` (with the reason printed) where none is usable. With
-/// `GPU_CRYPTO_REQUIRE_GPU=1` (the device runner sets it) a missing GPU fails the test.
-pub fn gpu() -> Option<Arc<GpuBackend>> {
+/// The opened GPU. Only tests marked `#[ignore = "needs a GPU: ..."]` call this, so a
+/// machine without a usable GPU runs them only when asked to (`--include-ignored`), and
+/// then they fail with the reason instead of passing without doing their work.
+pub fn gpu() -> Arc<GpuBackend> {
     static GPU: OnceLock<Result<Arc<GpuBackend>, String>> = OnceLock::new();
     let r = GPU.get_or_init(|| GpuBackend::open(0).map(Arc::new).map_err(|e| e.to_string()));
     match r {
-        Ok(g) => Some(g.clone()),
-        Err(reason) => {
-            if std::env::var("GPU_CRYPTO_REQUIRE_GPU").as_deref() == Ok("1") {
-                panic!("GPU_CRYPTO_REQUIRE_GPU=1 but the GPU is unusable: {reason}");
-            }
-            eprintln!("skipped: no usable GPU ({reason})");
-            None
-        }
+        Ok(g) => g.clone(),
+        Err(reason) => panic!("this test needs a usable GPU: {reason}"),
     }
 }
 
-/// The NVRTC version found at run time; `None` with the reason printed when NVRTC is
-/// unusable, or a panic when GPU_CRYPTO_REQUIRE_NVRTC=1 (CI, the device runner).
-pub fn nvrtc_or_skip() -> Option<(i32, i32)> {
+/// The NVRTC version found at run time. Only tests marked `#[ignore = "needs NVRTC: ..."]`
+/// call this; without NVRTC they fail with the reason.
+pub fn nvrtc() -> (i32, i32) {
     match gpu_crypto::kernels::nvrtc_version() {
-        Ok(v) => Some(v),
-        Err(e) => {
-            if std::env::var("GPU_CRYPTO_REQUIRE_NVRTC").as_deref() == Ok("1") {
-                panic!("GPU_CRYPTO_REQUIRE_NVRTC=1 but NVRTC is unusable: {e}");
-            }
-            eprintln!("skipped: {e} (set GPU_CRYPTO_REQUIRE_NVRTC=1 to make this a failure)");
-            None
-        }
+        Ok(v) => v,
+        Err(e) => panic!("this test needs NVRTC: {e}"),
     }
 }
 
