@@ -116,6 +116,24 @@ impl HttpLimits {
     }
 }
 
+/// Connections the kernel queues for a listener before the agent accepts them. Deeper
+/// than tokio's default (1,024), so that a burst of connections past the cap does not drop
+/// a scraper's SYN (a retransmission costs it a second); the kernel caps it at
+/// `net.core.somaxconn`.
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// A listening socket on `addr` with [`LISTEN_BACKLOG`].
+pub fn bind(addr: std::net::SocketAddr) -> io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// The listener addresses the measured kernel command line sets (`sn.operator_listen=ADDR`,
 /// `sn.public_listen=ADDR`): image settings, like the agent settings file, which they
 /// override. A malformed value is an error, never ignored.
@@ -576,9 +594,10 @@ mod tests {
         assert_eq!(c.len(), 1);
         let told = second.close.notified();
         tokio_test_ready(told);
-        // The remaining one is busy: nothing can be closed.
+        // Both open ones busy: nothing can be closed.
         first.busy.store(1, Ordering::Relaxed);
-        c.insert();
+        let (_, third) = c.insert();
+        third.busy.store(1, Ordering::Relaxed);
         assert_eq!(c.make_room(2), Room::AllBusy);
         assert_eq!(c.len(), 2);
     }

@@ -257,13 +257,11 @@ pub async fn run(
     }
     let selftest_passed = crypto.selftest.passed;
 
-    let operator = tokio::net::TcpListener::bind(config.listen)
-        .await
+    let operator = crate::server::bind(config.listen)
         .with_context(|| format!("binding the operator listener {}", config.listen))?;
     let public = match config.public_listen {
         Some(addr) => Some(
-            tokio::net::TcpListener::bind(addr)
-                .await
+            crate::server::bind(addr)
                 .with_context(|| format!("binding the public listener {addr}"))?,
         ),
         None => None,

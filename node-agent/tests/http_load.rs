@@ -281,7 +281,9 @@ async fn limits_hold_under_a_flood_of_idle_connections_and_attestation_requests(
     probing.store(false, Ordering::Relaxed);
     let (mut health, mut metrics, failures) = prober.await.unwrap();
     let peak_sampled = sampler.await.unwrap();
+    // The kernel's high-water mark, or a sampled VmRSS above it (its counters lag a little).
     let hwm = vm_kb(pid, "VmHWM:");
+    let peak_rss = hwm.max(peak_sampled);
     let (code, _) = get(port, "/healthz").await.unwrap();
     assert_eq!(code, 200, "the agent stopped answering after the flood");
 
@@ -329,7 +331,7 @@ async fn limits_hold_under_a_flood_of_idle_connections_and_attestation_requests(
     );
     assert!(percentile(&health, 0.99) < P99_LIMIT, "/healthz p99");
     assert!(percentile(&metrics, 0.99) < P99_LIMIT, "/metrics p99");
-    assert!(hwm < RSS_LIMIT_KB, "agent peak RSS {hwm} kB");
+    assert!(peak_rss < RSS_LIMIT_KB, "agent peak RSS {peak_rss} kB");
     assert_eq!(still_open, 0, "flood connections never closed");
     assert_eq!(late, 0, "flood connections closed later than {limit:?}");
     assert!(attestation_errors.is_empty(), "{attestation_errors:?}");
