@@ -214,7 +214,11 @@ async fn limits_hold_under_a_flood_of_idle_connections_and_attestation_requests(
             let mut failures = Vec::new();
             let mut i = 0u64;
             while probing.load(Ordering::Relaxed) {
-                let path = if i % 2 == 0 { "/healthz" } else { "/metrics" };
+                let path = if i.is_multiple_of(2) {
+                    "/healthz"
+                } else {
+                    "/metrics"
+                };
                 i += 1;
                 let t = Instant::now();
                 match get(port, path).await {
