@@ -258,7 +258,7 @@ async fn limits_hold_under_a_flood_of_idle_connections_and_attestation_requests(
                     Ok(code) => failures.push(format!("{path}: {code}")),
                     Err(e) => failures.push(format!("{path}: {e}")),
                 }
-                std::thread::sleep(Duration::from_millis(10));
+                std::thread::sleep(Duration::from_millis(2));
             }
             (health, metrics, failures)
         }
