@@ -40,13 +40,16 @@ fn start_agent(dir: &Path, seed: &Path, k: usize) -> (Child, String) {
     let state = dir.join(format!("agent-{k}"));
     std::fs::create_dir_all(&state).unwrap();
     let config = state.join("agent.toml");
+    // The bench measures the verifier over many nodes, not one agent's attestation limits:
+    // those are lifted here (the defaults allow 2 per second per node).
     std::fs::write(
         &config,
         format!(
             "listen = \"127.0.0.1:0\"\n\
              [replica]\nmetrics_url = \"\"\n\
              [pinning]\nenabled = false\n\
-             [attestation]\nsource = \"test\"\nstate_dir = \"{}\"\ntest_seed = \"{}\"\ngpu_evidence = \"none\"\n",
+             [attestation]\nsource = \"test\"\nstate_dir = \"{}\"\ntest_seed = \"{}\"\ngpu_evidence = \"none\"\n\
+             [http]\nattestation_concurrency = 64\nattestation_per_second = 1e6\nattestation_burst = 1000000\n",
             state.display(),
             seed.display()
         ),

@@ -26,8 +26,14 @@ pub enum ConfigError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
-    /// Address of the HTTP endpoint (metrics, health, status, dashboard).
+    /// The operator listener: every route (dashboard, `/v1/status`, metrics, health,
+    /// attestation). Loopback unless the image settings say otherwise.
     pub listen: SocketAddr,
+    /// The public listener, off unless set: `/metrics`, `/healthz`, `/readyz` and
+    /// `/v1/attestation` only, for the subnet (see [`crate::http::public_router`]).
+    pub public_listen: Option<SocketAddr>,
+    /// Connection, request and attestation limits of both listeners.
+    pub http: crate::server::HttpLimits,
     /// Profile name, or "auto" to select from the probed machine.
     pub profile: String,
     /// Root of the /proc, /sys and /dev trees the probe reads ("/" on a real node).
@@ -49,6 +55,8 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 9420)),
+            public_listen: None,
+            http: crate::server::HttpLimits::default(),
             profile: "auto".to_string(),
             root: PathBuf::from("/"),
             collect_interval_seconds: 15.0,
@@ -430,6 +438,13 @@ impl Config {
             return Err(ConfigError::Invalid(
                 "cost.amortisation_months must be >= 1".into(),
             ));
+        }
+        self.http.validate().map_err(ConfigError::Invalid)?;
+        if self.public_listen == Some(self.listen) {
+            return Err(ConfigError::Invalid(format!(
+                "public_listen and listen are both {}",
+                self.listen
+            )));
         }
         if self.stale_after_intervals == 0 {
             return Err(ConfigError::Invalid(

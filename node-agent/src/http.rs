@@ -1,7 +1,11 @@
-//! The agent's HTTP endpoint. Handlers read the latest snapshot only: nothing here
-//! touches NVML, sysfs, /proc or the replica.
+//! The agent's HTTP routes. Handlers read the latest snapshot only: nothing here touches
+//! NVML, sysfs, /proc or the replica, except `/v1/attestation`, which collects evidence
+//! within the limits of [`AttestationGate`]. Bodies sent to clients name no local path and
+//! no driver detail: those go to the agent's log. The listeners and their connection limits
+//! are in [`crate::server`].
 
 use crate::exposition;
+use crate::server::HttpLimits;
 use crate::snapshot::Snapshot;
 use axum::Router;
 use axum::extract::{RawQuery, State};
@@ -10,7 +14,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// The operator dashboard: one self-contained page, no external resources.
@@ -85,6 +89,60 @@ pub struct AttestationStatus {
     pub gpu_evidence: bool,
 }
 
+/// Bounds on evidence collection: a few at a time, a rate, a deadline. Each collection
+/// (an SNP report ioctl, an NVML child) holds a slot until it returns, also past its
+/// deadline, so a call stuck in the driver keeps its slot and never multiplies threads.
+pub struct AttestationGate {
+    slots: Arc<tokio::sync::Semaphore>,
+    bucket: Mutex<TokenBucket>,
+    timeout: Duration,
+}
+
+impl AttestationGate {
+    pub fn new(limits: &HttpLimits) -> AttestationGate {
+        AttestationGate {
+            slots: Arc::new(tokio::sync::Semaphore::new(limits.attestation_concurrency)),
+            bucket: Mutex::new(TokenBucket::new(
+                limits.attestation_per_second,
+                limits.attestation_burst,
+            )),
+            timeout: limits.attestation_timeout(),
+        }
+    }
+}
+
+/// `rate` starts per second on average, up to `burst` at once.
+struct TokenBucket {
+    rate: f64,
+    burst: f64,
+    tokens: f64,
+    last: Instant,
+}
+
+impl TokenBucket {
+    fn new(rate: f64, burst: u32) -> TokenBucket {
+        TokenBucket {
+            rate,
+            burst: f64::from(burst),
+            tokens: f64::from(burst),
+            last: Instant::now(),
+        }
+    }
+
+    /// Takes a token, or says how long until the next one.
+    fn take(&mut self, now: Instant) -> Result<(), Duration> {
+        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+        self.last = now;
+        self.tokens = (self.tokens + elapsed * self.rate).min(self.burst);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - self.tokens) / self.rate))
+        }
+    }
+}
+
 /// What the handlers share.
 #[derive(Clone)]
 pub struct AppState {
@@ -92,6 +150,7 @@ pub struct AppState {
     pub heartbeat: Arc<Heartbeat>,
     pub attestation: Arc<AttestationService>,
     pub attestation_status: Arc<AttestationStatus>,
+    pub attestation_gate: Arc<AttestationGate>,
 }
 
 impl AppState {
@@ -107,7 +166,14 @@ impl AppState {
                 reason: Some("no evidence source configured".into()),
                 ..AttestationStatus::default()
             }),
+            attestation_gate: Arc::new(AttestationGate::new(&HttpLimits::default())),
         }
+    }
+
+    /// Evidence collection within `limits` (default: [`HttpLimits::default`]).
+    pub fn with_limits(mut self, limits: &HttpLimits) -> AppState {
+        self.attestation_gate = Arc::new(AttestationGate::new(limits));
+        self
     }
 
     pub fn with_attestation_status(mut self, status: AttestationStatus) -> AppState {
@@ -130,6 +196,8 @@ impl AppState {
     }
 }
 
+/// The operator listener's routes: everything, including the dashboard and `/v1/status`
+/// (which names local paths). Served on loopback unless the image settings say otherwise.
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(dashboard))
@@ -137,6 +205,17 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/v1/status", get(status))
+        .route("/v1/attestation", get(attestation_evidence))
+        .with_state(state)
+}
+
+/// The public listener's routes: what the subnet needs (Prometheus, health checks, the
+/// governing body's verifier), nothing that names local state.
+pub fn public_router(state: AppState) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .route("/v1/attestation", get(attestation_evidence))
         .with_state(state)
 }
@@ -174,8 +253,34 @@ fn text(status: StatusCode, body: String) -> Response {
         .into_response()
 }
 
+/// A 429 or 503 that tells the client when to try again.
+fn retry_after(status: StatusCode, wait: Duration, body: &str) -> Response {
+    let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
+    let mut response = text(status, format!("{body}\n"));
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
+    response
+}
+
+/// What a caller is told about a failed collection: the kind of failure, never a local path
+/// or a driver message (those are logged).
+pub fn public_reason(error: &attestation::collect::CollectError) -> &'static str {
+    use attestation::collect::CollectError as E;
+    match error {
+        E::NoSevGuestDevice { .. } => "this node has no SEV-SNP guest device",
+        E::SevGuestOpen { .. } | E::Firmware(_) => "the SEV-SNP firmware gave no report",
+        E::NoVcek(_) | E::Certificate { .. } => "the VCEK certificate is not available",
+        E::Gpu(_) | E::GpuProcess(_) => "GPU evidence could not be collected",
+        E::NodeKey { .. } => "the node identity key is unusable",
+        E::TestSource(_) => "the test evidence source failed",
+    }
+}
+
 /// `GET /v1/attestation?nonce=<64 hex>`: a fresh evidence bundle bound to the nonce
-/// (docs/attestation.md). Collection blocks (ioctl, NVML), so it runs off the async workers.
+/// (docs/attestation.md). Collection blocks (ioctl, NVML), so it runs off the async workers,
+/// within [`AttestationGate`]: beyond its slots 503, beyond its rate 429, both with
+/// `Retry-After`; past its deadline 503.
 async fn attestation_evidence(
     State(state): State<AppState>,
     RawQuery(query): RawQuery,
@@ -199,25 +304,69 @@ async fn attestation_evidence(
             );
         }
     };
-    match tokio::task::spawn_blocking(move || attester.attest(&nonce)).await {
-        Ok(Ok(bundle)) => match serde_json::to_vec(&bundle) {
+    let gate = &state.attestation_gate;
+    let Ok(slot) = Arc::clone(&gate.slots).try_acquire_owned() else {
+        return retry_after(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Duration::from_secs(1),
+            "busy: evidence collections in progress",
+        );
+    };
+    let rate = gate
+        .bucket
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take(Instant::now());
+    if let Err(wait) = rate {
+        return retry_after(
+            StatusCode::TOO_MANY_REQUESTS,
+            wait,
+            "too many evidence requests",
+        );
+    }
+    let task = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        attester.attest(&nonce)
+    });
+    match tokio::time::timeout(gate.timeout, task).await {
+        Ok(Ok(Ok(bundle))) => match serde_json::to_vec(&bundle) {
             Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
-            Err(e) => text(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("cannot encode the bundle: {e}\n"),
-            ),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot encode the evidence bundle");
+                text(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "cannot encode the bundle\n".into(),
+                )
+            }
         },
-        Ok(Err(e)) => {
+        Ok(Ok(Err(e))) => {
             tracing::warn!(error = %e, "attestation evidence could not be collected");
             text(
                 StatusCode::SERVICE_UNAVAILABLE,
-                format!("cannot collect evidence: {e}\n"),
+                format!(
+                    "cannot collect evidence: {} (details in the node's log)\n",
+                    public_reason(&e)
+                ),
             )
         }
-        Err(e) => text(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("evidence task failed: {e}\n"),
-        ),
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "the evidence task failed");
+            text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the evidence task failed\n".into(),
+            )
+        }
+        Err(_) => {
+            tracing::warn!(
+                timeout_s = gate.timeout.as_secs_f64(),
+                "evidence collection passed its deadline; it keeps its slot until it returns"
+            );
+            retry_after(
+                StatusCode::SERVICE_UNAVAILABLE,
+                gate.timeout,
+                "evidence collection timed out",
+            )
+        }
     }
 }
 
@@ -280,5 +429,30 @@ async fn status(State(state): State<AppState>) -> Response {
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("status encoding: {e}\n"),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_bucket_allows_a_burst_then_the_rate() {
+        let t0 = Instant::now();
+        let mut b = TokenBucket::new(2.0, 3);
+        b.last = t0;
+        for _ in 0..3 {
+            b.take(t0).unwrap();
+        }
+        let wait = b.take(t0).unwrap_err();
+        assert!((wait.as_secs_f64() - 0.5).abs() < 1e-9, "{wait:?}");
+        b.take(t0 + Duration::from_millis(500)).unwrap();
+        assert!(b.take(t0 + Duration::from_millis(500)).is_err());
+        // A long pause refills to the burst, not beyond.
+        let later = t0 + Duration::from_secs(60);
+        for _ in 0..3 {
+            b.take(later).unwrap();
+        }
+        assert!(b.take(later).is_err());
     }
 }

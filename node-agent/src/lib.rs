@@ -13,5 +13,6 @@ pub mod node;
 pub mod nvml_child;
 pub mod pinning;
 pub mod probe;
+pub mod server;
 pub mod service;
 pub mod snapshot;

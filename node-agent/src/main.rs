@@ -55,7 +55,7 @@ struct Common {
     /// Profile name, NAME! to force a non-matching one, or "auto".
     #[arg(long)]
     profile: Option<String>,
-    /// HTTP listen address (default 127.0.0.1:9420).
+    /// The operator listener's address (default 127.0.0.1:9420): every route.
     #[arg(long)]
     listen: Option<SocketAddr>,
     /// Root of the /proc, /sys and /dev trees to probe (a fixture tree in development).
@@ -75,6 +75,23 @@ impl Common {
             Some(path) => Config::load(path)?,
             None => Config::default(),
         };
+        // The measured kernel command line may set the listeners (image settings); the
+        // command line's --listen (development) wins over both.
+        let cmdline = match std::fs::read_to_string("/proc/cmdline") {
+            Ok(text) => text,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read /proc/cmdline: no sn.* listener settings");
+                String::new()
+            }
+        };
+        let listeners = node_agent::server::CmdlineListeners::parse(&cmdline)
+            .map_err(|e| anyhow::anyhow!(e))?;
+        if let Some(addr) = listeners.operator {
+            config.listen = addr;
+        }
+        if let Some(addr) = listeners.public {
+            config.public_listen = Some(addr);
+        }
         if let Some(p) = &self.profile {
             config.profile = p.clone();
         }
@@ -84,6 +101,7 @@ impl Common {
         if let Some(r) = &self.root {
             config.root = r.clone();
         }
+        config.validate()?;
         let facts = match &self.facts {
             Some(f) => FactsSource::Recorded(f.clone()),
             None => FactsSource::Probe(config.root.clone()),
@@ -127,9 +145,11 @@ fn run() -> anyhow::Result<()> {
     match cli.command {
         Command::Run(common) => {
             let (config, facts) = common.resolve()?;
-            // Two workers: the agent serves a handful of requests per scrape interval.
+            // Two workers: the agent serves a handful of requests per scrape interval. Blocking
+            // work (evidence collection, bounded by its own slots) needs few threads.
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
+                .max_blocking_threads(16)
                 .thread_name("agent-http")
                 .enable_all()
                 .build()

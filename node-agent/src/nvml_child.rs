@@ -25,7 +25,8 @@ use std::time::Duration;
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 /// One telemetry sample; well under the collection interval.
 const SAMPLE_TIMEOUT: Duration = Duration::from_secs(10);
-/// A CC attestation report and certificate chain per GPU.
+/// A CC attestation report and certificate chain per GPU, unless the attestation limits
+/// set another deadline ([`NvmlChild::with_evidence_timeout`]).
 const EVIDENCE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What the daemon asks (JSON on the child's standard input).
@@ -97,6 +98,8 @@ pub fn child_main() -> anyhow::Result<()> {
 pub struct NvmlChild {
     program: std::path::PathBuf,
     args: Vec<String>,
+    /// An evidence child still running after this is killed.
+    evidence_timeout: Duration,
 }
 
 impl NvmlChild {
@@ -105,6 +108,7 @@ impl NvmlChild {
         Ok(NvmlChild {
             program: crate::child::this_executable_path("nvml")?,
             args: vec!["nvml".into()],
+            evidence_timeout: EVIDENCE_TIMEOUT,
         })
     }
 
@@ -113,7 +117,14 @@ impl NvmlChild {
         NvmlChild {
             program: program.into(),
             args: args.iter().map(|a| a.to_string()).collect(),
+            evidence_timeout: EVIDENCE_TIMEOUT,
         }
+    }
+
+    /// The same child, killed when GPU evidence takes longer than `timeout`.
+    pub fn with_evidence_timeout(mut self, timeout: Duration) -> NvmlChild {
+        self.evidence_timeout = timeout;
+        self
     }
 
     fn ask(&self, request: &Request, timeout: Duration) -> Result<Answer, String> {
@@ -148,7 +159,7 @@ impl attestation::collect::GpuCollector for NvmlChild {
         let request = Request::Evidence {
             nonce: hex::encode(nonce),
         };
-        match self.ask(&request, EVIDENCE_TIMEOUT) {
+        match self.ask(&request, self.evidence_timeout) {
             Ok(Answer::Evidence { gpus, failures }) => Ok((gpus, failures)),
             Ok(Answer::Failed { reason }) => Err(format!("GPU evidence: {reason}")),
             Ok(other) => Err(format!("GPU evidence: {}", unexpected(&other))),

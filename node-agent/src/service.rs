@@ -7,10 +7,13 @@ use crate::config::{
 };
 use crate::cost::{CostParams, CostTracker};
 use crate::crypto::{self, CryptoOutcome};
-use crate::http::{AppState, AttestationService, AttestationStatus, Heartbeat, router};
+use crate::http::{
+    AppState, AttestationService, AttestationStatus, Heartbeat, public_router, router,
+};
 use crate::node::{NodeAssessment, RuntimeConfigFile};
 use crate::nvml_child::NvmlChild;
 use crate::probe::NvmlMode;
+use crate::server::Listener;
 use anyhow::Context;
 use hardware_profiles::{MachineFacts, NvmlStatus, ProfileSet};
 use sd_notify::NotifyState;
@@ -252,26 +255,43 @@ pub async fn run(
     }
     let selftest_passed = crypto.selftest.passed;
 
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("binding {}", config.listen))?;
-    // The real address (port 0 picks a free port; the READY status names it).
-    let bound = listener.local_addr()?;
+    let operator = crate::server::bind(config.listen)
+        .with_context(|| format!("binding the operator listener {}", config.listen))?;
+    let public = match config.public_listen {
+        Some(addr) => Some(
+            crate::server::bind(addr)
+                .with_context(|| format!("binding the public listener {addr}"))?,
+        ),
+        None => None,
+    };
+    // The real addresses (port 0 picks a free port; the READY status names them).
+    let bound = operator.local_addr()?;
+    let public_bound = public.as_ref().map(|l| l.local_addr()).transpose()?;
     let interval = config.collect_interval();
     let heartbeat = Arc::new(Heartbeat::new(interval * config.stale_after_intervals));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::default());
     let ready = node.ready && selftest_passed;
     let profile = node.profile.clone();
+    // GPU evidence children are killed at the attestation deadline.
+    let evidence_nvml = match &nvml {
+        NvmlMode::Child(child) => NvmlMode::Child(
+            child
+                .clone()
+                .with_evidence_timeout(config.http.attestation_timeout()),
+        ),
+        other => other.clone(),
+    };
     let (attestation, attestation_status) = attestation_service(
         &config.attestation,
         &node.facts,
         &|name| std::env::var_os(name),
         node.profile == DEVELOPMENT_PROFILE,
-        &nvml,
+        &evidence_nvml,
     );
     let mut collectors = node_collectors(&config, node, crypto, clock, &nvml)?;
     let first = tokio::task::block_in_place(|| collectors.collect());
     let state = AppState::new(first, heartbeat.clone())
+        .with_limits(&config.http)
         .with_attestation(attestation)
         .with_attestation_status(attestation_status);
 
@@ -297,8 +317,9 @@ pub async fn run(
             }
         })?;
 
+    let public_status = public_bound.map_or(String::new(), |a| format!("public listener on {a}; "));
     let status = format!(
-        "serving on {bound}; profile {profile}; {}",
+        "serving on {bound}; {public_status}profile {profile}; {}",
         if ready {
             "node ready"
         } else {
@@ -327,9 +348,32 @@ pub async fn run(
         });
     }
 
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let (stop_serving, serving) = tokio::sync::watch::channel(false);
+    let mut listeners = vec![tokio::spawn(
+        Listener {
+            role: "operator",
+            listener: operator,
+            router: router(state.clone()),
+            limits: config.http.clone(),
+        }
+        .serve(serving.clone()),
+    )];
+    if let Some(public) = public {
+        listeners.push(tokio::spawn(
+            Listener {
+                role: "public",
+                listener: public,
+                router: public_router(state.clone()),
+                limits: config.http.clone(),
+            }
+            .serve(serving.clone()),
+        ));
+    }
+    shutdown_signal().await;
+    let _ = stop_serving.send(true);
+    for listener in listeners {
+        listener.await?;
+    }
     stop.store(true, Ordering::Relaxed);
     let _ = collection.join();
     Ok(())
@@ -515,11 +559,13 @@ pub fn attestation_service(
         .to_string(),
         ..AttestationStatus::default()
     };
-    let unavailable = |mut status: AttestationStatus, reason: String| {
-        tracing::warn!(%reason, "/v1/attestation answers 503");
+    // `public` goes to callers of /v1/attestation; `detail` (paths, errors) to the log and
+    // to /v1/status, an operator view.
+    let unavailable = |mut status: AttestationStatus, public: &str, detail: String| {
+        tracing::warn!(reason = %detail, "/v1/attestation answers 503");
         status.available = false;
-        status.reason = Some(reason.clone());
-        (AttestationService::Unavailable(reason), status)
+        status.reason = Some(detail);
+        (AttestationService::Unavailable(public.to_string()), status)
     };
 
     let nvml_source = || match nvml {
@@ -538,8 +584,18 @@ pub fn attestation_service(
         GpuEvidence::Auto => nvml_source(),
     };
     status.gpu_evidence = !matches!(gpu, GpuSource::None);
+    const DISABLED: &str = "disabled in the configuration";
     if config.source == EvidenceSource::Off {
-        return unavailable(status, "disabled in the configuration".into());
+        return unavailable(status, DISABLED, DISABLED.into());
+    }
+    if config.source == EvidenceSource::Hardware && !facts.sev_snp.guest_device {
+        return unavailable(
+            status,
+            "this node has no SEV-SNP guest device",
+            "hardware evidence source, but the probe found no SEV-SNP guest device \
+             (/dev/sev-guest): not an SEV-SNP guest"
+                .into(),
+        );
     }
     // The state directory only matters for paths the configuration leaves to it.
     let needs_state_dir = config.node_key.is_none()
@@ -552,7 +608,7 @@ pub fn attestation_service(
                 status.state_dir_origin = Some(dir.origin.clone());
                 Some(dir.path)
             }
-            Err(e) => return unavailable(status, e),
+            Err(e) => return unavailable(status, "no state directory for the node key", e),
         }
     } else {
         None
@@ -567,9 +623,7 @@ pub fn attestation_service(
     status.node_key = Some(node_key_path.display().to_string());
 
     let snp = match config.source {
-        EvidenceSource::Off => {
-            return unavailable(status, "disabled in the configuration".into());
-        }
+        EvidenceSource::Off => return unavailable(status, DISABLED, DISABLED.into()),
         EvidenceSource::Hardware => SnpSource::Hardware {
             vmpl: config.vmpl,
             cert_cache: config.cert_cache.clone(),
@@ -585,7 +639,13 @@ pub fn attestation_service(
                         "attestation serves TEST evidence: no governing body policy admits it");
                     SnpSource::Test(Box::new(signer))
                 }
-                Err(e) => return unavailable(status, format!("test evidence source: {e}")),
+                Err(e) => {
+                    return unavailable(
+                        status,
+                        "the test evidence source is unusable",
+                        format!("test evidence source: {e}"),
+                    );
+                }
             }
         }
     };
@@ -598,6 +658,10 @@ pub fn attestation_service(
                 status,
             )
         }
-        Err(e) => unavailable(status, format!("node identity key unusable: {e}")),
+        Err(e) => unavailable(
+            status,
+            "the node identity key is unusable",
+            format!("node identity key unusable: {e}"),
+        ),
     }
 }

@@ -10,7 +10,7 @@ use http_body_util::BodyExt;
 use node_agent::collect::ManualClock;
 use node_agent::collect::gpu::RecordedGpuSource;
 use node_agent::collect::rapl::RaplReader;
-use node_agent::http::{AppState, AttestationService, Heartbeat, router};
+use node_agent::http::{AppState, AttestationService, Heartbeat, public_router, router};
 use node_agent::nvml_child::NvmlChild;
 use node_agent::probe::NvmlMode;
 use node_agent::snapshot::Snapshot;
@@ -532,13 +532,177 @@ async fn gpu_evidence_is_collected_by_the_nvml_child() {
     let nonce = "33".repeat(32);
     let (code, _, body) = get(&st, &format!("/v1/attestation?nonce={nonce}")).await;
     assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    // The caller learns what failed, not the driver's words (those are logged).
     assert!(
-        body.contains("GPU evidence: NVML is not available (no NVIDIA driver)"),
+        body.contains("GPU evidence could not be collected"),
         "{body}"
     );
+    assert!(!body.contains("NVML is not available"), "{body}");
     let request = std::fs::read_to_string(&seen).unwrap();
     assert_eq!(
         request,
         format!(r#"{{"request":"evidence","nonce":"{nonce}"}}"#)
     );
+}
+
+async fn get_from(app: axum::Router, path: &str) -> (StatusCode, axum::http::HeaderMap, String) {
+    let resp = app
+        .oneshot(Request::get(path).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, headers, String::from_utf8(body.to_vec()).unwrap())
+}
+
+/// The public listener serves what the subnet needs and nothing that names local state.
+#[tokio::test]
+async fn the_public_routes_leave_out_the_operator_views() {
+    let st = state(
+        fixed_snapshot("ci-2core", "auto", None),
+        Duration::from_secs(60),
+        true,
+    );
+    for path in ["/metrics", "/healthz", "/readyz"] {
+        let (code, _, body) = get_from(public_router(st.clone()), path).await;
+        assert!(code.is_success(), "{path}: {code} {body}");
+    }
+    let (code, _, _) = get_from(public_router(st.clone()), "/v1/attestation").await;
+    assert_eq!(
+        code,
+        StatusCode::BAD_REQUEST,
+        "the route is there, the nonce is not"
+    );
+    for path in ["/", "/v1/status"] {
+        let (code, _, _) = get_from(public_router(st.clone()), path).await;
+        assert_eq!(code, StatusCode::NOT_FOUND, "{path}");
+        let (code, _, _) = get_from(router(st.clone()), path).await;
+        assert_eq!(code, StatusCode::OK, "{path} on the operator routes");
+    }
+}
+
+/// Without /dev/sev-guest and without the test source, /v1/status says attestation is not
+/// available, as /v1/attestation answers.
+#[tokio::test]
+async fn status_does_not_promise_hardware_evidence_without_a_guest_device() {
+    use node_agent::config::{AttestationConfig, EvidenceSource};
+    use node_agent::service::attestation_service;
+    let dir = tempfile::tempdir().unwrap();
+    let snap = fixed_snapshot("ci-2core", "auto", None);
+    assert!(!snap.node.facts.sev_snp.guest_device);
+    let config = AttestationConfig {
+        source: EvidenceSource::Hardware,
+        state_dir: Some(dir.path().to_owned()),
+        ..AttestationConfig::default()
+    };
+    let (service, status) = attestation_service(
+        &config,
+        &snap.node.facts,
+        &|_| None,
+        false,
+        &NvmlMode::absent("test"),
+    );
+    assert!(!status.available, "{status:?}");
+    assert!(status.reason.as_deref().unwrap().contains("/dev/sev-guest"));
+    let st = state(snap, Duration::from_secs(60), true)
+        .with_attestation(service)
+        .with_attestation_status(status);
+    let (_, _, body) = get(&st, "/v1/status").await;
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["attestation"]["available"], false);
+    let nonce = "44".repeat(32);
+    let (code, _, body) = get(&st, &format!("/v1/attestation?nonce={nonce}")).await;
+    assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(body.contains("no SEV-SNP guest device"), "{body}");
+    assert!(!body.contains("/dev/"), "no local paths to callers: {body}");
+}
+
+/// A collection past its deadline (here an NVML child that hangs) is answered 503 with
+/// `Retry-After`, the child is killed at the deadline, and while it holds the only slot
+/// further requests get 503 at once; the rate limit answers 429.
+#[tokio::test]
+async fn attestation_is_bounded_by_slots_a_deadline_and_a_rate() {
+    use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
+    use node_agent::server::HttpLimits;
+    use node_agent::service::attestation_service;
+    let dir = tempfile::tempdir().unwrap();
+    let snap = fixed_snapshot("ci-2core", "auto", None);
+    let limits = HttpLimits {
+        attestation_concurrency: 1,
+        attestation_timeout_seconds: 1.0,
+        attestation_per_second: 0.01,
+        attestation_burst: 2,
+        ..HttpLimits::default()
+    };
+    let config = AttestationConfig {
+        source: EvidenceSource::Test,
+        gpu_evidence: GpuEvidence::Nvml,
+        state_dir: Some(dir.path().to_owned()),
+        ..AttestationConfig::default()
+    };
+    let pid_file = dir.path().join("child.pid");
+    let child = NvmlChild::command(
+        "sh",
+        &[
+            "-c",
+            &format!("echo $$ > {}; exec sleep 30", pid_file.display()),
+        ],
+    )
+    .with_evidence_timeout(limits.attestation_timeout());
+    let (service, status) = attestation_service(
+        &config,
+        &snap.node.facts,
+        &|_| None,
+        false,
+        &NvmlMode::Child(child),
+    );
+    assert!(status.available, "{status:?}");
+    let st = state(snap, Duration::from_secs(60), true)
+        .with_limits(&limits)
+        .with_attestation(service)
+        .with_attestation_status(status);
+    let app = router(st);
+    let nonce = "55".repeat(32);
+    let path = format!("/v1/attestation?nonce={nonce}");
+    let started = std::time::Instant::now();
+    let first = tokio::spawn({
+        let (app, path) = (app.clone(), path.clone());
+        async move { get_from(app, &path).await }
+    });
+    // While the first holds the only slot: 503 at once, with Retry-After.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (code, headers, body) = get_from(app.clone(), &path).await;
+    assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(headers["retry-after"], "1");
+    let (code, headers, body) = first.await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(headers.contains_key("retry-after"), "{headers:?}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    // The hung child was killed at its deadline (it would sleep 30 s).
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the NVML child {pid} is still running"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The burst of 2 is spent (one by the first request, one now); the third is 429.
+    let _ = get_from(app.clone(), &path).await;
+    // (Its slot is free once its child is killed, a moment after the answer.)
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (code, headers, _) = get_from(app.clone(), &path).await;
+    assert_eq!(code, StatusCode::TOO_MANY_REQUESTS);
+    let wait: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(wait >= 1, "{wait}");
 }

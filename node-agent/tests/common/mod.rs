@@ -107,6 +107,16 @@ impl Agent {
     /// Starts the agent on a free port with a config (TOML text) and extra arguments,
     /// as systemd would (NOTIFY_SOCKET, WATCHDOG_USEC), and waits for READY=1.
     pub fn start(config: &str, args: &[&str], watchdog_usec: Option<u64>) -> Agent {
+        Agent::start_with(config, args, watchdog_usec, |_| {})
+    }
+
+    /// [`Agent::start`], with `customize` applied to the command last.
+    pub fn start_with(
+        config: &str,
+        args: &[&str],
+        watchdog_usec: Option<u64>,
+        customize: impl FnOnce(&mut Command),
+    ) -> Agent {
         let dir = tempfile::tempdir().unwrap();
         let socket_path = dir.path().join("notify.sock");
         let socket = UnixDatagram::bind(&socket_path).unwrap();
@@ -134,6 +144,7 @@ impl Agent {
             Some(us) => cmd.env("WATCHDOG_USEC", us.to_string()),
             None => cmd.env_remove("WATCHDOG_USEC"),
         };
+        customize(&mut cmd);
         let child = cmd.spawn().unwrap();
         let mut agent = Agent {
             child,
