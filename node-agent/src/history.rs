@@ -246,11 +246,11 @@ impl History {
     fn values_of(&self, s: &Snapshot, t: f64, now: &Counters) -> Vec<(SeriesKey, f64)> {
         let mut v = Vec::with_capacity(32);
         let c = &s.cost;
-        v.push((SeriesKey::new("node_power_watts", "W", vec![]), c.power_watts));
-        for (part, value) in [
-            ("total", c.eur_per_hour),
-            ("energy", c.energy_eur_per_hour),
-        ] {
+        v.push((
+            SeriesKey::new("node_power_watts", "W", vec![]),
+            c.power_watts,
+        ));
+        for (part, value) in [("total", c.eur_per_hour), ("energy", c.energy_eur_per_hour)] {
             v.push((
                 SeriesKey::new("cost_eur_per_hour", "EUR/h", vec![("part", part.into())]),
                 value,
@@ -286,7 +286,10 @@ impl History {
                     SeriesKey::new(
                         "crypto_items_per_second",
                         "items/s",
-                        vec![("executed", (*path).into()), ("operation", op.name().into())],
+                        vec![
+                            ("executed", (*path).into()),
+                            ("operation", op.name().into()),
+                        ],
                     ),
                     rate,
                 ));

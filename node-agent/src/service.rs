@@ -274,7 +274,9 @@ pub async fn run(
     let mut collectors = node_collectors(&config, node, crypto, clock, &nvml)?;
     let first = tokio::task::block_in_place(|| collectors.collect());
     let state = AppState::new(first, heartbeat.clone())
-        .with_history(crate::history::History::new(config.collect_interval_seconds))
+        .with_history(crate::history::History::new(
+            config.collect_interval_seconds,
+        ))
         .with_attestation(attestation)
         .with_attestation_status(attestation_status);
 

@@ -102,7 +102,9 @@ fn assert_drawn(plots: &[(String, Vec<String>)], caption: &str, lines: usize, po
             .split(|c: char| c.is_ascii_alphabetic() || c == ' ')
             .filter(|s| !s.is_empty())
         {
-            let v: f64 = n.parse().unwrap_or_else(|_| panic!("{caption}: {n:?} in {d}"));
+            let v: f64 = n
+                .parse()
+                .unwrap_or_else(|_| panic!("{caption}: {n:?} in {d}"));
             assert!((0.0..=320.0).contains(&v), "{caption}: {v} in {d}");
         }
     }
@@ -196,7 +198,10 @@ fn history_plots_draw_after_a_few_cycles() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let moved = Arc::new(AtomicBool::new(false));
     let replica = serve_replica(&rt, moved.clone());
-    let config = TEST_CONFIG.replace("metrics_url = \"\"", &format!("metrics_url = \"{replica}\""));
+    let config = TEST_CONFIG.replace(
+        "metrics_url = \"\"",
+        &format!("metrics_url = \"{replica}\""),
+    );
     let root = fixture_root("ci-2core").display().to_string();
     let agent = Agent::start(&config, &["--root", &root], None);
 
@@ -233,7 +238,10 @@ fn history_plots_draw_after_a_few_cycles() {
         dom.contains("GPU utilisation (%)</figcaption><p class=\"muted\">no GPU samples</p>"),
         "{dom}"
     );
-    assert!(dom.contains("points, one every 1 s (at most 3601, 60 min)"), "{dom}");
+    assert!(
+        dom.contains("points, one every 1 s (at most 3601, 60 min)"),
+        "{dom}"
+    );
     screenshot(&url, "sovereign-node-dashboard-history.png");
 }
 

@@ -105,9 +105,18 @@ fn promtool_checks_the_rules_and_their_unit_tests_pass() {
         );
     }
     for (labels, receiver) in [
-        (["severity=page", "alertname=SovereignNodeNotReady"], "on-call"),
-        (["severity=warning", "alertname=SovereignNodeGpuHot"], "fleet-tickets"),
-        (["severity=info", "alertname=SovereignNodeCostAboveBudget"], "cost-report"),
+        (
+            ["severity=page", "alertname=SovereignNodeNotReady"],
+            "on-call",
+        ),
+        (
+            ["severity=warning", "alertname=SovereignNodeGpuHot"],
+            "fleet-tickets",
+        ),
+        (
+            ["severity=info", "alertname=SovereignNodeCostAboveBudget"],
+            "cost-report",
+        ),
     ] {
         let mut args = vec!["config", "routes", "test", "--config.file=alertmanager.yml"];
         args.extend(labels);
@@ -121,7 +130,9 @@ fn amtool(args: &[&str]) -> String {
         .args(args)
         .current_dir(dashboards())
         .output()
-        .unwrap_or_else(|e| panic!("amtool not runnable ({e}); needs Debian package prometheus-alertmanager"));
+        .unwrap_or_else(|e| {
+            panic!("amtool not runnable ({e}); needs Debian package prometheus-alertmanager")
+        });
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -229,7 +240,9 @@ impl Prometheus {
             rt,
         };
         p.wait("Prometheus ready", Duration::from_secs(60), |p| {
-            p.get("/-/ready").map(|(code, _)| code == 200).unwrap_or(false)
+            p.get("/-/ready")
+                .map(|(code, _)| code == 200)
+                .unwrap_or(false)
         });
         p
     }
@@ -384,8 +397,12 @@ fn panel_expectation(title: &str, ref_id: &str) -> Option<Expect> {
         ("Nodes ready", "B") => Data("count over the same series"),
         ("Crypto selftest failing", _) => Data("`or vector(0)` always yields one sample"),
         ("SEV-SNP active", _) => Data("every agent exports sovereign_sev_snp_active"),
-        ("Fleet cost", _) => Data("every agent exports sovereign_cost_eur_per_hour{part=\"total\"}"),
-        ("Nodes: profile and readiness", _) => Data("every agent exports its profile and readiness"),
+        ("Fleet cost", _) => {
+            Data("every agent exports sovereign_cost_eur_per_hour{part=\"total\"}")
+        }
+        ("Nodes: profile and readiness", _) => {
+            Data("every agent exports its profile and readiness")
+        }
         ("Finalized height", _) | ("Certification lag (blocks)", _) => {
             Data("the agents scrape the recorded replica pages served by the test")
         }
@@ -398,7 +415,10 @@ fn panel_expectation(title: &str, ref_id: &str) -> Option<Expect> {
         ("CPU fallbacks after GPU failure", _) => NoGuarantee(
             "a fallback needs a GPU failure: no GPU ran here, and the counter has no sample until one happens",
         ),
-        ("GPU power", _) | ("GPU temperature", _) | ("GPU utilisation", _) | ("GPU memory used", _) => {
+        ("GPU power", _)
+        | ("GPU temperature", _)
+        | ("GPU utilisation", _)
+        | ("GPU memory used", _) => {
             Data("the recorded H200 samples carry power, temperature, utilisation and memory")
         }
         ("GPU XID and uncorrected ECC errors", "A") => NoGuarantee(
@@ -475,9 +495,8 @@ fn every_panel_query_and_alert_expression_evaluates_against_the_fleet() {
     };
 
     // Three agents on fixture trees; the research box's replica does not answer.
-    let with_replica = |url: &str| {
-        TEST_CONFIG.replace("metrics_url = \"\"", &format!("metrics_url = \"{url}\""))
-    };
+    let with_replica =
+        |url: &str| TEST_CONFIG.replace("metrics_url = \"\"", &format!("metrics_url = \"{url}\""));
     let replica_url = format!("http://{replica_addr}/metrics");
     let dead_url = format!("http://127.0.0.1:{}/metrics", free_port());
     let mut agents = Vec::new();
@@ -490,7 +509,10 @@ fn every_panel_query_and_alert_expression_evaluates_against_the_fleet() {
         let agent = Agent::start(&with_replica(url), &["--root", &root], None);
         let (_, status) = agent.get("/v1/status");
         let status: Value = serde_json::from_str(&status).unwrap();
-        assert_eq!(status["node"]["profile"], fixture, "{tree} selects {fixture}");
+        assert_eq!(
+            status["node"]["profile"], fixture,
+            "{tree} selects {fixture}"
+        );
         agents.push((fixture, agent));
     }
 
@@ -524,14 +546,24 @@ fn every_panel_query_and_alert_expression_evaluates_against_the_fleet() {
     let scraped = |p: &Prometheus| {
         p.scalar("count(up{job=\"sovereign-node-agent\"})") == Some(targets.len() as f64)
     };
-    prom.wait("a first scrape of every target", Duration::from_secs(60), scraped);
+    prom.wait(
+        "a first scrape of every target",
+        Duration::from_secs(60),
+        scraped,
+    );
     let switch = prom.scalar("time()").unwrap();
     switched.store(true, Ordering::Relaxed);
     let rescraped = |p: &Prometheus| {
         p.scalar("count(sovereign_agent_info)") == Some(running as f64)
-            && p.scalar("min(timestamp(sovereign_agent_info))").unwrap_or(0.0) > switch + 1.0
+            && p.scalar("min(timestamp(sovereign_agent_info))")
+                .unwrap_or(0.0)
+                > switch + 1.0
     };
-    prom.wait("a second scrape after the replica moved", Duration::from_secs(60), rescraped);
+    prom.wait(
+        "a second scrape after the replica moved",
+        Duration::from_secs(60),
+        rescraped,
+    );
 
     let mut failures = Vec::new();
     let mut check = |what: String, expr: &str, expect: Option<Expect>| {
@@ -542,7 +574,9 @@ fn every_panel_query_and_alert_expression_evaluates_against_the_fleet() {
         };
         eprintln!("{what}: {expr}\n    -> {summary}");
         let Some(expect) = expect else {
-            failures.push(format!("{what}: not listed in this test's expectations ({summary})"));
+            failures.push(format!(
+                "{what}: not listed in this test's expectations ({summary})"
+            ));
             return;
         };
         let r = match result {
@@ -591,7 +625,10 @@ fn every_panel_query_and_alert_expression_evaluates_against_the_fleet() {
         );
     }
     let instances = prom
-        .api("/api/v1/label/instance/values", &[("match[]", "sovereign_agent_info")])
+        .api(
+            "/api/v1/label/instance/values",
+            &[("match[]", "sovereign_agent_info")],
+        )
         .unwrap();
     assert_eq!(
         instances.as_array().unwrap().len(),
@@ -608,15 +645,20 @@ fn every_panel_query_and_alert_expression_evaluates_against_the_fleet() {
     // Prometheus itself evaluated every rule, without error.
     prom.wait("every rule evaluated", Duration::from_secs(40), |p| {
         p.api("/api/v1/rules", &[]).is_ok_and(|d| {
-            d["groups"][0]["rules"]
-                .as_array()
-                .is_some_and(|r| r.len() == 16 && r.iter().all(|r| r["lastEvaluation"] != "0001-01-01T00:00:00Z"))
+            d["groups"][0]["rules"].as_array().is_some_and(|r| {
+                r.len() == 16
+                    && r.iter()
+                        .all(|r| r["lastEvaluation"] != "0001-01-01T00:00:00Z")
+            })
         })
     });
     let data = prom.api("/api/v1/rules", &[]).unwrap();
     for r in data["groups"][0]["rules"].as_array().unwrap() {
         if r["health"] != "ok" {
-            failures.push(format!("rule {}: {} {}", r["name"], r["health"], r["lastError"]));
+            failures.push(format!(
+                "rule {}: {} {}",
+                r["name"], r["health"], r["lastError"]
+            ));
         }
     }
 
@@ -633,8 +675,14 @@ fn every_panel_query_and_alert_expression_evaluates_against_the_fleet() {
         let bytes = page_bytes(&prom, addr);
         eprintln!("  {fixture}: {samples} samples, {bytes} bytes, {seconds:.4} s");
         // The limits operators are given leave room: at most a tenth of each is used.
-        assert!(samples <= 200.0, "{fixture}: {samples} samples (sample_limit 2000)");
-        assert!(bytes <= 100_000, "{fixture}: {bytes} bytes (body_size_limit 1MB)");
+        assert!(
+            samples <= 200.0,
+            "{fixture}: {samples} samples (sample_limit 2000)"
+        );
+        assert!(
+            bytes <= 100_000,
+            "{fixture}: {bytes} bytes (body_size_limit 1MB)"
+        );
     }
 
     eprintln!("fleet test took {:.1} s", started.elapsed().as_secs_f64());

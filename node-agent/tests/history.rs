@@ -71,9 +71,7 @@ fn series<'a>(doc: &'a Value, name: &str, labels: &[(&str, &str)]) -> &'a Vec<Va
         .as_array()
         .unwrap()
         .iter()
-        .find(|s| {
-            s["name"] == name && labels.iter().all(|(k, v)| s["labels"][k] == *v)
-        })
+        .find(|s| s["name"] == name && labels.iter().all(|(k, v)| s["labels"][k] == *v))
         .unwrap_or_else(|| panic!("no series {name} {labels:?} in {doc}"))["values"]
         .as_array()
         .unwrap()
@@ -131,17 +129,31 @@ fn records_gauges_rates_and_increases() {
     let doc = document(&h);
     assert_eq!(doc["schema"], "sovereign-node/history/v1");
     assert_eq!(doc["points"], 2);
-    assert_eq!(doc["timestamps_unix_seconds"], serde_json::json!([T0, T0 + 15.0]));
-    let msm_gpu = series(&doc, "crypto_items_per_second", &[("operation", "msm"), ("executed", "gpu")]);
+    assert_eq!(
+        doc["timestamps_unix_seconds"],
+        serde_json::json!([T0, T0 + 15.0])
+    );
+    let msm_gpu = series(
+        &doc,
+        "crypto_items_per_second",
+        &[("operation", "msm"), ("executed", "gpu")],
+    );
     // No rate for the first point (no earlier reading), then 3 000 items / 15 s.
     assert_eq!(msm_gpu, &vec![Value::Null, serde_json::json!(200.0)]);
-    let msm_cpu = series(&doc, "crypto_items_per_second", &[("operation", "msm"), ("executed", "cpu")]);
+    let msm_cpu = series(
+        &doc,
+        "crypto_items_per_second",
+        &[("operation", "msm"), ("executed", "cpu")],
+    );
     assert_eq!(msm_cpu[1], 0.0);
     assert_eq!(series(&doc, "crypto_fallbacks_increase", &[])[1], 1.0);
     assert_eq!(series(&doc, "crypto_gpu_errors_increase", &[])[1], 2.0);
     assert_eq!(series(&doc, "pinning_reapplied_increase", &[])[1], 1.0);
     assert_eq!(series(&doc, "replica_finalized_height", &[])[1], 481_300.0);
-    assert_eq!(series(&doc, "replica_certification_lag_blocks", &[])[1], 10.0);
+    assert_eq!(
+        series(&doc, "replica_certification_lag_blocks", &[])[1],
+        10.0
+    );
     let g = &base.gpus[0];
     assert_eq!(
         series(&doc, "gpu_power_watts", &[("gpu", "0")])[0],
@@ -155,8 +167,14 @@ fn records_gauges_rates_and_increases() {
         series(&doc, "gpu_memory_used_bytes", &[("gpu", "0")])[0],
         g.memory_used_bytes.unwrap() as f64
     );
-    assert_eq!(series(&doc, "gpu_utilization_ratio", &[("gpu", "0")])[0], 0.0);
-    assert_eq!(series(&doc, "node_power_watts", &[])[0], base.cost.power_watts);
+    assert_eq!(
+        series(&doc, "gpu_utilization_ratio", &[("gpu", "0")])[0],
+        0.0
+    );
+    assert_eq!(
+        series(&doc, "node_power_watts", &[])[0],
+        base.cost.power_watts
+    );
     assert_eq!(
         series(&doc, "cost_eur_per_hour", &[("part", "total")])[0],
         base.cost.eur_per_hour
@@ -306,15 +324,24 @@ fn rss_grows_by_the_accounted_bytes() {
     );
     // Allocator and page rounding aside, the process grew by what the rings account for
     // (other tests of this binary may run at the same time: a generous upper bound).
-    assert!(grown as f64 >= accounted as f64 * 0.9, "grew {grown}, accounted {accounted}");
-    assert!(grown as f64 <= accounted as f64 * 1.5, "grew {grown}, accounted {accounted}");
+    assert!(
+        grown as f64 >= accounted as f64 * 0.9,
+        "grew {grown}, accounted {accounted}"
+    );
+    assert!(
+        grown as f64 <= accounted as f64 * 1.5,
+        "grew {grown}, accounted {accounted}"
+    );
 }
 
 #[tokio::test]
 async fn served_as_json_by_the_router() {
     let base = tokio::task::spawn_blocking(base_snapshot).await.unwrap();
-    let state = AppState::new(at(&base, T0), Arc::new(Heartbeat::new(Duration::from_secs(60))))
-        .with_history(History::new(15.0));
+    let state = AppState::new(
+        at(&base, T0),
+        Arc::new(Heartbeat::new(Duration::from_secs(60))),
+    )
+    .with_history(History::new(15.0));
     for i in 1..4 {
         state.publish(at(&base, T0 + 15.0 * f64::from(i)));
     }
