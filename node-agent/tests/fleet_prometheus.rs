@@ -551,7 +551,7 @@ fn every_panel_query_and_alert_expression_evaluates_against_the_fleet() {
         Duration::from_secs(60),
         scraped,
     );
-    let switch = prom.scalar("time()").unwrap();
+    let switch = prom.scalar("vector(time())").unwrap();
     switched.store(true, Ordering::Relaxed);
     let rescraped = |p: &Prometheus| {
         p.scalar("count(sovereign_agent_info)") == Some(running as f64)

@@ -200,24 +200,25 @@ fn a_wall_clock_step_back_starts_again() {
 fn a_gpu_that_went_away_leaves_the_window_and_frees_its_series() {
     let base = base_snapshot();
     let mut h = History::new(60.0);
-    let mut s = at(&base, T0);
-    s.gpus = gpus(&base, 2);
-    h.record(&s);
+    let point = |k: usize, n: u32| {
+        let mut s = at(&base, T0 + 60.0 * k as f64);
+        s.gpus = gpus(&base, n);
+        s
+    };
+    // Two points with two GPUs (the rates and increases need the second one).
+    h.record(&point(0, 2));
+    h.record(&point(1, 2));
     assert_eq!(h.series_count(), 17 + 8);
-    // GPU 1 gone: its series stay (with nulls) while it has values in the window ...
-    for i in 1..h.capacity() {
-        let mut s = at(&base, T0 + 60.0 * i as f64);
-        s.gpus = gpus(&base, 1);
-        h.record(&s);
-        assert_eq!(h.series_count(), 17 + 8, "point {i}");
+    // GPU 1 gone: its series stay (with nulls) while it has a value in the window ...
+    for k in 2..=h.capacity() {
+        h.record(&point(k, 1));
+        assert_eq!(h.series_count(), 17 + 8, "point {k}");
     }
     let doc = document(&h);
     let v = series(&doc, "gpu_power_watts", &[("gpu", "1")]);
-    assert!(v[0].is_number() && v[1..].iter().all(Value::is_null));
+    assert!(v[0].is_number() && v[1..].iter().all(Value::is_null), "{v:?}");
     // ... and go once the window has moved past its last value.
-    let mut s = at(&base, T0 + 60.0 * h.capacity() as f64);
-    s.gpus = gpus(&base, 1);
-    h.record(&s);
+    h.record(&point(h.capacity() + 1, 1));
     assert_eq!(h.series_count(), 17 + 4);
 }
 
@@ -281,8 +282,9 @@ fn series_beyond_the_limit_are_refused_and_counted() {
     h.record(&s);
     assert_eq!(h.series_count(), MAX_SERIES);
     let doc = document(&h);
-    // 17 + 120 wanted, 96 kept; the 8 crypto rate series have no value at the first point.
-    assert_eq!(doc["series_refused_total"], 17 + 120 - 8 - MAX_SERIES);
+    // 17 + 120 wanted, 96 kept; the 8 crypto rates and the 3 increases have no value at the
+    // first point.
+    assert_eq!(doc["series_refused_total"], 17 + 120 - 8 - 3 - MAX_SERIES);
 }
 
 /// VmRSS of this process, bytes.
