@@ -448,6 +448,43 @@ fn alert_expectation(alert: &str) -> Option<Expect> {
     use Expect::*;
     Some(match alert {
         "SovereignNodeAgentDown" => Fixtures(&["stopped"], "nothing listens on its port"),
+        "SovereignNodeNotReady" => Fixtures(
+            &["sovereign-node", "h200-samples"],
+            "the sovereign-node profile requires a usable GPU with CC; a fixture tree has no NVML",
+        ),
+        "SovereignNodeCryptoSelftestFailed" => Fixtures(
+            &[],
+            "the auto policies run on the CPU without a GPU, and the selftest passes there",
+        ),
+        "SovereignNodeSevSnpInactive" => Fixtures(
+            &[],
+            "only sovereign-node requires SEV-SNP, and its tree has /dev/sev-guest",
+        ),
+        "SovereignNodeCollectorDown" => Fixtures(
+            &["sovereign-node", "research-box"],
+            "their profiles expect a GPU, so the gpu collector runs and fails without NVML; the research box's replica does not answer",
+        ),
+        "SovereignNodeCryptoFallbacks" => Fixtures(&[], "no GPU ran, so nothing fell back"),
+        "SovereignNodeGpuXidError" => Fixtures(&[], "the recording saw no Xid"),
+        "SovereignNodeGpuUncorrectedEcc" => Fixtures(&[], "the recorded ECC counters stay at 0"),
+        "SovereignNodeGpuHot" => Fixtures(&[], "the recorded H200 is at 33 °C"),
+        "SovereignNodeGpuThermalThrottle" => {
+            Fixtures(&[], "the recorded H200 throttles only for gpu_idle")
+        }
+        "SovereignNodeGpuCcModeOff" => Fixtures(
+            &["h200-samples"],
+            "the recorded H200 has CC off, under the sovereign-node profile that requires it",
+        ),
+        "SovereignNodePinningDrift" => Fixtures(&[], "pinning is off in every agent here"),
+        "SovereignNodeReplicaDown" => {
+            Fixtures(&["research-box"], "its replica URL is a closed port")
+        }
+        "SovereignNodeFinalizationStalled" => Fixtures(
+            &["h200-samples"],
+            "it serves one snapshot, so its height never moves; the agents' replica moved from t0 to t1",
+        ),
+        "SovereignNodeCertificationLag" => Fixtures(&[], "the recorded pages trail by 1-2 blocks"),
+        "SovereignNodeCostAboveBudget" => Fixtures(&[], "every profile's cost is below 1.5 EUR/h"),
         _ => return None,
     })
 }
