@@ -216,7 +216,10 @@ fn a_gpu_that_went_away_leaves_the_window_and_frees_its_series() {
     }
     let doc = document(&h);
     let v = series(&doc, "gpu_power_watts", &[("gpu", "1")]);
-    assert!(v[0].is_number() && v[1..].iter().all(Value::is_null), "{v:?}");
+    assert!(
+        v[0].is_number() && v[1..].iter().all(Value::is_null),
+        "{v:?}"
+    );
     // ... and go once the window has moved past its last value.
     h.record(&point(h.capacity() + 1, 1));
     assert_eq!(h.series_count(), 17 + 4);
