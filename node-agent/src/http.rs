@@ -6,6 +6,7 @@
 
 use crate::exposition;
 use crate::server::HttpLimits;
+use crate::history::History;
 use crate::snapshot::Snapshot;
 use axum::Router;
 use axum::extract::{RawQuery, State};
@@ -151,11 +152,16 @@ pub struct AppState {
     pub attestation: Arc<AttestationService>,
     pub attestation_status: Arc<AttestationStatus>,
     pub attestation_gate: Arc<AttestationGate>,
+    /// The recent history of the key series (`/v1/history`), appended to by `publish`.
+    pub history: Arc<RwLock<History>>,
 }
 
 impl AppState {
     pub fn new(first: Snapshot, heartbeat: Arc<Heartbeat>) -> AppState {
+        let mut history = History::new(crate::config::Config::default().collect_interval_seconds);
+        history.record(&first);
         AppState {
+            history: Arc::new(RwLock::new(history)),
             snapshot: Arc::new(RwLock::new(Arc::new(first))),
             heartbeat,
             attestation: Arc::new(AttestationService::Unavailable(
@@ -186,11 +192,23 @@ impl AppState {
         self
     }
 
+    /// Keeps the history in `history` (sized for the agent's collection interval) from
+    /// here on, starting with the latest snapshot.
+    pub fn with_history(mut self, mut history: History) -> AppState {
+        history.record(&self.latest());
+        self.history = Arc::new(RwLock::new(history));
+        self
+    }
+
     pub fn latest(&self) -> Arc<Snapshot> {
         Arc::clone(&self.snapshot.read().unwrap_or_else(|p| p.into_inner()))
     }
 
     pub fn publish(&self, snapshot: Snapshot) {
+        self.history
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .record(&snapshot);
         *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(snapshot);
         self.heartbeat.beat();
     }
@@ -205,6 +223,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/v1/status", get(status))
+        .route("/v1/history", get(history))
         .route("/v1/attestation", get(attestation_evidence))
         .with_state(state)
 }
@@ -406,6 +425,22 @@ struct StatusBody<'a> {
     attestation: &'a AttestationStatus,
     #[serde(flatten)]
     snapshot: &'a Snapshot,
+}
+
+/// `GET /v1/history`: the ring as JSON, encoded under the read lock (the collection
+/// thread waits for at most one encoding).
+async fn history(State(state): State<AppState>) -> Response {
+    let encoded = {
+        let history = state.history.read().unwrap_or_else(|p| p.into_inner());
+        serde_json::to_string(&history.document())
+    };
+    match encoded {
+        Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
+        Err(e) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("history encoding: {e}\n"),
+        ),
+    }
 }
 
 async fn status(State(state): State<AppState>) -> Response {

@@ -8,6 +8,7 @@ pub mod config;
 pub mod cost;
 pub mod crypto;
 pub mod exposition;
+pub mod history;
 pub mod http;
 pub mod node;
 pub mod nvml_child;

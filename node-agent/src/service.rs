@@ -292,6 +292,9 @@ pub async fn run(
     let first = tokio::task::block_in_place(|| collectors.collect());
     let state = AppState::new(first, heartbeat.clone())
         .with_limits(&config.http)
+        .with_history(crate::history::History::new(
+            config.collect_interval_seconds,
+        ))
         .with_attestation(attestation)
         .with_attestation_status(attestation_status);
 

@@ -1,11 +1,10 @@
 //! The agent as a process: the systemd notify protocol (READY, STATUS, WATCHDOG,
-//! STOPPING) through a real notify socket, `node-agent check`'s exit status, and the
-//! dashboard rendered by headless Chromium.
+//! STOPPING) through a real notify socket, and `node-agent check`'s exit status. The
+//! dashboard in headless Chromium is in tests/browser.rs.
 
 mod common;
 
 use common::*;
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -154,78 +153,4 @@ fn check_exit_status_follows_readiness() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("collect_interval"));
-}
-
-fn chromium() -> Option<PathBuf> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .find_map(|name| {
-            std::env::var_os("PATH").and_then(|paths| {
-                std::env::split_paths(&paths)
-                    .map(|p| p.join(name))
-                    .find(|p| p.is_file())
-            })
-        })
-}
-
-#[test]
-#[ignore = "needs Chromium: renders the dashboard in a headless browser"]
-fn dashboard_renders_in_headless_chromium() {
-    let browser = chromium().expect("this test needs chromium (or chromium-browser) on PATH");
-    let config = TEST_CONFIG.replace(
-        "metrics_url = \"\"",
-        "metrics_url = \"http://127.0.0.1:1/metrics\"",
-    );
-    let agent = Agent::start(&config, &["--root", &ci_root()], None);
-    let profile_dir = tempfile::tempdir().unwrap();
-    let out = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-dev-shm-usage",
-            // Let the page's fetch and rendering finish before the DOM is dumped.
-            "--virtual-time-budget=10000",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", profile_dir.path().display()))
-        .arg(format!("http://127.0.0.1:{}/", agent.port))
-        .output()
-        .unwrap();
-    let dom = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        dom.contains(r#"<b id="profile-name">development</b>"#),
-        "{dom}"
-    );
-    assert!(
-        dom.contains(r#"<b id="node-status" class="ok">READY</b>"#),
-        "{dom}"
-    );
-    // Sections filled from /v1/status: the replica is down (nothing on port 1), the
-    // crypto paths are listed, the GPU collector is off with its reason.
-    assert!(dom.contains("http://127.0.0.1:1/metrics"), "{dom}");
-    assert!(dom.contains("cpu: the policy runs it on the CPU"), "{dom}");
-    assert!(dom.contains("off gpu"), "{dom}");
-    // Where the replica's runtime configuration went, and that this is not the image.
-    assert!(
-        dom.contains(&format!(
-            "{}",
-            agent.dir().join("runtime-config.json").display()
-        )),
-        "{dom}"
-    );
-    assert!(
-        dom.contains("not running from the sovereign-node image"),
-        "{dom}"
-    );
 }

@@ -1,0 +1,302 @@
+//! The dashboard in headless Chromium: the snapshot sections filled from /v1/status, and the
+//! history plots drawn from /v1/history after the agent collected a few cycles (the DOM is
+//! read back with --dump-dom, and a screenshot is written for a person to look at).
+
+mod common;
+
+use axum::Router;
+use axum::routing::get;
+use common::*;
+use node_agent::collect::ManualClock;
+use node_agent::collect::gpu::RecordedGpuSource;
+use node_agent::history::History;
+use node_agent::http::{AppState, Heartbeat, router};
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+fn chromium() -> PathBuf {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|p| p.join(name))
+                    .find(|p| p.is_file())
+            })
+        })
+        .expect("needs chromium (Debian package chromium) on PATH")
+}
+
+/// Runs headless Chromium on `url` with a fresh profile; `extra` adds e.g. --dump-dom.
+/// Returns standard output.
+fn headless(url: &str, extra: &[String]) -> String {
+    let profile_dir = tempfile::tempdir().unwrap();
+    let out = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            "--window-size=1400,1700",
+            // Let the page's fetches and rendering finish before the DOM or the screenshot.
+            "--virtual-time-budget=10000",
+        ])
+        .args(extra)
+        .arg(format!("--user-data-dir={}", profile_dir.path().display()))
+        .arg(url)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The plots of the dumped DOM: caption -> the `d` of each of its paths.
+fn plots(dom: &str) -> Vec<(String, Vec<String>)> {
+    dom.split("<figure class=\"plot\"")
+        .skip(1)
+        .map(|fig| {
+            let fig = fig.split("</figure>").next().unwrap();
+            let caption = fig
+                .split("<figcaption>")
+                .nth(1)
+                .and_then(|c| c.split("</figcaption>").next())
+                .unwrap_or("")
+                .to_string();
+            let paths = fig
+                .split("<path class=\"line\" d=\"")
+                .skip(1)
+                .map(|p| p.split('"').next().unwrap().to_string())
+                .collect();
+            (caption, paths)
+        })
+        .collect()
+}
+
+/// Asserts that the plot captioned `caption` draws `lines` lines, each joining at least
+/// `points` points.
+fn assert_drawn(plots: &[(String, Vec<String>)], caption: &str, lines: usize, points: usize) {
+    let (_, paths) = plots
+        .iter()
+        .find(|(c, _)| c == caption)
+        .unwrap_or_else(|| panic!("no plot {caption:?} in {plots:?}"));
+    assert_eq!(paths.len(), lines, "{caption}: {paths:?}");
+    for d in paths {
+        assert!(d.starts_with('M'), "{caption}: {d}");
+        let drawn = 1 + d.matches('L').count();
+        assert!(drawn >= points, "{caption}: {drawn} points: {d}");
+        // Every coordinate is a number inside the 320 x 120 plot.
+        for n in d
+            .split(|c: char| c.is_ascii_alphabetic() || c == ' ')
+            .filter(|s| !s.is_empty())
+        {
+            let v: f64 = n
+                .parse()
+                .unwrap_or_else(|_| panic!("{caption}: {n:?} in {d}"));
+            assert!((0.0..=320.0).contains(&v), "{caption}: {v} in {d}");
+        }
+    }
+}
+
+fn screenshot(url: &str, name: &str) -> PathBuf {
+    let dir = std::env::var_os("SCREENSHOT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let path = dir.join(name);
+    let _ = std::fs::remove_file(&path);
+    headless(url, &[format!("--screenshot={}", path.display())]);
+    let png = std::fs::read(&path).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    // IHDR: width and height, big-endian, at bytes 16..24.
+    let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+    assert_eq!((width, height), (1400, 1700));
+    // A blank page compresses to a few kB; text and plots do not.
+    assert!(png.len() > 50_000, "screenshot only {} bytes", png.len());
+    eprintln!("screenshot: {}", path.display());
+    path
+}
+
+/// Serves the recorded replica pages: t0 until `moved` is set, t1 after.
+fn serve_replica(rt: &tokio::runtime::Runtime, moved: Arc<AtomicBool>) -> String {
+    let t0 = read_testdata("replica/metrics-t0.txt");
+    let t1 = read_testdata("replica/metrics-t1.txt");
+    let app = Router::new().route(
+        "/metrics",
+        get(move || {
+            let page = if moved.load(Ordering::Relaxed) {
+                t1.clone()
+            } else {
+                t0.clone()
+            };
+            async move { page }
+        }),
+    );
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        format!("http://{addr}/metrics")
+    })
+}
+
+#[test]
+#[ignore = "needs chromium (Debian package chromium); CI installs it and runs --include-ignored"]
+fn dashboard_renders_in_headless_chromium() {
+    let config = TEST_CONFIG.replace(
+        "metrics_url = \"\"",
+        "metrics_url = \"http://127.0.0.1:1/metrics\"",
+    );
+    let root = fixture_root("ci-2core").display().to_string();
+    let agent = Agent::start(&config, &["--root", &root], None);
+    let dom = headless(
+        &format!("http://127.0.0.1:{}/", agent.port),
+        &["--dump-dom".into()],
+    );
+    assert!(
+        dom.contains(r#"<b id="profile-name">development</b>"#),
+        "{dom}"
+    );
+    assert!(
+        dom.contains(r#"<b id="node-status" class="ok">READY</b>"#),
+        "{dom}"
+    );
+    // Sections filled from /v1/status: the replica is down (nothing on port 1), the
+    // crypto paths are listed, the GPU collector is off with its reason.
+    assert!(dom.contains("http://127.0.0.1:1/metrics"), "{dom}");
+    assert!(dom.contains("cpu: the policy runs it on the CPU"), "{dom}");
+    assert!(dom.contains("off gpu"), "{dom}");
+    // Where the replica's runtime configuration went, and that this is not the image.
+    assert!(
+        dom.contains(&format!(
+            "{}",
+            agent.dir().join("runtime-config.json").display()
+        )),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("not running from the sovereign-node image"),
+        "{dom}"
+    );
+}
+
+#[test]
+#[ignore = "needs chromium (Debian package chromium); CI installs it and runs --include-ignored"]
+fn history_plots_draw_after_a_few_cycles() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let moved = Arc::new(AtomicBool::new(false));
+    let replica = serve_replica(&rt, moved.clone());
+    let config = TEST_CONFIG.replace(
+        "metrics_url = \"\"",
+        &format!("metrics_url = \"{replica}\""),
+    );
+    let root = fixture_root("ci-2core").display().to_string();
+    let agent = Agent::start(&config, &["--root", &root], None);
+
+    // 0.2 s collection interval: the history keeps one point per second. Wait for 6.
+    let points = |agent: &Agent| {
+        let (code, body) = agent.get("/v1/history");
+        assert_eq!(code, 200, "{body}");
+        let h: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(h["schema"], "sovereign-node/history/v1");
+        h["points"].as_u64().unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while points(&agent) < 6 {
+        if points(&agent) >= 3 {
+            moved.store(true, Ordering::Relaxed);
+        }
+        assert!(Instant::now() < deadline, "history did not grow");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    let url = format!("http://127.0.0.1:{}/", agent.port);
+    let dom = headless(&url, &["--dump-dom".into()]);
+    let plots = plots(&dom);
+    assert_eq!(plots.len(), 11, "{plots:?}");
+    assert_drawn(&plots, "Node power (W)", 1, 6);
+    assert_drawn(&plots, "Cost (EUR/h)", 2, 6);
+    // Four operations on two paths; the first point has no rate yet.
+    assert_drawn(&plots, "Crypto items per second (items/s)", 8, 5);
+    assert_drawn(&plots, "GPU errors and CPU fallbacks (per point)", 2, 5);
+    assert_drawn(&plots, "Replica heights (blocks)", 2, 6);
+    assert_drawn(&plots, "Certification lag (blocks)", 1, 6);
+    // No GPU on this machine: the GPU plots say so instead of drawing.
+    assert!(
+        dom.contains("GPU utilisation (%)</figcaption><p class=\"muted\">no GPU samples</p>"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("points, one every 1 s (at most 3601, 60 min)"),
+        "{dom}"
+    );
+    screenshot(&url, "sovereign-node-dashboard-history.png");
+}
+
+/// The agent's router with a history of 40 cycles, 15 s apart, collected from the recorded
+/// H200 NVML samples: the GPU plots draw as well.
+#[test]
+#[ignore = "needs chromium (Debian package chromium); CI installs it and runs --include-ignored"]
+fn gpu_history_plots_draw_from_recorded_nvml_samples() {
+    let (first, history) = std::thread::spawn(|| {
+        let clock = Arc::new(ManualClock::new(T0));
+        let mut c = fixed_collectors(node("epyc-9354p-snp-guest", "auto"), clock.clone());
+        c.gpu = Some(Box::new(
+            RecordedGpuSource::from_json(&read_testdata("gpu/h200-nvml-samples.json")).unwrap(),
+        ));
+        c.disable("pinning", "the profile gives no pool a CPU set");
+        let sys = tempfile::tempdir().unwrap();
+        write_rapl(sys.path(), 1_000_000_000);
+        c.rapl = Some(node_agent::collect::rapl::RaplReader::new(sys.path()));
+        let mut history = History::new(15.0);
+        let mut last = None;
+        for i in 0..40u64 {
+            // CPU package at 100 W, then 150 W from the 21st cycle.
+            let uj = 1_000_000_000 + i * 1_500_000_000 + i.saturating_sub(20) * 750_000_000;
+            write_rapl(sys.path(), uj);
+            let s = c.collect();
+            history.record(&s);
+            last = Some(s);
+            clock.advance(15.0);
+        }
+        (last.unwrap(), history)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(history.len(), 40);
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let state = AppState::new(first, Arc::new(Heartbeat::new(Duration::from_secs(3600))));
+    state.heartbeat.beat();
+    *state.history.write().unwrap() = history;
+    let url = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, router(state)).await.unwrap() });
+        format!("http://{addr}/")
+    });
+    let dom = headless(&url, &["--dump-dom".into()]);
+    let plots = plots(&dom);
+    for caption in [
+        "GPU utilisation (%)",
+        "GPU memory used (GiB)",
+        "GPU temperature (°C)",
+        "GPU power (W)",
+        "Node power (W)",
+    ] {
+        assert_drawn(&plots, caption, 1, 40);
+    }
+    screenshot(&url, "sovereign-node-dashboard-gpu-history.png");
+}
