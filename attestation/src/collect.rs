@@ -1,13 +1,10 @@
-//! Evidence collection on the node: the SEV-SNP report from `/dev/sev-guest`, the AMD chain,
-//! each GPU's CC evidence (the nvidia module), and the node's Ed25519 identity key, bound
-//! together through REPORT_DATA.
+//! Evidence collection on the node: the SEV-SNP report from `/dev/sev-guest`, the AMD chain
+//! and each GPU's CC evidence (the nvidia module), bound to the node's Ed25519 identity key
+//! (the identity module) through REPORT_DATA.
 
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ed25519_dalek::pkcs8::{DecodePrivateKey as _, EncodePrivateKey as _};
 use ed25519_dalek::{Signer as _, SigningKey};
 use thiserror::Error;
 
@@ -41,44 +38,13 @@ pub enum CollectError {
     /// [`GpuSource::External`] failed; the text says how (it names the GPU evidence).
     #[error("{0}")]
     GpuProcess(String),
-    #[error("node key {path}: {message}")]
-    NodeKey { path: PathBuf, message: String },
+    #[error(transparent)]
+    Identity(#[from] crate::identity::IdentityError),
     #[error("SNP report from the test source: {0}")]
     TestSource(String),
 }
 
 const SEV_GUEST: &str = "/dev/sev-guest";
-
-/// Write a new file readable only by its owner; fails if it exists.
-pub fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?;
-    f.write_all(contents)?;
-    f.sync_all()
-}
-
-/// The node's Ed25519 identity key (PKCS#8 PEM), created with mode 0600 on first start.
-pub fn load_or_create_node_key(path: &Path) -> Result<SigningKey, CollectError> {
-    let err = |message: String| CollectError::NodeKey {
-        path: path.to_owned(),
-        message,
-    };
-    match std::fs::read_to_string(path) {
-        Ok(pem) => SigningKey::from_pkcs8_pem(&pem).map_err(|e| err(e.to_string())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let key = SigningKey::generate(&mut rand::rngs::OsRng);
-            let pem = key
-                .to_pkcs8_pem(ed25519_dalek::pkcs8::spki::der::pem::LineEnding::LF)
-                .map_err(|e| err(e.to_string()))?;
-            write_private_file(path, pem.as_bytes()).map_err(|e| err(e.to_string()))?;
-            Ok(key)
-        }
-        Err(e) => Err(err(e.to_string())),
-    }
-}
 
 /// Where the SNP report comes from.
 pub enum SnpSource {

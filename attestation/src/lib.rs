@@ -5,13 +5,15 @@
 //! * [`snp`]: raw SEV-SNP report parsing, the AMD chain, and the report checks.
 //! * [`bundle`]: the evidence bundle served at `GET /v1/attestation?nonce=`, REPORT_DATA binding,
 //!   and [`bundle::verify_bundle`].
-//! * [`collect`]: evidence collection on the node (`/dev/sev-guest`, NVML, node key).
+//! * [`collect`]: evidence collection on the node (`/dev/sev-guest`, NVML).
+//! * [`identity`]: the node's Ed25519 key: sealed (SNP derived key) or an unsealed test key.
 //! * [`test_source`]: a test evidence source with a generated AMD-style key chain.
 //! * [`fleet`]: fetching and verifying evidence from many node agents.
 
 pub mod bundle;
 pub mod collect;
 pub mod fleet;
+pub mod identity;
 pub mod nvidia;
 pub mod policy;
 pub mod report;

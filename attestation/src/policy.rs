@@ -128,6 +128,10 @@ pub struct IdentitySection {
     pub id_key_digests: Vec<String>,
     #[serde(default)]
     pub author_key_digests: Vec<String>,
+    /// The launch must carry no author key (AUTHOR_KEY_EN clear, digest all zeros): the
+    /// image's ID block is signed by the ID key alone. Exclusive with `author_key_digests`.
+    #[serde(default)]
+    pub require_no_author_key: bool,
     pub family_id: Option<String>,
     pub image_id: Option<String>,
     /// Registered chip ids (hex, 64 bytes; Turin: 8).
@@ -168,6 +172,7 @@ pub struct Policy {
     pub host_data: Option<Vec<u8>>,
     pub id_key_digests: Vec<Vec<u8>>,
     pub author_key_digests: Vec<Vec<u8>>,
+    pub require_no_author_key: bool,
     pub family_id: Option<Vec<u8>>,
     pub image_id: Option<Vec<u8>>,
     pub chip_ids: Vec<Vec<u8>>,
@@ -267,6 +272,12 @@ impl Policy {
             }
         }
         let id = &file.identity;
+        if id.require_no_author_key && !id.author_key_digests.is_empty() {
+            return Err(value_err(
+                "identity.require_no_author_key",
+                "cannot be set together with identity.author_key_digests (which require one)",
+            ));
+        }
         let mut measurements = Vec::new();
         for (i, m) in id.measurements.iter().enumerate() {
             measurements.push((
@@ -365,6 +376,7 @@ impl Policy {
                 .iter()
                 .map(|h| hex_field(h, 48, "identity.author_key_digests"))
                 .collect::<Result<_, _>>()?,
+            require_no_author_key: id.require_no_author_key,
             family_id: id
                 .family_id
                 .as_deref()

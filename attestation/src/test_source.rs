@@ -472,7 +472,7 @@ impl TestSigner {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let mut seed = [0u8; 32];
                 rand::rngs::OsRng.fill_bytes(&mut seed);
-                crate::collect::write_private_file(path, hex::encode(seed).as_bytes())
+                crate::identity::write_private_file(path, hex::encode(seed).as_bytes())
                     .map_err(|e| seed_err(e.to_string()))?;
                 Ok(seed)
             }

@@ -4,7 +4,8 @@
 use std::sync::OnceLock;
 
 use attestation::bundle::{Bundle, EvidenceSource, ExpectedNode, gpu_nonce, verify_bundle};
-use attestation::collect::{Attester, GpuSource, SnpSource, load_or_create_node_key};
+use attestation::collect::{Attester, GpuSource, SnpSource};
+use attestation::identity::load_or_create_unsealed_key;
 use attestation::policy::Policy;
 use attestation::report::{Outcome, Verdict};
 use attestation::snp::amd::{ChainVerifier, parse_time};
@@ -224,13 +225,13 @@ fn node_key_is_created_0600_and_reloaded() {
     use std::os::unix::fs::PermissionsExt as _;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("node.key");
-    let k1 = load_or_create_node_key(&path).unwrap();
+    let k1 = load_or_create_unsealed_key(&path).unwrap().0;
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
-    let k2 = load_or_create_node_key(&path).unwrap();
+    let k2 = load_or_create_unsealed_key(&path).unwrap().0;
     assert_eq!(k1.verifying_key(), k2.verifying_key());
     std::fs::write(&path, "garbage").unwrap();
-    assert!(load_or_create_node_key(&path).is_err());
+    assert!(load_or_create_unsealed_key(&path).is_err());
 }
 
 #[test]

@@ -787,18 +787,43 @@ fn truncated_report_fails_every_report_check() {
 }
 
 #[test]
-fn nonzero_data_after_signature_is_refused() {
-    let mut raw = report("hopperAttestationReport.txt");
-    raw.push(0);
+fn any_byte_after_the_signature_is_refused_and_nvml_padding_is_trimmed_on_the_node() {
+    let genuine = report("hopperAttestationReport.txt");
+    AttestationReport::parse(&genuine).unwrap();
+    // Evidence ends at the signature: a zero byte after it is refused as well as any other.
+    for tail in [&[0u8][..], &[0, 7], &[7]] {
+        let mut raw = genuine.clone();
+        raw.extend_from_slice(tail);
+        assert_eq!(
+            AttestationReport::parse(&raw),
+            Err(ReportError::TrailingData { count: tail.len() }),
+            "{tail:?}"
+        );
+    }
+    // The node trims NVML's zero padding (a real H100 returned 1 byte) before sending...
+    let mut padded = genuine.clone();
+    padded.extend_from_slice(&[0, 0, 0]);
     assert_eq!(
-        AttestationReport::parse(&raw).unwrap().trailing_zero_bytes,
-        1
+        AttestationReport::trim_nvml_padding(&padded).unwrap(),
+        genuine.as_slice()
     );
-    raw.push(7);
     assert_eq!(
-        AttestationReport::parse(&raw),
-        Err(ReportError::TrailingData { count: 2 })
+        AttestationReport::trim_nvml_padding(&genuine).unwrap(),
+        genuine.as_slice()
     );
+    // ...but never non-zero data.
+    padded.push(1);
+    assert_eq!(
+        AttestationReport::trim_nvml_padding(&padded),
+        Err(ReportError::TrailingNonZero { count: 4 })
+    );
+    // Through the verifier: the report check fails and names the trailing bytes.
+    let mut ev = hopper();
+    ev.attestation_report.push(0);
+    let checks = verify(&ev, &nonce(HOPPER_NONCE), &hopper_policy(), now(), 0);
+    assert_eq!(outcome(&checks, "gpu.0.report.parse"), Outcome::Fail);
+    let detail = &find(&checks, "gpu.0.report.parse").detail;
+    assert!(detail.contains("1 bytes after the signature"), "{detail}");
 }
 
 #[test]

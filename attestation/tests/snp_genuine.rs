@@ -365,3 +365,189 @@ fn upstream_negatives_fail_the_targeted_check() {
         .unwrap();
     assert_eq!(c.outcome, Outcome::Fail, "{:?}", result.checks);
 }
+
+fn check_detail(checks: &[attestation::report::Check], name: &str) -> (Outcome, String) {
+    let c = checks
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no check {name} in {checks:#?}"));
+    (c.outcome, c.detail.clone())
+}
+
+/// No pinned root matches: the message says what was compared and what differed, and does
+/// not blame a supplied ARK that is AMD's pinned one.
+#[test]
+fn an_unanchored_chain_says_what_did_not_match() {
+    let verifier = ChainVerifier::new(TrustStore::amd());
+    let turin_vcek = parse_certs(&data("sev-crate/vcek_turin.der"))
+        .unwrap()
+        .remove(0);
+    // Turin VCEK with the genuine Milan ASK + ARK: the ARK is AMD's Milan ARK, the VCEK's
+    // issuer is not among its intermediates.
+    let r = verifier.verify(&SuppliedChain::from_certs(
+        turin_vcek.clone(),
+        parse_certs(&data("sev-crate/cert_chain_milan")).unwrap(),
+    ));
+    let (outcome, detail) = check_detail(&r.checks, "snp.chain.ark_pinned");
+    assert_eq!(outcome, Outcome::Fail);
+    assert!(
+        detail.starts_with("supplied ARK is the pinned Milan ARK")
+            && detail.contains("none of its intermediates (SEV-Milan")
+            && detail.contains("issued the VCEK (issuer")
+            && detail.contains("SEV-Turin"),
+        "{detail}"
+    );
+    assert!(!detail.contains("is not a pinned"), "{detail}");
+    // The Milan ASK it brought is reported as unused, not dropped.
+    let (outcome, detail) = check_detail(&r.checks, "snp.chain.supplied_certificates");
+    assert_eq!(outcome, Outcome::Fail);
+    assert!(detail.contains("SEV-Milan"), "{detail}");
+
+    // The Genoa ARK with a Milan VCEK: the same, naming Genoa.
+    let milan_vcek = parse_certs(&data("go-sev-guest/vcek.testcer"))
+        .unwrap()
+        .remove(0);
+    let r = verifier.verify(&SuppliedChain::from_certs(
+        milan_vcek.clone(),
+        parse_certs(&data("go-sev-guest/ask_ark_genoa.pem")).unwrap(),
+    ));
+    let (_, detail) = check_detail(&r.checks, "snp.chain.ark_pinned");
+    assert!(
+        detail.starts_with("supplied ARK is the pinned Genoa ARK"),
+        "{detail}"
+    );
+
+    // An ARK carrying Milan's name with other bytes: named as such, both digests given.
+    let milan = parse_certs(&data("go-sev-guest/ask_ark_milan.pem")).unwrap();
+    let ark = milan.iter().find(|c| c.subject() == c.issuer()).unwrap();
+    let mut forged = ark.der().to_vec();
+    let mid = forged.len() / 2; // inside the RSA-4096 modulus
+    forged[mid] ^= 0x01;
+    let forged = parse_certs(&forged).unwrap().remove(0);
+    let r = verifier.verify(&SuppliedChain::from_certs(milan_vcek.clone(), vec![forged]));
+    let (_, detail) = check_detail(&r.checks, "snp.chain.ark_pinned");
+    assert!(
+        detail.contains("has the name of the pinned Milan ARK") && detail.contains("other bytes"),
+        "{detail}"
+    );
+
+    // No ARK supplied and no pinned intermediate of that name: the issuer and the pins.
+    let r = ChainVerifier::new(attestation::snp::amd::TrustStore::empty())
+        .verify(&SuppliedChain::from_certs(milan_vcek, vec![]));
+    let (_, detail) = check_detail(&r.checks, "snp.chain.ark_pinned");
+    assert!(
+        detail.contains("no pinned root has an intermediate named")
+            && detail.contains("no root is pinned"),
+        "{detail}"
+    );
+}
+
+/// A supplied certificate the chain does not use (another product's ASK and ARK beside the
+/// right ones) fails `snp.chain.supplied_certificates`; byte-identical duplicates do not.
+#[test]
+fn a_supplied_certificate_that_is_not_used_is_reported() {
+    let report = data("go-sev-guest/attestation.bin");
+    let policy = Policy::default_policy();
+    let milan = parse_certs(&data("go-sev-guest/milan.testcer")).unwrap();
+    let genoa = parse_certs(&data("go-sev-guest/ask_ark_genoa.pem")).unwrap();
+    let vcek = parse_certs(&data("go-sev-guest/vcek.testcer"))
+        .unwrap()
+        .remove(0);
+    let chains = ChainVerifier::new(policy.trust_store());
+    let run = |others: Vec<attestation::snp::amd::AmdCert>| {
+        let mut checks = Vec::new();
+        snp::verify_report(
+            &report,
+            Ok(SuppliedChain::from_certs(vcek.clone(), others)),
+            &SnpContext {
+                policy: &policy,
+                chains: &chains,
+                now: at(NOW),
+            },
+            &mut checks,
+        );
+        Verdict::from_checks(checks)
+    };
+    // The right chain twice over (cert_chain.pem and ask.pem/ark.pem): nothing unused.
+    let v = run([milan.clone(), milan.clone()].concat());
+    assert!(
+        v.check("snp.chain.supplied_certificates").is_none(),
+        "{}",
+        v.to_table()
+    );
+    assert_eq!(failed(&v), vec!["snp.policy.debug".to_string()]);
+    // With Genoa's ASK and ARK beside it: the chain still anchors on Milan, and the two
+    // unused certificates are named.
+    let v = run([milan, genoa].concat());
+    assert_eq!(outcome(&v, "snp.chain.ark_pinned"), Outcome::Pass);
+    let c = v.check("snp.chain.supplied_certificates").unwrap();
+    assert_eq!(c.outcome, Outcome::Fail, "{}", v.to_table());
+    assert!(
+        c.detail.starts_with("2 supplied certificate(s)")
+            && c.detail.contains("SEV-Genoa")
+            && c.detail.contains("ARK-Genoa"),
+        "{}",
+        c.detail
+    );
+    assert!(!v.admitted);
+}
+
+/// `identity.require_no_author_key`: passes only with AUTHOR_KEY_EN clear and an all-zero
+/// digest; cannot be combined with `author_key_digests`.
+#[test]
+fn policy_can_require_the_author_key_to_be_absent() {
+    use attestation::snp::raw::ReportBuilder;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.toml");
+    std::fs::write(&path, "[identity]\nrequire_no_author_key = true\n").unwrap();
+    let policy = Policy::load(&path).unwrap();
+    assert!(policy.require_no_author_key);
+    // The genuine trustee report has an ID block but no author key.
+    let report = data("trustee/test-report.bin");
+    let parsed = AttestationReport::parse(&report).unwrap();
+    assert!(!parsed.author_key_en());
+    let v = verify(&report, "trustee/test-vcek.der", None, &policy, at(NOW));
+    let c = v.check("snp.identity.author_key_digest").unwrap();
+    assert_eq!(c.outcome, Outcome::Pass, "{}", v.to_table());
+    // A report with an author key (flag set, digest non-zero): refused, with both values.
+    let mut with_author = ReportBuilder::from_report(&parsed);
+    with_author
+        .flags(parsed.flags() | 1)
+        .author_key_digest([0xAA; 48]);
+    let mutated = with_author.build();
+    let mut checks = Vec::new();
+    let chains = ChainVerifier::new(policy.trust_store());
+    let vcek = parse_certs(&data("trustee/test-vcek.der"))
+        .unwrap()
+        .remove(0);
+    snp::verify_report(
+        mutated.as_bytes(),
+        Ok(SuppliedChain::from_certs(vcek, vec![])),
+        &SnpContext {
+            policy: &policy,
+            chains: &chains,
+            now: at(NOW),
+        },
+        &mut checks,
+    );
+    let (outcome, detail) = check_detail(&checks, "snp.identity.author_key_digest");
+    assert_eq!(outcome, Outcome::Fail);
+    assert!(
+        detail.contains("requires no author key") && detail.contains("AUTHOR_KEY_EN 1"),
+        "{detail}"
+    );
+    // Both settings at once is a policy error naming the field.
+    std::fs::write(
+        &path,
+        format!(
+            "[identity]\nrequire_no_author_key = true\nauthor_key_digests = [\"{}\"]\n",
+            "ab".repeat(48)
+        ),
+    )
+    .unwrap();
+    let err = Policy::load(&path).unwrap_err();
+    assert!(
+        err.to_string().contains("identity.require_no_author_key"),
+        "{err}"
+    );
+}

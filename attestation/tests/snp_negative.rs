@@ -92,6 +92,7 @@ impl<'a> Case<'a> {
             vcek: self.vcek.clone(),
             ask: self.ask.clone(),
             ark: self.ark.clone(),
+            unused: Vec::new(),
         };
         let mut checks = Vec::new();
         snp::verify_report(

@@ -83,7 +83,10 @@ pub struct AttestationStatus {
     /// Why that state directory (configured, systemd StateDirectory=, system default, or
     /// the development profile's user directory and why the system one was not usable).
     pub state_dir_origin: Option<String>,
+    /// The unsealed key file (test evidence source only; a sealed key has no file).
     pub node_key: Option<String>,
+    /// How the key is held: sealed (derived from the SNP derived key) or an unsealed file.
+    pub node_key_kind: Option<String>,
     pub node_public_key: Option<String>,
     pub test_seed: Option<String>,
     /// Whether bundles carry GPU evidence (NVML).

@@ -550,7 +550,10 @@ pub fn attestation_service(
     development: bool,
     nvml: &NvmlMode,
 ) -> (AttestationService, AttestationStatus) {
-    use attestation::collect::{Attester, GpuSource, SnpSource, load_or_create_node_key};
+    use attestation::collect::{Attester, GpuSource, SnpSource};
+    use attestation::identity::{
+        KeyFileOrigin, derive_sealed_node_key, load_or_create_unsealed_key,
+    };
     use attestation::test_source::TestSigner;
 
     let mut status = AttestationStatus {
@@ -600,9 +603,21 @@ pub fn attestation_service(
                 .into(),
         );
     }
-    // The state directory only matters for paths the configuration leaves to it.
-    let needs_state_dir = config.node_key.is_none()
-        || (config.source == EvidenceSource::Test && config.test_seed.is_none());
+    if config.source == EvidenceSource::Hardware && config.node_key.is_some() {
+        // A key file would be something the host can read or plant; refuse rather than
+        // leave the operator believing a file is the node's identity.
+        return unavailable(
+            status,
+            "this node's identity key configuration is refused",
+            "attestation.node_key names a key file, but the hardware source derives a sealed \
+             key from the SNP derived key and never reads or writes one: remove node_key"
+                .into(),
+        );
+    }
+    // The state directory only matters for the test source's files the configuration
+    // leaves to it; the hardware source writes nothing.
+    let needs_state_dir = config.source == EvidenceSource::Test
+        && (config.node_key.is_none() || config.test_seed.is_none());
     let state_dir = if needs_state_dir {
         match config.state_dir(env, Path::new(SYSTEM_STATE_DIR), development) {
             Ok(dir) => {
@@ -622,9 +637,6 @@ pub fn attestation_service(
             .or_else(|| state_dir.as_ref().map(|d| d.join(name)))
             .unwrap_or_default()
     };
-    let node_key_path = in_state_dir(&config.node_key, "node-key.pem");
-    status.node_key = Some(node_key_path.display().to_string());
-
     let snp = match config.source {
         EvidenceSource::Off => return unavailable(status, DISABLED, DISABLED.into()),
         EvidenceSource::Hardware => SnpSource::Hardware {
@@ -652,19 +664,53 @@ pub fn attestation_service(
             }
         }
     };
-    match load_or_create_node_key(&node_key_path) {
-        Ok(node_key) => {
-            status.available = true;
-            status.node_public_key = Some(hex::encode(node_key.verifying_key().to_bytes()));
-            (
-                AttestationService::Ready(Arc::new(Attester { node_key, snp, gpu })),
-                status,
-            )
+    let node_key = if config.source == EvidenceSource::Hardware {
+        match derive_sealed_node_key(config.vmpl) {
+            Ok(sealed) => {
+                let kind = format!(
+                    "sealed: derived from the SNP derived key (VCEK root; measurement, guest policy, committed TCB {:#018x}, VMPL {}); never stored",
+                    sealed.request.tcb_version, sealed.request.vmpl
+                );
+                tracing::info!(%kind, "node identity key");
+                status.node_key_kind = Some(kind);
+                sealed.key
+            }
+            Err(e) => {
+                return unavailable(
+                    status,
+                    "the sealed node identity key could not be derived",
+                    format!("sealed node identity key: {e}"),
+                );
+            }
         }
-        Err(e) => unavailable(
-            status,
-            "the node identity key is unusable",
-            format!("node identity key unusable: {e}"),
-        ),
-    }
+    } else {
+        let path = in_state_dir(&config.node_key, "node-key.pem");
+        status.node_key = Some(path.display().to_string());
+        match load_or_create_unsealed_key(&path) {
+            Ok((key, origin)) => {
+                let action = match origin {
+                    KeyFileOrigin::Created => "created",
+                    KeyFileOrigin::Loaded => "loaded",
+                };
+                tracing::warn!(path = %path.display(), action,
+                    "UNSEALED node identity key (test evidence source): a file, not sealed to SEV-SNP");
+                status.node_key_kind =
+                    Some(format!("UNSEALED file ({action}), test evidence only"));
+                key
+            }
+            Err(e) => {
+                return unavailable(
+                    status,
+                    "the node identity key is unusable",
+                    format!("node identity key unusable: {e}"),
+                );
+            }
+        }
+    };
+    status.available = true;
+    status.node_public_key = Some(hex::encode(node_key.verifying_key().to_bytes()));
+    (
+        AttestationService::Ready(Arc::new(Attester { node_key, snp, gpu })),
+        status,
+    )
 }

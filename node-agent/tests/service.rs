@@ -311,8 +311,9 @@ async fn readyz_fails_when_the_selftest_failed() {
 /// verifier admits only under a policy that trusts the test root.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attestation_route_serves_evidence_the_fleet_verifier_checks() {
-    use attestation::collect::{Attester, GpuSource, SnpSource, load_or_create_node_key};
+    use attestation::collect::{Attester, GpuSource, SnpSource};
     use attestation::fleet::{self, FleetOptions, NodeEntry, NodeList, NodeStatus};
+    use attestation::identity::load_or_create_unsealed_key;
     use attestation::policy::Policy;
     use attestation::snp::amd::{ChainVerifier, parse_time};
     use attestation::test_source::TestSigner;
@@ -320,7 +321,7 @@ async fn attestation_route_serves_evidence_the_fleet_verifier_checks() {
     let signer = TestSigner::from_seed([7; 32]).unwrap();
     let anchor = signer.authority.anchor();
     let dir = tempfile::tempdir().unwrap();
-    let node_key = load_or_create_node_key(&dir.path().join("node-key.pem")).unwrap();
+    let (node_key, _) = load_or_create_unsealed_key(&dir.path().join("node-key.pem")).unwrap();
     let st = state(
         fixed_snapshot("ci-2core", "auto", None),
         Duration::from_secs(60),
@@ -420,6 +421,20 @@ async fn status_reports_the_attestation_state_directory_and_why() {
     let key_path = dir.path().join("node-key.pem");
     assert_eq!(status.node_key, Some(key_path.display().to_string()));
     assert!(key_path.exists());
+    assert!(
+        std::fs::read_to_string(&key_path)
+            .unwrap()
+            .starts_with("# UNSEALED"),
+        "the test source's key file says what it is"
+    );
+    assert!(
+        status
+            .node_key_kind
+            .as_deref()
+            .unwrap()
+            .starts_with("UNSEALED file (created)"),
+        "{status:?}"
+    );
     assert!(dir.path().join("test-evidence-seed").exists());
 
     let st = state(snap.clone(), Duration::from_secs(60), true)
@@ -490,6 +505,68 @@ async fn status_reports_the_attestation_state_directory_and_why() {
     let (_, _, body) = get(&st, "/v1/status").await;
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["attestation"]["available"], false);
+}
+
+/// The hardware source never touches a key file: it derives the sealed key through
+/// /dev/sev-guest (absent here: 503 naming it, and nothing written to the state directory),
+/// and a configured key file is refused rather than used.
+#[tokio::test]
+async fn the_hardware_source_derives_a_sealed_key_and_writes_no_file() {
+    use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
+    use node_agent::service::attestation_service;
+    if std::path::Path::new("/dev/sev-guest").exists() {
+        eprintln!(
+            "this machine is an SEV-SNP guest: the sealed-key derivation is exercised by attestation's ignored test"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let snap = fixed_snapshot("ci-2core", "auto", None);
+    let config = AttestationConfig {
+        source: EvidenceSource::Hardware,
+        gpu_evidence: GpuEvidence::None,
+        state_dir: Some(dir.path().to_owned()),
+        ..AttestationConfig::default()
+    };
+    let no_env = |_: &str| None;
+    let (_, status) = attestation_service(
+        &config,
+        &snap.node.facts,
+        &no_env,
+        false,
+        &NvmlMode::absent("test"),
+    );
+    assert_eq!(status.node_key, None, "{status:?}");
+    if !std::path::Path::new("/dev/sev-guest").exists() {
+        assert!(!status.available);
+        let reason = status.reason.as_deref().unwrap();
+        assert!(
+            reason.contains("sealed node identity key") && reason.contains("/dev/sev-guest"),
+            "{reason}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+    let config = AttestationConfig {
+        node_key: Some(dir.path().join("planted.pem")),
+        ..config
+    };
+    let (_, status) = attestation_service(
+        &config,
+        &snap.node.facts,
+        &no_env,
+        false,
+        &NvmlMode::absent("test"),
+    );
+    assert!(!status.available);
+    assert!(
+        status
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("remove node_key"),
+        "{status:?}"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
 /// GPU evidence comes from an NVML child process (never NVML in the daemon): what the child

@@ -93,7 +93,8 @@ enum Command {
         /// 32-byte hex seed file of the test key chain; created (0600) if missing.
         #[arg(long)]
         seed: PathBuf,
-        /// Ed25519 node key (PKCS#8 PEM); created (0600) if missing.
+        /// Unsealed Ed25519 node key (labelled PKCS#8 PEM); created (0600, atomically) if
+        /// missing.
         #[arg(long)]
         node_key: PathBuf,
         /// The 32-byte nonce the bundle answers, 64 hex digits.
@@ -190,7 +191,8 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             nonce,
             ark_out,
         } => {
-            use attestation::collect::{Attester, GpuSource, SnpSource, load_or_create_node_key};
+            use attestation::collect::{Attester, GpuSource, SnpSource};
+            use attestation::identity::load_or_create_unsealed_key;
             use attestation::test_source::TestSigner;
             let nonce =
                 parse_nonce(&nonce).ok_or_else(|| anyhow!("--nonce must be 64 hex digits"))?;
@@ -200,7 +202,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                     .with_context(|| format!("writing {}", path.display()))?;
             }
             let attester = Attester {
-                node_key: load_or_create_node_key(&node_key)?,
+                node_key: load_or_create_unsealed_key(&node_key)?.0,
                 snp: SnpSource::Test(Box::new(signer)),
                 gpu: GpuSource::None,
             };

@@ -225,6 +225,14 @@ fn device_evidence(
         REPORT_CALL,
         index,
     )?;
+    // NVML may count zero padding after the signature; evidence ends at the signature (the
+    // verifier refuses anything after it). A report that does not parse is sent as NVML gave
+    // it, for the verifier to name what is wrong.
+    let attestation_report =
+        match super::spdm::AttestationReport::trim_nvml_padding(&attestation_report) {
+            Ok(trimmed) => trimmed.to_vec(),
+            Err(_) => attestation_report,
+        };
 
     const CERT_CALL: &str = "nvmlDeviceGetConfComputeGpuCertificate";
     let cert_sym = nvml_sym(nvml.lib().nvmlDeviceGetConfComputeGpuCertificate.as_ref())

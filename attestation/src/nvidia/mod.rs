@@ -347,7 +347,7 @@ fn describe_report(report: &AttestationReport) -> String {
         .count();
     format!(
         "SPDM 1.1 GET_MEASUREMENTS: {} measurement blocks ({} non-zero), {} opaque fields, \
-         driver {}, VBIOS {}, chip_sku {}, project {}, project_sku {}, signed span {} bytes{}",
+         driver {}, VBIOS {}, chip_sku {}, project {}, project_sku {}, signed span {} bytes",
         report.response.blocks.len(),
         nonzero,
         report.response.opaque.len(),
@@ -361,14 +361,6 @@ fn describe_report(report: &AttestationReport) -> String {
         text(opaque_type::PROJECT),
         text(opaque_type::PROJECT_SKU),
         report.signed_len,
-        if report.trailing_zero_bytes > 0 {
-            format!(
-                ", {} zero bytes of padding after the signature",
-                report.trailing_zero_bytes
-            )
-        } else {
-            String::new()
-        }
     )
 }
 

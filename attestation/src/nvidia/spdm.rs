@@ -142,8 +142,10 @@ pub enum ReportError {
     DuplicateOpaqueField { field_type: u16, name: &'static str },
     #[error("GET_MEASUREMENTS request param1 {param1:#04x} did not ask for a signature (bit 0)")]
     UnsignedRequest { param1: u8 },
-    #[error("{count} bytes after the signature are not zero padding")]
+    #[error("{count} bytes after the signature (the signature ends the report)")]
     TrailingData { count: usize },
+    #[error("{count} bytes after the signature are not zero padding")]
+    TrailingNonZero { count: usize },
 }
 
 /// The GET_MEASUREMENTS request the verifier's nonce travelled in.
@@ -191,9 +193,6 @@ pub struct AttestationReport {
     pub response: MeasurementsResponse,
     /// Length of the signed span: request ‖ response up to (excluding) the signature.
     pub signed_len: usize,
-    /// Zero bytes NVML left after the signature (seen on a real H100: 1 byte). They are
-    /// outside the signature and carry nothing; any non-zero byte there is refused.
-    pub trailing_zero_bytes: usize,
 }
 
 /// Bounds-checked cursor: every read names its field so errors say where the input ended.
@@ -283,8 +282,36 @@ fn expect_header(
 }
 
 impl AttestationReport {
-    /// Parses the raw report bytes NVML returned.
+    /// Parses a report as evidence carries it: the signature is its last byte. Bytes after
+    /// the signature are outside it, so a verifier that kept them would pass on unsigned
+    /// data; they are refused.
     pub fn parse(bytes: &[u8]) -> Result<AttestationReport, ReportError> {
+        let (report, trailing) = AttestationReport::parse_prefix(bytes)?;
+        if !trailing.is_empty() {
+            return Err(ReportError::TrailingData {
+                count: trailing.len(),
+            });
+        }
+        Ok(report)
+    }
+
+    /// The report as NVML returns it, which may end in zero padding after the signature
+    /// (seen on a real H100: 1 byte): the report's length and the padding removed. The node
+    /// sends the trimmed report; any non-zero byte after the signature is refused.
+    pub fn trim_nvml_padding(bytes: &[u8]) -> Result<&[u8], ReportError> {
+        let (report, trailing) = AttestationReport::parse_prefix(bytes)?;
+        if trailing.iter().any(|&b| b != 0) {
+            return Err(ReportError::TrailingNonZero {
+                count: trailing.len(),
+            });
+        }
+        Ok(bytes
+            .get(..report.signed_len + SIGNATURE_LEN)
+            .unwrap_or(bytes))
+    }
+
+    /// Parses the report at the start of `bytes`; returns it and the bytes after its signature.
+    fn parse_prefix(bytes: &[u8]) -> Result<(AttestationReport, &[u8]), ReportError> {
         let mut reader = Reader {
             bytes,
             offset: 0,
@@ -321,25 +348,21 @@ impl AttestationReport {
         let signature = reader.array::<SIGNATURE_LEN>("signature")?;
 
         let trailing = reader.rest();
-        if trailing.iter().any(|&b| b != 0) {
-            return Err(ReportError::TrailingData {
-                count: trailing.len(),
-            });
-        }
-
-        Ok(AttestationReport {
-            request,
-            response: MeasurementsResponse {
-                param1,
-                param2,
-                blocks,
-                responder_nonce,
-                opaque,
-                signature,
+        Ok((
+            AttestationReport {
+                request,
+                response: MeasurementsResponse {
+                    param1,
+                    param2,
+                    blocks,
+                    responder_nonce,
+                    opaque,
+                    signature,
+                },
+                signed_len,
             },
-            signed_len,
-            trailing_zero_bytes: trailing.len(),
-        })
+            trailing,
+        ))
     }
 
     /// The opaque-data value of `field_type`, if present (types are unique, see parse).

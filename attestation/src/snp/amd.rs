@@ -405,21 +405,128 @@ pub struct SuppliedChain {
     pub vcek: AmdCert,
     pub ask: Option<AmdCert>,
     pub ark: Option<AmdCert>,
+    /// Supplied certificates that are neither this chain's ARK nor the issuer of its VCEK
+    /// (another product's ASK, a second root, a leaf): the verifier reports them as a
+    /// failed `snp.chain.supplied_certificates` rather than ignoring them.
+    pub unused: Vec<AmdCert>,
 }
 
 impl SuppliedChain {
-    /// Sort a bag of certificates into VCEK/ASK/ARK by their names.
+    /// Sort a bag of certificates into VCEK/ASK/ARK by their names; what fits neither place
+    /// (and is not a byte-identical duplicate) is kept in `unused`.
     pub fn from_certs(vcek: AmdCert, others: Vec<AmdCert>) -> SuppliedChain {
-        let mut ask = None;
-        let mut ark = None;
+        let mut ask: Option<AmdCert> = None;
+        let mut ark: Option<AmdCert> = None;
+        let mut unused: Vec<AmdCert> = Vec::new();
         for c in others {
-            if c.subject() == c.issuer() {
-                ark = ark.or(Some(c));
+            let slot = if c.subject() == c.issuer() {
+                &mut ark
             } else if c.subject() == vcek.issuer() {
-                ask = ask.or(Some(c));
+                &mut ask
+            } else {
+                if c.der != vcek.der && !unused.iter().any(|u| u.der == c.der) {
+                    unused.push(c);
+                }
+                continue;
+            };
+            match slot {
+                None => *slot = Some(c),
+                Some(have) if have.der == c.der => {}
+                Some(_) => {
+                    if !unused.iter().any(|u| u.der == c.der) {
+                        unused.push(c);
+                    }
+                }
             }
         }
-        SuppliedChain { vcek, ask, ark }
+        SuppliedChain {
+            vcek,
+            ask,
+            ark,
+            unused,
+        }
+    }
+}
+
+/// Why no pinned root anchors `chain`: what was compared and what did not match.
+fn unanchored_reason(trust: &TrustStore, chain: &SuppliedChain, name_ek: &str) -> String {
+    let vcek = &chain.vcek;
+    let describe = |a: &TrustAnchor| {
+        format!(
+            "{}{} ARK {} (sha256 {})",
+            if a.is_test { "TEST " } else { "" },
+            a.product,
+            a.ark.subject(),
+            &a.ark.fingerprint()
+        )
+    };
+    let pinned: Vec<String> = trust.anchors.iter().map(describe).collect();
+    let pinned = if pinned.is_empty() {
+        "no root is pinned".to_string()
+    } else {
+        format!("pinned: {}", pinned.join("; "))
+    };
+    if let Some(ark) = &chain.ark {
+        let same: Vec<&TrustAnchor> = trust
+            .anchors
+            .iter()
+            .filter(|a| a.ark.der == ark.der)
+            .collect();
+        if same.is_empty() {
+            let named_like = trust
+                .anchors
+                .iter()
+                .find(|a| a.ark.subject() == ark.subject());
+            return match named_like {
+                Some(a) => format!(
+                    "supplied ARK {} has the name of the pinned {} but other bytes (sha256 {}, pinned {})",
+                    ark.subject(),
+                    describe(a),
+                    ark.fingerprint(),
+                    a.ark.fingerprint()
+                ),
+                None => format!(
+                    "supplied ARK {} (sha256 {}) is not a pinned root ({pinned})",
+                    ark.subject(),
+                    ark.fingerprint()
+                ),
+            };
+        }
+        let roots: Vec<String> = same.iter().map(|a| describe(a)).collect();
+        let roots = roots.join(", ");
+        return match &chain.ask {
+            Some(ask) => format!(
+                "supplied ARK is the pinned {roots}, but the supplied ASK {} was issued by {}, not by it",
+                ask.subject(),
+                ask.issuer()
+            ),
+            None => {
+                let names: Vec<String> = same
+                    .iter()
+                    .flat_map(|a| a.intermediates.iter().map(|i| i.subject()))
+                    .collect();
+                format!(
+                    "supplied ARK is the pinned {roots}, but none of its intermediates ({}) issued the {name_ek} (issuer {})",
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    },
+                    vcek.issuer()
+                )
+            }
+        };
+    }
+    match &chain.ask {
+        Some(ask) => format!(
+            "supplied ASK {} was issued by {}, which is no pinned ARK ({pinned})",
+            ask.subject(),
+            ask.issuer()
+        ),
+        None => format!(
+            "no pinned root has an intermediate named {} (the {name_ek}'s issuer) ({pinned})",
+            vcek.issuer()
+        ),
     }
 }
 
@@ -509,7 +616,8 @@ impl ChainVerifier {
 
     pub fn verify(&self, chain: &SuppliedChain) -> Arc<ChainResult> {
         let mut h = Sha256::new();
-        for c in [Some(&chain.vcek), chain.ask.as_ref(), chain.ark.as_ref()] {
+        let listed = [Some(&chain.vcek), chain.ask.as_ref(), chain.ark.as_ref()];
+        for c in listed.into_iter().chain(chain.unused.iter().map(Some)) {
             let der = c.map(|c| c.der.as_slice()).unwrap_or(&[]);
             h.update((der.len() as u64).to_le_bytes());
             h.update(der);
@@ -555,18 +663,31 @@ impl ChainVerifier {
             };
             ark_ok && ask_issuer_ok
         });
+        if !chain.unused.is_empty() {
+            let list: Vec<String> = chain
+                .unused
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{} (issuer {}, sha256 {})",
+                        c.subject(),
+                        c.issuer(),
+                        c.fingerprint()
+                    )
+                })
+                .collect();
+            checks.push(Check::fail(
+                "snp.chain.supplied_certificates",
+                format!(
+                    "{} supplied certificate(s) are neither the ARK nor the issuer of this {name_ek} ({}): {}",
+                    list.len(),
+                    vcek.issuer(),
+                    list.join("; ")
+                ),
+            ));
+        }
         let Some(anchor) = anchor else {
-            let detail = match &chain.ark {
-                Some(ark) => format!(
-                    "supplied ARK {} (sha256 {}) is not a pinned AMD root",
-                    ark.subject(),
-                    ark.fingerprint()
-                ),
-                None => format!(
-                    "no pinned root issued the intermediate for {name_ek} issuer {}",
-                    vcek.issuer()
-                ),
-            };
+            let detail = unanchored_reason(&self.trust, chain, name_ek);
             checks.push(Check::fail("snp.chain.ark_pinned", detail));
             return ChainResult {
                 checks,

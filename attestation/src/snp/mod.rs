@@ -607,7 +607,24 @@ fn identity_checks(report: &AttestationReport, policy: &Policy, checks: &mut Vec
         &ids,
         checks,
     );
-    if !policy.author_key_digests.is_empty() && !report.author_key_en() {
+    if policy.require_no_author_key {
+        let digest = report.author_key_digest();
+        checks.push(if report.author_key_en() || digest.iter().any(|&b| b != 0) {
+            Check::fail(
+                "snp.identity.author_key_digest",
+                format!(
+                    "policy requires no author key, but the report has AUTHOR_KEY_EN {} and author key digest {}",
+                    u8::from(report.author_key_en()),
+                    hexs(&digest)
+                ),
+            )
+        } else {
+            Check::pass(
+                "snp.identity.author_key_digest",
+                "no author key (AUTHOR_KEY_EN clear, digest all zeros), as the policy requires",
+            )
+        });
+    } else if !policy.author_key_digests.is_empty() && !report.author_key_en() {
         checks.push(Check::fail(
             "snp.identity.author_key_digest",
             "policy pins an author key, but the report has AUTHOR_KEY_EN clear",
