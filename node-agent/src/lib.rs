@@ -9,6 +9,7 @@ pub mod cost;
 pub mod crypto;
 pub mod exposition;
 pub mod http;
+pub mod kernel_cmdline;
 pub mod node;
 pub mod nvml_child;
 pub mod pinning;

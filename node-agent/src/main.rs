@@ -33,6 +33,18 @@ enum Command {
         #[arg(long, default_value_t = 15.0)]
         interval_seconds: f64,
     },
+    /// Set the replica slice's AllowedCPUs= to the union of the pools' CPU sets in the
+    /// runtime configuration the agent wrote (`systemctl set-property --runtime`, killed
+    /// after the timeout). Run as root by sovereign-replica-cpus.service after the agent
+    /// is ready; the agent itself has no access to systemd's bus.
+    SetReplicaCpus {
+        #[arg(long, default_value = "/run/sovereign-node/runtime-config.json")]
+        runtime_config: PathBuf,
+        #[arg(long, default_value = "sovereign-replica.slice")]
+        slice: String,
+        #[arg(long, default_value_t = node_agent::pinning::SYSTEMCTL_TIMEOUT.as_secs())]
+        timeout_seconds: u64,
+    },
     /// Internal: `run` starts this as a child process. Reads a crypto policy (JSON) on
     /// standard input, runs the crypto selftest under it, prints the report as JSON.
     #[command(hide = true)]
@@ -64,6 +76,11 @@ struct Common {
     /// Directory of profile files that add to or replace the embedded ones.
     #[arg(long)]
     profiles_dir: Option<PathBuf>,
+    /// The measured kernel command line (`/proc/cmdline` on a node): its `sn.evidence=`
+    /// and `sn.test_measurement=` select the evidence source over the configuration file
+    /// (node_agent::kernel_cmdline). Development runs leave it out.
+    #[arg(long, value_name = "FILE")]
+    kernel_cmdline: Option<PathBuf>,
 }
 
 impl Common {
@@ -80,6 +97,15 @@ impl Common {
         }
         if let Some(r) = &self.root {
             config.root = r.clone();
+        }
+        if let Some(path) = &self.kernel_cmdline {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the kernel command line {}", path.display()))?;
+            let settings = node_agent::kernel_cmdline::CmdlineSettings::parse(&text)?;
+            if let Some(source) = settings.evidence {
+                config.attestation.source = source;
+            }
+            config.attestation.test_measurement = settings.test_measurement;
         }
         let facts = match &self.facts {
             Some(f) => FactsSource::Recorded(f.clone()),
@@ -126,6 +152,31 @@ fn main() -> anyhow::Result<()> {
         Command::Probe { root } => {
             let facts = service::probe_root(&root, &node_agent::probe::NvmlMode::System);
             println!("{}", serde_json::to_string_pretty(&facts)?);
+            Ok(())
+        }
+        Command::SetReplicaCpus {
+            runtime_config,
+            slice,
+            timeout_seconds,
+        } => {
+            let text = std::fs::read_to_string(&runtime_config)
+                .with_context(|| format!("reading {}", runtime_config.display()))?;
+            let runtime = hardware_profiles::runtime::RuntimeConfig::from_json(&text)
+                .with_context(|| format!("parsing {}", runtime_config.display()))?;
+            match node_agent::pinning::slice_cpus(&runtime) {
+                None => println!(
+                    "profile {}: no pool has a CPU set; {slice} AllowedCPUs= left unset",
+                    runtime.profile
+                ),
+                Some(cpus) => {
+                    node_agent::pinning::set_slice_cpus(
+                        &slice,
+                        &cpus,
+                        std::time::Duration::from_secs(timeout_seconds),
+                    )?;
+                    println!("profile {}: {slice} AllowedCPUs={cpus}", runtime.profile);
+                }
+            }
             Ok(())
         }
         Command::Selftest => node_agent::crypto::child_main(),

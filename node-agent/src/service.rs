@@ -195,20 +195,30 @@ pub fn node_collectors(
         c.pinning_disabled_reason = Some(reason.into());
         c.disable("pinning", reason);
     } else {
-        let slice = sd_notify::booted()
-            .unwrap_or(false)
-            .then(|| config.pinning.slice.clone());
+        // Under systemd the slice and the replica's unit are found in the cgroup tree
+        // (read-only): the agent has no access to systemd's bus.
+        let slice = sd_notify::booted().unwrap_or(false).then(|| {
+            crate::pinning::SliceCheck {
+                slice: config.pinning.slice.clone(),
+                cgroup: Path::new(CGROUP_ROOT)
+                    .join(crate::pinning::slice_cgroup_path(&config.pinning.slice)),
+            }
+        });
+        let unit_cgroup = slice.as_ref().map(|s| s.cgroup.join(&config.replica.unit));
         let pinner = crate::pinning::Pinner::new(pools, Path::new("/proc"), slice);
         c.pinning = Some((
             pinner,
             ReplicaProcess::Locate {
-                unit: config.replica.unit.clone(),
+                unit_cgroup,
                 process_name: config.replica.process_name.clone(),
             },
         ));
     }
     Ok(c)
 }
+
+/// The unified cgroup hierarchy (cgroup v2), where systemd places units.
+pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 
 /// A GPU source that always fails with the reason NVML could not be opened.
 struct UnavailableGpu(String);
@@ -556,8 +566,13 @@ pub fn attestation_service(
             let signer =
                 TestSigner::load_or_create_seed(&seed_path).and_then(TestSigner::from_seed);
             match signer {
-                Ok(signer) => {
+                Ok(mut signer) => {
+                    let measurement = config
+                        .test_measurement
+                        .unwrap_or_else(attestation::test_source::test_measurement);
+                    signer.template.measurement(measurement);
                     tracing::warn!(seed = %seed_path.display(),
+                        measurement = %hex::encode(measurement),
                         "attestation serves TEST evidence: no governing body policy admits it");
                     SnpSource::Test(Box::new(signer))
                 }
