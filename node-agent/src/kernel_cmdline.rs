@@ -77,8 +77,7 @@ impl CmdlineSettings {
                 _ => {}
             }
         }
-        if settings.test_measurement.is_some() && settings.evidence != Some(EvidenceSource::Test)
-        {
+        if settings.test_measurement.is_some() && settings.evidence != Some(EvidenceSource::Test) {
             return Err(CmdlineError::Invalid {
                 param: TEST_MEASUREMENT,
                 value: String::new(),
@@ -105,7 +104,9 @@ mod tests {
         let none = CmdlineSettings::parse("console=ttyS0 quiet sn.evidence").unwrap();
         assert_eq!(none, CmdlineSettings::default());
         assert_eq!(
-            CmdlineSettings::parse("sn.evidence=hardware\n").unwrap().evidence,
+            CmdlineSettings::parse("sn.evidence=hardware\n")
+                .unwrap()
+                .evidence,
             Some(EvidenceSource::Hardware)
         );
     }
@@ -120,7 +121,10 @@ mod tests {
         );
         let short = CmdlineSettings::parse("sn.evidence=test sn.test_measurement=abcd");
         assert!(short.unwrap_err().to_string().contains("96 hex digits"));
-        let without_test = format!("sn.evidence=hardware sn.test_measurement={}", "00".repeat(48));
+        let without_test = format!(
+            "sn.evidence=hardware sn.test_measurement={}",
+            "00".repeat(48)
+        );
         assert!(
             CmdlineSettings::parse(&without_test)
                 .unwrap_err()

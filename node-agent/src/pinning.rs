@@ -514,7 +514,10 @@ mod tests {
             slice_cgroup_path("sovereign-replica.slice"),
             PathBuf::from("sovereign.slice/sovereign-replica.slice")
         );
-        assert_eq!(slice_cgroup_path("system.slice"), PathBuf::from("system.slice"));
+        assert_eq!(
+            slice_cgroup_path("system.slice"),
+            PathBuf::from("system.slice")
+        );
         assert_eq!(
             slice_cgroup_path("a-b-c.slice"),
             PathBuf::from("a.slice/a-b.slice/a-b-c.slice")
@@ -578,7 +581,10 @@ mod tests {
         assert_eq!(status.slice_allowed_cpus.as_deref(), Some("0-3"));
         assert_eq!(status.errors_total, 1, "recorded once per value read");
         let error = status.last_error.as_deref().unwrap();
-        assert!(error.contains("\"0-3\"") && error.contains("need 0,2-3"), "{error}");
+        assert!(
+            error.contains("\"0-3\"") && error.contains("need 0,2-3"),
+            "{error}"
+        );
     }
 
     #[test]

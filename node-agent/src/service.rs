@@ -197,13 +197,13 @@ pub fn node_collectors(
     } else {
         // Under systemd the slice and the replica's unit are found in the cgroup tree
         // (read-only): the agent has no access to systemd's bus.
-        let slice = sd_notify::booted().unwrap_or(false).then(|| {
-            crate::pinning::SliceCheck {
+        let slice = sd_notify::booted()
+            .unwrap_or(false)
+            .then(|| crate::pinning::SliceCheck {
                 slice: config.pinning.slice.clone(),
                 cgroup: Path::new(CGROUP_ROOT)
                     .join(crate::pinning::slice_cgroup_path(&config.pinning.slice)),
-            }
-        });
+            });
         let unit_cgroup = slice.as_ref().map(|s| s.cgroup.join(&config.replica.unit));
         let pinner = crate::pinning::Pinner::new(pools, Path::new("/proc"), slice);
         c.pinning = Some((
