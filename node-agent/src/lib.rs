@@ -10,6 +10,7 @@ pub mod crypto;
 pub mod exposition;
 pub mod http;
 pub mod node;
+pub mod node_config;
 pub mod nvml_child;
 pub mod pinning;
 pub mod probe;
