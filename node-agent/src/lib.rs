@@ -11,6 +11,7 @@ pub mod exposition;
 pub mod http;
 pub mod kernel_cmdline;
 pub mod node;
+pub mod node_config;
 pub mod nvml_child;
 pub mod pinning;
 pub mod probe;

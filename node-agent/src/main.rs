@@ -1,6 +1,7 @@
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use node_agent::config::Config;
+use node_agent::node_config::NodeConfiguration;
 use node_agent::service::{self, FactsSource};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -44,6 +45,20 @@ enum Command {
         slice: String,
         #[arg(long, default_value_t = node_agent::pinning::SYSTEMCTL_TIMEOUT.as_secs())]
         timeout_seconds: u64,
+    /// Verify the configuration partition (signature, checksums, schema) and write what the
+    /// node uses into DIR atomically: status.json, node.toml, hostname, network/, ic.json5.
+    /// A refused partition leaves a failure record (status.json, state "failed") in DIR and
+    /// exits 1; an all-zero or absent one records the image default and exits 0.
+    /// The contract: provisioning/sn-config/README.md.
+    ApplyConfig {
+        #[arg(long, value_name = "PARTITION_OR_FILE")]
+        from: PathBuf,
+        #[arg(long, value_name = "DIR")]
+        to: PathBuf,
+        /// The measured kernel command line; `sn.config_signer=HEX[,HEX]` there pins the
+        /// bundle's signer.
+        #[arg(long, value_name = "FILE", default_value = "/proc/cmdline")]
+        cmdline: PathBuf,
     },
     /// Internal: `run` starts this as a child process. Reads a crypto policy (JSON) on
     /// standard input, runs the crypto selftest under it, prints the report as JSON.
@@ -81,14 +96,29 @@ struct Common {
     /// (node_agent::kernel_cmdline). Development runs leave it out.
     #[arg(long, value_name = "FILE")]
     kernel_cmdline: Option<PathBuf>,
+    /// The directory `apply-config` wrote (the node's configuration from sn-config): node
+    /// name, subnet, profile and collection interval come from it; a refused configuration
+    /// makes the node NOT READY with the reason.
+    #[arg(long, value_name = "DIR")]
+    node_config: Option<PathBuf>,
 }
 
 impl Common {
-    fn resolve(&self) -> anyhow::Result<(Config, FactsSource)> {
+    fn resolve(&self) -> anyhow::Result<(Config, FactsSource, NodeConfiguration)> {
         let mut config = match &self.config {
             Some(path) => Config::load(path)?,
             None => Config::default(),
         };
+        let node_config = match &self.node_config {
+            Some(dir) => NodeConfiguration::load(dir),
+            None => NodeConfiguration::development(),
+        };
+        if let Some(node) = &node_config.node {
+            config.profile = node.profile.clone();
+            if let Some(s) = node.collect_interval_seconds {
+                config.collect_interval_seconds = s;
+            }
+        }
         if let Some(p) = &self.profile {
             config.profile = p.clone();
         }
@@ -111,7 +141,7 @@ impl Common {
             Some(f) => FactsSource::Recorded(f.clone()),
             None => FactsSource::Probe(config.root.clone()),
         };
-        Ok((config, facts))
+        Ok((config, facts, node_config))
     }
 }
 
@@ -126,7 +156,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(common) => {
-            let (config, facts) = common.resolve()?;
+            let (config, facts, node_config) = common.resolve()?;
             // Two workers: the agent serves a handful of requests per scrape interval.
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
@@ -134,14 +164,20 @@ fn main() -> anyhow::Result<()> {
                 .enable_all()
                 .build()
                 .context("starting the tokio runtime")?;
-            runtime.block_on(service::run(config, facts, common.profiles_dir.clone()))
+            runtime.block_on(service::run(
+                config,
+                facts,
+                common.profiles_dir.clone(),
+                node_config,
+            ))
         }
         Command::Check(common) => {
-            let (config, facts) = common.resolve()?;
+            let (config, facts, node_config) = common.resolve()?;
             let fit = service::check(
                 &config,
                 &facts,
                 common.profiles_dir.as_deref(),
+                &node_config,
                 &mut std::io::stdout(),
             )?;
             if !fit {
@@ -178,6 +214,30 @@ fn main() -> anyhow::Result<()> {
                 }
             }
             Ok(())
+        Command::ApplyConfig { from, to, cmdline } => {
+            match node_agent::node_config::apply_config(&from, &to, &cmdline) {
+                Ok(status) => {
+                    println!(
+                        "{}: {}",
+                        to.display(),
+                        match status.state {
+                            sn_config::apply::ApplyState::Applied => format!(
+                                "applied bundle {} of node {} (signer {}): {}",
+                                status.bundle_digest.as_deref().unwrap_or("?"),
+                                status.node.as_deref().unwrap_or("?"),
+                                status.signer.as_deref().unwrap_or("?"),
+                                status.files.join(", ")
+                            ),
+                            _ => status.reason.unwrap_or_default(),
+                        }
+                    );
+                    Ok(())
+                }
+                Err(e) => {
+                    eprintln!("node-agent apply-config: {e:#}");
+                    std::process::exit(1);
+                }
+            }
         }
         Command::Selftest => node_agent::crypto::child_main(),
         Command::Nvml => node_agent::nvml_child::child_main(),

@@ -234,6 +234,7 @@ pub async fn run(
     config: Config,
     facts: FactsSource,
     profiles_dir: Option<PathBuf>,
+    node_config: crate::node_config::NodeConfiguration,
 ) -> anyhow::Result<()> {
     notify(&[NotifyState::Status(
         "probing the machine and selecting the profile",
@@ -241,6 +242,12 @@ pub async fn run(
     let nvml = daemon_nvml();
     let mut node = assess_node(&config, &facts, profiles_dir.as_deref(), &nvml)?;
     node.set_runtime_config_file(write_runtime_config(&config, &node));
+    node.set_node_configuration(&node_config);
+    if node_config.ok() {
+        tracing::info!("configuration: {}", node_config.detail());
+    } else {
+        tracing::error!("NOT READY: {}", node_config.detail());
+    }
     for line in &node.explanation {
         tracing::info!("{line}");
     }
@@ -280,6 +287,7 @@ pub async fn run(
         &|name| std::env::var_os(name),
         node.profile == DEVELOPMENT_PROFILE,
         &nvml,
+        node_config.binding(),
     );
     let mut collectors = node_collectors(&config, node, crypto, clock, &nvml)?;
     let first = tokio::task::block_in_place(|| collectors.collect());
@@ -312,9 +320,11 @@ pub async fn run(
     let status = format!(
         "serving on {bound}; profile {profile}; {}",
         if ready {
-            "node ready"
+            "node ready".to_string()
+        } else if !node_config.ok() {
+            format!("node NOT ready: {}", node_config.detail())
         } else {
-            "node NOT ready (see /readyz)"
+            "node NOT ready (see /readyz)".to_string()
         }
     );
     tracing::info!("{status}");
@@ -429,9 +439,11 @@ pub fn check(
     config: &Config,
     facts: &FactsSource,
     profiles_dir: Option<&Path>,
+    node_config: &crate::node_config::NodeConfiguration,
     out: &mut dyn std::io::Write,
 ) -> anyhow::Result<bool> {
-    let node = assess_node(config, facts, profiles_dir, &NvmlMode::System)?;
+    let mut node = assess_node(config, facts, profiles_dir, &NvmlMode::System)?;
+    node.set_node_configuration(node_config);
     let crypto = crypto_selftest_in_process(&node);
     let selftest = &crypto.selftest;
     writeln!(out, "profile: {} ({})", node.profile, node.selection)?;
@@ -488,6 +500,7 @@ pub fn attestation_service(
     env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
     development: bool,
     nvml: &NvmlMode,
+    config_binding: ([u8; 32], [u8; 32]),
 ) -> (AttestationService, AttestationStatus) {
     use attestation::collect::{Attester, GpuSource, SnpSource, load_or_create_node_key};
     use attestation::test_source::TestSigner;
@@ -585,7 +598,15 @@ pub fn attestation_service(
             status.available = true;
             status.node_public_key = Some(hex::encode(node_key.verifying_key().to_bytes()));
             (
-                AttestationService::Ready(Arc::new(Attester { node_key, snp, gpu })),
+                AttestationService::Ready(Arc::new(Attester {
+                    node_key,
+                    snp,
+                    gpu,
+                    config: attestation::bundle::ConfigBinding::from_parts(
+                        config_binding.0,
+                        config_binding.1,
+                    ),
+                })),
                 status,
             )
         }
