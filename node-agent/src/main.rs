@@ -45,6 +45,7 @@ enum Command {
         slice: String,
         #[arg(long, default_value_t = node_agent::pinning::SYSTEMCTL_TIMEOUT.as_secs())]
         timeout_seconds: u64,
+    },
     /// Verify the configuration partition (signature, checksums, schema) and write what the
     /// node uses into DIR atomically: status.json, node.toml, hostname, network/, ic.json5.
     /// A refused partition leaves a failure record (status.json, state "failed") in DIR and
@@ -214,6 +215,7 @@ fn main() -> anyhow::Result<()> {
                 }
             }
             Ok(())
+        }
         Command::ApplyConfig { from, to, cmdline } => {
             match node_agent::node_config::apply_config(&from, &to, &cmdline) {
                 Ok(status) => {

@@ -1,18 +1,21 @@
-//! Flashing a node: check the image against its release manifest, refuse unsafe targets,
-//! write the image, write the node's archive into the configuration partition, sync, drop
-//! the target's cached pages, read the whole target back and compare. `verify` repeats the
-//! read-back at any later time. Success is reported only after the read-back matched.
+//! Flashing a node: check the image against its release manifest, open the target once and
+//! check that descriptor (`target`), write the image with the node's archive in its
+//! configuration partition through that descriptor, sync, read the whole target back through
+//! the same descriptor and compare. A block device is written and read with `O_DIRECT`, so the
+//! read-back sees the device, not the page cache. `verify` repeats the read-back at any later
+//! time. Success is reported only after the read-back matched.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::fs::File;
 use std::os::fd::AsFd;
+use std::os::unix::fs::{FileTypeExt, FileExt};
 use std::path::{Path, PathBuf};
 
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use crate::image::{BLOCK, ImageError, ReleaseManifest, check_image, sha256_of};
-use crate::target::{SystemView, Target, TargetError, TargetKind, check_target};
+use crate::image::{BLOCK, ImageError, ReleaseManifest, check_image};
+use crate::target::{Expect, OpenKind, OpenTarget, SystemView, TargetError, open_device, open_file};
 use sn_config::archive::{Partition, read_partition};
 use sn_config::{Bundle, ConfigError};
 
@@ -31,8 +34,6 @@ pub enum FlashError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path}: the target has {have} bytes, the image needs {need}")]
-    TooSmall { path: PathBuf, have: u64, need: u64 },
     /// The bundle's archive does not fit the configuration partition.
     #[error("the node's archive is {archive} bytes, the configuration partition {partition}")]
     ArchiveTooLarge { archive: u64, partition: u64 },
@@ -49,8 +50,7 @@ impl FlashError {
             FlashError::Image(_) | FlashError::Bundle(_) | FlashError::ArchiveTooLarge { .. } => 2,
             FlashError::Target(TargetError::Refused { .. }) => 3,
             FlashError::Target(TargetError::Io { .. })
-            | FlashError::TargetIo { .. }
-            | FlashError::TooSmall { .. } => 4,
+            | FlashError::TargetIo { .. } => 4,
         }
     }
 }
@@ -110,136 +110,234 @@ pub fn config_region(bundle: &Bundle, manifest: &ReleaseManifest) -> Result<Vec<
     Ok(region)
 }
 
-/// Writes `image` and `bundle` to `target` and verifies the result by reading it back.
+/// Where `provision flash` writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// A whole block device (`--target`), optionally pinned by serial and size.
+    Device { path: PathBuf, expect: Expect },
+    /// A regular file (`--to-file`), created if missing.
+    File { path: PathBuf },
+}
+
+impl Destination {
+    pub fn path(&self) -> &Path {
+        match self {
+            Destination::Device { path, .. } | Destination::File { path } => path,
+        }
+    }
+}
+
+/// A page-aligned I/O buffer: `O_DIRECT` needs the memory aligned to the logical block size.
+struct AlignedBuf {
+    storage: Vec<u8>,
+    start: usize,
+}
+
+const ALIGN: usize = 4096;
+
+impl AlignedBuf {
+    fn new(len: usize) -> AlignedBuf {
+        let storage = vec![0u8; len + ALIGN];
+        let start = storage.as_ptr().align_offset(ALIGN).min(ALIGN);
+        AlignedBuf { storage, start }
+    }
+
+    fn get(&mut self, n: usize) -> &mut [u8] {
+        let start = self.start;
+        self.storage.get_mut(start..start + n).unwrap_or_default()
+    }
+}
+
+/// Writes `image` and `bundle` to `dest` and verifies the result by reading it back through
+/// the same descriptor.
 pub fn flash(
     image: &Path,
     manifest: &ReleaseManifest,
     bundle: &Bundle,
-    target_path: &Path,
+    dest: &Destination,
     view: &SystemView,
     progress: &dyn Progress,
 ) -> Result<Verified, FlashError> {
-    let target = Target::inspect(target_path)?;
-    check_target(&target, image, view)?;
-    let region = config_region(bundle, manifest)?;
-    let archive_len = bundle.archive()?.len();
     let size = manifest.disk_image.size;
-
+    let region = config_region(bundle, manifest)?;
+    // Opened and checked once; held (exclusively, for a device) from here to the read-back.
+    let target = match dest {
+        Destination::Device { path, expect } => open_device(path, size, expect, view)?,
+        Destination::File { path } => open_file(path, image, view)?,
+    };
+    let remove_if_created = |t: &OpenTarget| {
+        if let OpenKind::File { created: true } = t.kind {
+            let _ = std::fs::remove_file(&t.path);
+        }
+    };
     progress.phase("checking the image", size);
-    check_image(image, manifest, &|done| progress.advance(done))?;
-
-    let is_file = !matches!(target.kind, TargetKind::BlockDevice { .. });
-    let mut out = OpenOptions::new()
-        .write(true)
-        .create(is_file)
-        .truncate(is_file)
-        .open(target_path)
-        .map_err(target_io("opening", target_path))?;
-    if !is_file {
-        let have = out
-            .seek(SeekFrom::End(0))
-            .map_err(target_io("sizing", target_path))?;
-        if have < size {
-            return Err(FlashError::TooSmall {
-                path: target_path.to_owned(),
-                have,
-                need: size,
-            });
+    if let Err(e) = check_image(image, manifest, &|done| progress.advance(done)) {
+        remove_if_created(&target);
+        return Err(e.into());
+    }
+    let mut input = match File::open(image) {
+        Ok(f) => f,
+        Err(source) => {
+            remove_if_created(&target);
+            return Err(ImageError::Io {
+                path: image.to_owned(),
+                source,
+            }
+            .into());
         }
-    }
-
-    progress.phase("writing", size);
-    let mut input = File::open(image).map_err(|source| ImageError::Io {
-        path: image.to_owned(),
-        source,
-    })?;
-    let mut buf = vec![0u8; BLOCK];
-    let mut pos = 0u64;
-    out.seek(SeekFrom::Start(0))
-        .map_err(target_io("writing", target_path))?;
-    while pos < size {
-        let n = usize::try_from((size - pos).min(BLOCK as u64)).unwrap_or(BLOCK);
-        let chunk = buf.get_mut(..n).unwrap_or_default();
-        input.read_exact(chunk).map_err(|source| ImageError::Io {
-            path: image.to_owned(),
-            source,
-        })?;
-        if is_file && chunk.iter().all(|&b| b == 0) {
-            out.seek(SeekFrom::Current(n as i64))
-                .map_err(target_io("writing", target_path))?;
-        } else {
-            // write_all turns a short write into an error (WriteZero) rather than moving on.
-            out.write_all(chunk)
-                .map_err(target_io("writing", target_path))?;
-        }
-        pos += n as u64;
-        progress.advance(pos);
-    }
-    if is_file {
-        // Zero blocks were skipped (a sparse file); the length covers any trailing ones.
-        out.set_len(size)
-            .map_err(target_io("writing", target_path))?;
-    }
-    // The rest of the region is zeros already: the image's configuration partition is all
-    // zeros (checked above) and was written as such (or left a hole in a file target).
-    // The read-back checks the whole region either way.
-    let offset = manifest.config_range().start;
-    out.seek(SeekFrom::Start(offset))
-        .and_then(|_| out.write_all(region.get(..archive_len).unwrap_or(&region)))
-        .map_err(target_io(
-            "writing the configuration partition of",
-            target_path,
-        ))?;
-    out.sync_all().map_err(target_io("syncing", target_path))?;
-    // Read back from the device, not from the page cache: drop the clean cached pages.
-    let _ = nix::fcntl::posix_fadvise(
-        out.as_fd(),
-        0,
-        0,
-        nix::fcntl::PosixFadviseAdvice::POSIX_FADV_DONTNEED,
-    );
-    drop(out);
-    progress.finish();
-
+    };
+    write_target(&target, image, &mut input, manifest, &region, progress)?;
     let expected_config = Sha256::digest(&region);
-    verify_target(
-        target_path,
+    read_back(
+        &target.path,
+        &target.file,
         manifest,
         Some(expected_config.into()),
         progress,
     )
 }
 
+fn write_target(
+    target: &OpenTarget,
+    image: &Path,
+    input: &mut File,
+    manifest: &ReleaseManifest,
+    region: &[u8],
+    progress: &dyn Progress,
+) -> Result<(), FlashError> {
+    let path = &target.path;
+    let out = &target.file;
+    let size = manifest.disk_image.size;
+    let config = manifest.config_range();
+    let is_file = matches!(target.kind, OpenKind::File { .. });
+    if is_file {
+        // Emptied first: zero blocks are skipped below (a sparse file), so nothing old may remain.
+        out.set_len(0).map_err(target_io("truncating", path))?;
+    }
+    progress.phase("writing", size);
+    let mut buf = AlignedBuf::new(BLOCK);
+    let mut pos = 0u64;
+    while pos < size {
+        let n = usize::try_from((size - pos).min(BLOCK as u64)).unwrap_or(BLOCK);
+        let chunk = buf.get(n);
+        std::io::Read::read_exact(input, chunk).map_err(|source| ImageError::Io {
+            path: image.to_owned(),
+            source,
+        })?;
+        // The image's configuration partition is all zeros (its SHA-256 was checked): the
+        // node's archive, padded with zeros, takes its place in the same pass.
+        overlay(chunk, pos, &config, region);
+        if !(is_file && chunk.iter().all(|&b| b == 0)) {
+            // write_all_at turns a short write into an error (WriteZero) rather than moving on.
+            out.write_all_at(chunk, pos)
+                .map_err(target_io("writing", path))?;
+        }
+        pos += n as u64;
+        progress.advance(pos);
+    }
+    if is_file {
+        // Zero blocks were skipped (a sparse file); the length covers any trailing ones.
+        out.set_len(size).map_err(target_io("writing", path))?;
+    }
+    // O_DIRECT bypasses the page cache, not the device's write cache: fsync flushes that.
+    out.sync_all().map_err(target_io("syncing", path))?;
+    progress.finish();
+    Ok(())
+}
+
+/// Copies the part of `region` (the bytes of disk range `range`) that `chunk` (at disk offset
+/// `start`) overlaps into `chunk`.
+fn overlay(chunk: &mut [u8], start: u64, range: &std::ops::Range<u64>, region: &[u8]) {
+    let end = start + chunk.len() as u64;
+    let lo = range.start.max(start);
+    let hi = range.end.min(end);
+    if lo < hi {
+        let (a, b) = ((lo - start) as usize, (hi - start) as usize);
+        let (ra, rb) = ((lo - range.start) as usize, (hi - range.start) as usize);
+        if let (Some(dst), Some(src)) = (chunk.get_mut(a..b), region.get(ra..rb)) {
+            dst.copy_from_slice(src);
+        }
+    }
+}
+
 /// Re-checks a flashed target: the image part against the manifest, the configuration
 /// partition as an intact bundle archive (and, given `expected_config`, exactly those bytes).
+/// A block device is read with `O_DIRECT`.
 pub fn verify_target(
     target_path: &Path,
     manifest: &ReleaseManifest,
     expected_config: Option<[u8; 32]>,
     progress: &dyn Progress,
 ) -> Result<Verified, FlashError> {
+    let file = File::open(target_path).map_err(target_io("opening", target_path))?;
+    let meta = file
+        .metadata()
+        .map_err(target_io("opening", target_path))?;
+    if meta.file_type().is_block_device() {
+        fcntl(file.as_fd(), FcntlArg::F_SETFL(OFlag::O_DIRECT)).map_err(|e| {
+            target_io("opening", target_path)(std::io::Error::other(format!(
+                "setting O_DIRECT: {e}"
+            )))
+        })?;
+    } else if !meta.is_file() {
+        return Err(FlashError::Target(TargetError::Refused {
+            target: target_path.to_owned(),
+            reason: "neither a block device nor a regular file".into(),
+        }));
+    }
+    read_back(target_path, &file, manifest, expected_config, progress)
+}
+
+/// Reads [0, image size) back through the target's descriptor: the image part's SHA-256 with
+/// the configuration region read as zeros, and the configuration region itself.
+fn read_back(
+    path: &Path,
+    file: &File,
+    manifest: &ReleaseManifest,
+    expected_config: Option<[u8; 32]>,
+    progress: &dyn Progress,
+) -> Result<Verified, FlashError> {
     let size = manifest.disk_image.size;
     let range = manifest.config_range();
-    let mut file = File::open(target_path).map_err(target_io("opening", target_path))?;
-    let have = file
-        .seek(SeekFrom::End(0))
-        .map_err(target_io("reading", target_path))?;
-    let mut reasons = Vec::new();
+    let mismatch = |reasons: Vec<String>| FlashError::Mismatch {
+        path: path.to_owned(),
+        reasons,
+    };
+    let have = std::io::Seek::seek(&mut &*file, std::io::SeekFrom::End(0))
+        .map_err(target_io("reading", path))?;
     if have < size {
-        reasons.push(format!(
+        return Err(mismatch(vec![format!(
             "the target has {have} bytes, the image {size}: the write was cut short"
-        ));
-        return Err(FlashError::Mismatch {
-            path: target_path.to_owned(),
-            reasons,
-        });
+        )]));
     }
     progress.phase("reading back", size);
-    let digest = sha256_of(&mut file, size, Some(range.clone()), &|d| {
-        progress.advance(d)
-    })
-    .map_err(target_io("reading", target_path))?;
+    let mut hasher = Sha256::new();
+    let mut region = vec![0u8; usize::try_from(range.end - range.start).unwrap_or(0)];
+    let mut buf = AlignedBuf::new(BLOCK);
+    let mut pos = 0u64;
+    while pos < size {
+        let n = usize::try_from((size - pos).min(BLOCK as u64)).unwrap_or(BLOCK);
+        let chunk = buf.get(n);
+        file.read_exact_at(chunk, pos)
+            .map_err(target_io("reading", path))?;
+        // Keep the configuration region's bytes, then hash the chunk with them as zeros.
+        let end = pos + n as u64;
+        let (lo, hi) = (range.start.max(pos), range.end.min(end));
+        if lo < hi {
+            let (a, b) = ((lo - pos) as usize, (hi - pos) as usize);
+            let (ra, rb) = ((lo - range.start) as usize, (hi - range.start) as usize);
+            if let (Some(src), Some(dst)) = (chunk.get_mut(a..b), region.get_mut(ra..rb)) {
+                dst.copy_from_slice(src);
+                src.fill(0);
+            }
+        }
+        hasher.update(&*chunk);
+        pos = end;
+        progress.advance(pos);
+    }
     progress.finish();
+    let digest: [u8; 32] = hasher.finalize().into();
+    let mut reasons = Vec::new();
     if digest != manifest.sha256 {
         reasons.push(format!(
             "image SHA-256 (configuration partition read as zeros) {} != manifest {}",
@@ -247,10 +345,6 @@ pub fn verify_target(
             manifest.disk_image.sha256
         ));
     }
-    let mut region = vec![0u8; usize::try_from(range.end - range.start).unwrap_or(0)];
-    file.seek(SeekFrom::Start(range.start))
-        .and_then(|_| file.read_exact(&mut region))
-        .map_err(target_io("reading", target_path))?;
     let config_digest: [u8; 32] = Sha256::digest(&region).into();
     if let Some(want) = expected_config
         && config_digest != want
@@ -273,13 +367,10 @@ pub fn verify_target(
         }
     };
     if !reasons.is_empty() {
-        return Err(FlashError::Mismatch {
-            path: target_path.to_owned(),
-            reasons,
-        });
+        return Err(mismatch(reasons));
     }
     Ok(Verified {
-        target: target_path.to_owned(),
+        target: path.to_owned(),
         image_sha256: hex::encode(digest),
         config_sha256: hex::encode(config_digest),
         node_name,

@@ -92,6 +92,12 @@ impl ReleaseManifest {
             .ok()
             .and_then(|b| b.try_into().ok())
             .ok_or_else(|| bad("disk_image.sha256 is not 64 hex digits".into()))?;
+        if disk_image.size == 0 || !disk_image.size.is_multiple_of(SECTOR) {
+            return Err(bad(format!(
+                "disk_image.size {} is not a non-zero multiple of {SECTOR} bytes",
+                disk_image.size
+            )));
+        }
         let c = &disk_image.config_partition;
         if c.name != CONFIG_PARTITION {
             return Err(bad(format!(

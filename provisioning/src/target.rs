@@ -1,15 +1,25 @@
-//! What may be flashed: a whole block device that nothing uses, or a regular file. Refused:
-//! the disk holding the running system's root filesystem, a device any of whose partitions
-//! (or device-mapper/md devices built on them) is mounted or used as swap, a partition
-//! (the image is a whole GPT disk), the image file itself, and a file that backs a loop
-//! device. Every check reads /proc and /sys under roots the caller gives, so the checks are
-//! tested against fixture trees.
+//! What may be flashed, decided on the descriptor that is then written: `open_device` opens a
+//! block device once, exclusively (`O_EXCL`: the kernel refuses it while it is mounted, used
+//! as swap or held by device-mapper/md), and checks that descriptor (`fstat`: a block
+//! device; its size; not the disk under the running system's root filesystem; neither it nor
+//! any of its partitions mounted or in swap; nothing stacked on it; the serial and size the
+//! operator expects). `open_file` opens a regular file (only ever asked for with
+//! `--to-file`) and refuses the image itself and a file backing a loop device. Every rule
+//! reads /proc and /sys under roots the caller gives, so the rules are tested against
+//! fixture trees as well as real loop devices.
 
 use std::collections::BTreeSet;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::fs::{File, OpenOptions};
+use std::io::{Seek, SeekFrom};
+use std::os::fd::AsFd;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use thiserror::Error;
+
+/// Sector size of the image's GPT; a device with another logical block size would not find it.
+pub const IMAGE_SECTOR: u64 = 512;
 
 #[derive(Debug, Error)]
 pub enum TargetError {
@@ -22,11 +32,12 @@ pub enum TargetError {
     },
 }
 
-/// Where the system's /proc and /sys are ("/proc", "/sys" on a real machine).
+/// Where the system's /proc, /sys and udev database are ("/proc", "/sys", "/run/udev/data").
 #[derive(Debug, Clone)]
 pub struct SystemView {
     pub proc_root: PathBuf,
     pub sys_root: PathBuf,
+    pub udev_data: PathBuf,
 }
 
 impl SystemView {
@@ -34,95 +45,278 @@ impl SystemView {
         SystemView {
             proc_root: PathBuf::from("/proc"),
             sys_root: PathBuf::from("/sys"),
+            udev_data: PathBuf::from("/run/udev/data"),
         }
     }
 }
 
-/// The target as found on the machine.
+/// What the operator pins a device by (`--expect-serial`, `--expect-size`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Expect {
+    pub serial: Option<String>,
+    pub size: Option<u64>,
+}
+
+/// What the checks established about an opened block device.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TargetKind {
-    /// A block device with its (major, minor) number.
-    BlockDevice { major: u32, minor: u32 },
-    /// A regular file (device and inode, to recognise the image itself).
-    File { dev: u64, ino: u64 },
-    /// Nothing there yet: a file will be created.
-    Missing,
+pub struct DeviceFacts {
+    /// Kernel name (`sdb`, `nvme1n1`, `loop3`).
+    pub name: String,
+    pub devnum: (u32, u32),
+    pub size: u64,
+    pub logical_block_size: u64,
+    /// Serial numbers /sys and udev report, as (source, value).
+    pub serials: Vec<(String, String)>,
 }
 
-#[derive(Debug, Clone)]
-pub struct Target {
+/// An opened, checked target: write and read back through `file` only.
+#[derive(Debug)]
+pub struct OpenTarget {
     pub path: PathBuf,
-    pub kind: TargetKind,
+    pub file: File,
+    pub kind: OpenKind,
 }
 
-impl Target {
-    /// Looks at `path` without opening it for writing.
-    pub fn inspect(path: &Path) -> Result<Target, TargetError> {
-        let meta = match std::fs::metadata(path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Target {
-                    path: path.to_owned(),
-                    kind: TargetKind::Missing,
-                });
-            }
-            Err(source) => {
-                return Err(TargetError::Io {
-                    path: path.to_owned(),
-                    source,
-                });
-            }
-        };
-        let kind = if meta.file_type().is_block_device() {
-            let rdev = meta.rdev();
-            TargetKind::BlockDevice {
-                major: nix::sys::stat::major(rdev) as u32,
-                minor: nix::sys::stat::minor(rdev) as u32,
-            }
-        } else if meta.is_file() {
-            TargetKind::File {
-                dev: meta.dev(),
-                ino: meta.ino(),
-            }
-        } else {
-            return Err(TargetError::Refused {
-                target: path.to_owned(),
-                reason: "neither a block device nor a regular file".into(),
-            });
-        };
-        Ok(Target {
-            path: path.to_owned(),
-            kind,
-        })
+#[derive(Debug)]
+pub enum OpenKind {
+    /// A whole block device, opened `O_EXCL`, switched to `O_DIRECT` after the checks.
+    Device(DeviceFacts),
+    /// A regular file; `created` when this open made it (removed again if flashing stops
+    /// before writing).
+    File { created: bool },
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> TargetError + '_ {
+    move |source| TargetError::Io {
+        path: path.to_owned(),
+        source,
     }
 }
 
-/// Every refusal rule; `image` is the image about to be written.
-pub fn check_target(target: &Target, image: &Path, view: &SystemView) -> Result<(), TargetError> {
+fn devnum_of_rdev(rdev: u64) -> (u32, u32) {
+    (
+        nix::sys::stat::major(rdev) as u32,
+        nix::sys::stat::minor(rdev) as u32,
+    )
+}
+
+/// Opens `path` once as a whole block device and checks that descriptor. `image` is the
+/// image about to be written (the device must hold it).
+pub fn open_device(
+    path: &Path,
+    image_size: u64,
+    expect: &Expect,
+    view: &SystemView,
+) -> Result<OpenTarget, TargetError> {
     let refuse = |reason: String| TargetError::Refused {
-        target: target.path.clone(),
+        target: path.to_owned(),
         reason,
     };
-    match target.kind {
-        TargetKind::Missing => Ok(()),
-        TargetKind::File { dev, ino } => {
-            if let Ok(m) = std::fs::metadata(image)
-                && (m.dev(), m.ino()) == (dev, ino)
-            {
-                return Err(refuse("it is the image file itself".into()));
-            }
-            let sys = Sysfs(&view.sys_root);
-            if let Some(loop_dev) = sys.loop_backed_by(&target.path) {
-                return Err(refuse(format!(
-                    "it backs the loop device /dev/{loop_dev}; detach it first (losetup -d)"
-                )));
-            }
-            Ok(())
+    // O_NONBLOCK: opening a FIFO or a device with open side effects must not hang; the
+    // descriptor is refused below unless it is a block device. O_EXCL on a block device:
+    // the kernel refuses it (EBUSY) while it is mounted, in swap or claimed by dm/md.
+    let opened = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc_flags(OFlag::O_EXCL | OFlag::O_NONBLOCK | OFlag::O_NOCTTY))
+        .open(path);
+    let file = match opened {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(nix::libc::EBUSY) => {
+            // Say who holds it where /proc and /sys tell; the kernel's refusal stands either way.
+            let detail = std::fs::metadata(path)
+                .ok()
+                .filter(|m| m.file_type().is_block_device())
+                .and_then(|m| check_block_device(path, devnum_of_rdev(m.rdev()), view).err());
+            return Err(refuse(match detail {
+                Some(reason) => reason,
+                None => "the kernel refuses an exclusive open (EBUSY): it is mounted, in swap, \
+                         or held by device-mapper, md or another program"
+                    .into(),
+            }));
         }
-        TargetKind::BlockDevice { major, minor } => {
-            check_block_device(&target.path, (major, minor), view).map_err(refuse)
+        Err(e) => return Err(io_error(path)(e)),
+    };
+    let meta = file.metadata().map_err(io_error(path))?;
+    let ft = meta.file_type();
+    if !ft.is_block_device() {
+        let what = if ft.is_file() {
+            "a regular file; a file is written only with --to-file"
+        } else if ft.is_dir() {
+            "a directory"
+        } else {
+            "neither a block device nor a regular file"
+        };
+        return Err(refuse(format!("it is {what}")));
+    }
+    let devnum = devnum_of_rdev(meta.rdev());
+    check_block_device(path, devnum, view).map_err(refuse)?;
+    let sys = Sysfs(&view.sys_root);
+    let name = sys
+        .name_of(devnum)
+        .ok_or_else(|| refuse(format!("block device {}:{} is not in /sys", devnum.0, devnum.1)))?;
+    let size = (&file).seek(SeekFrom::End(0)).map_err(io_error(path))?;
+    let logical_block_size = sys.logical_block_size(&name).ok_or_else(|| {
+        refuse(format!(
+            "cannot read the logical block size of /dev/{name} from {}",
+            sys.class(&name).join("queue/logical_block_size").display()
+        ))
+    })?;
+    let facts = DeviceFacts {
+        serials: device_serials(&name, devnum, view),
+        name,
+        devnum,
+        size,
+        logical_block_size,
+    };
+    check_facts(&facts, image_size, expect).map_err(refuse)?;
+    // The rest goes through the device, not the page cache: write-through on every block,
+    // and the read-back sees what the device returns.
+    fcntl(file.as_fd(), FcntlArg::F_SETFL(OFlag::O_DIRECT)).map_err(|e| {
+        io_error(path)(std::io::Error::other(format!("setting O_DIRECT: {e}")))
+    })?;
+    Ok(OpenTarget {
+        path: path.to_owned(),
+        file,
+        kind: OpenKind::Device(facts),
+    })
+}
+
+fn libc_flags(flags: OFlag) -> i32 {
+    flags.bits() | nix::libc::O_CLOEXEC
+}
+
+/// The device against the image and the operator's pins; the reason names what differs.
+pub fn check_facts(facts: &DeviceFacts, image_size: u64, expect: &Expect) -> Result<(), String> {
+    let name = &facts.name;
+    if let Some(want) = expect.size
+        && want != facts.size
+    {
+        return Err(format!(
+            "/dev/{name} has {} bytes, --expect-size says {want}",
+            facts.size
+        ));
+    }
+    if let Some(want) = &expect.serial
+        && !facts.serials.iter().any(|(_, have)| have == want.trim())
+    {
+        return Err(if facts.serials.is_empty() {
+            format!(
+                "--expect-serial {want:?}: /dev/{name} reports no serial number (none in /sys or the udev database)"
+            )
+        } else {
+            let have: Vec<String> = facts
+                .serials
+                .iter()
+                .map(|(src, v)| format!("{v:?} ({src})"))
+                .collect();
+            format!(
+                "/dev/{name} has serial {}, --expect-serial says {want:?}",
+                have.join(", ")
+            )
+        });
+    }
+    if facts.logical_block_size != IMAGE_SECTOR {
+        return Err(format!(
+            "/dev/{name} has {}-byte logical blocks; the image's GPT is laid out in {IMAGE_SECTOR}-byte sectors and would not be found",
+            facts.logical_block_size
+        ));
+    }
+    if facts.size < image_size {
+        return Err(format!(
+            "/dev/{name} has {} bytes, the image needs {image_size}",
+            facts.size
+        ));
+    }
+    Ok(())
+}
+
+/// The serial numbers of a whole disk: /sys (`device/serial`, `serial`, `device/wwid`,
+/// `wwid`) and udev's `ID_SERIAL_SHORT` / `ID_SERIAL`, as `lsblk -o SERIAL` shows them.
+pub fn device_serials(name: &str, devnum: (u32, u32), view: &SystemView) -> Vec<(String, String)> {
+    let sys = Sysfs(&view.sys_root);
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut add = |source: String, value: &str| {
+        let v = value.trim();
+        if !v.is_empty() && !out.iter().any(|(_, have)| have == v) {
+            out.push((source, v.to_string()));
+        }
+    };
+    for rel in ["device/serial", "serial", "device/wwid", "wwid"] {
+        if let Ok(v) = std::fs::read_to_string(sys.class(name).join(rel)) {
+            add(format!("sysfs {rel}"), &v);
         }
     }
+    let udev = view.udev_data.join(format!("b{}:{}", devnum.0, devnum.1));
+    if let Ok(text) = std::fs::read_to_string(udev) {
+        for key in ["ID_SERIAL_SHORT", "ID_SERIAL"] {
+            if let Some(v) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("E:")?.strip_prefix(key)?.strip_prefix('='))
+            {
+                add(format!("udev {key}"), v);
+            }
+        }
+    }
+    out
+}
+
+/// Opens (or creates) the regular file `path` for `--to-file` and checks that descriptor:
+/// a regular file, not the image, not backing a loop device.
+pub fn open_file(path: &Path, image: &Path, view: &SystemView) -> Result<OpenTarget, TargetError> {
+    let refuse = |reason: String| TargetError::Refused {
+        target: path.to_owned(),
+        reason,
+    };
+    let flags = libc_flags(OFlag::O_NONBLOCK | OFlag::O_NOCTTY);
+    let (file, created) = match OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .custom_flags(flags)
+        .open(path)
+    {
+        Ok(f) => (f, true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let f = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(flags)
+                .open(path)
+                .map_err(io_error(path))?;
+            (f, false)
+        }
+        Err(e) => return Err(io_error(path)(e)),
+    };
+    let meta = file.metadata().map_err(io_error(path))?;
+    let ft = meta.file_type();
+    if ft.is_block_device() {
+        return Err(refuse(
+            "it is a block device; flash a device with --target, which checks it".into(),
+        ));
+    }
+    if !ft.is_file() {
+        return Err(refuse("it is not a regular file".into()));
+    }
+    let id = (meta.dev(), meta.ino());
+    if let Ok(m) = std::fs::metadata(image)
+        && (m.dev(), m.ino()) == id
+    {
+        return Err(refuse("it is the image file itself".into()));
+    }
+    if let Some(loop_dev) = Sysfs(&view.sys_root).loop_backed_by(id) {
+        return Err(refuse(format!(
+            "it backs the loop device /dev/{loop_dev}; detach it first (losetup -d)"
+        )));
+    }
+    fcntl(file.as_fd(), FcntlArg::F_SETFL(OFlag::empty())).map_err(|e| {
+        io_error(path)(std::io::Error::other(format!("clearing O_NONBLOCK: {e}")))
+    })?;
+    Ok(OpenTarget {
+        path: path.to_owned(),
+        file,
+        kind: OpenKind::File { created },
+    })
 }
 
 /// The block-device rules, returning the reason for a refusal.
@@ -389,15 +583,23 @@ impl Sysfs<'_> {
         out
     }
 
-    /// The loop device whose backing file is `file`, if any.
-    fn loop_backed_by(&self, file: &Path) -> Option<String> {
-        let want = std::fs::canonicalize(file).ok()?;
+    /// The loop device whose backing file is the file `(dev, ino)`, if any.
+    fn loop_backed_by(&self, id: (u64, u64)) -> Option<String> {
         let entries = std::fs::read_dir(self.0.join("class/block")).ok()?;
         entries.filter_map(Result::ok).find_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
             let backing = std::fs::read_to_string(e.path().join("loop/backing_file")).ok()?;
-            (Path::new(backing.trim()) == want).then_some(name)
+            let m = std::fs::metadata(backing.trim()).ok()?;
+            ((m.dev(), m.ino()) == id).then_some(name)
         })
+    }
+
+    fn logical_block_size(&self, name: &str) -> Option<u64> {
+        std::fs::read_to_string(self.class(name).join("queue/logical_block_size"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
     }
 }
 

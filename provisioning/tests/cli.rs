@@ -95,13 +95,13 @@ fn plan_flash_and_verify_as_the_operator_guide_does() {
     assert!(o.status.success(), "{}", text(&o));
     let image = release.join("disk.img");
     let target = tmp.path().join("node-01.img");
-    // `provision VERB --image IMAGE --target TARGET --node BUNDLE`.
+    // `provision VERB --image IMAGE --to-file TARGET --node BUNDLE`.
     let on_target = |verb: &str, node: &str| {
         run(&[
             verb,
             "--image",
             image.to_str().unwrap(),
-            "--target",
+            "--to-file",
             target.to_str().unwrap(),
             "--node",
             out_dir.join(node).to_str().unwrap(),
@@ -141,16 +141,62 @@ fn invalid_input_exits_2_with_file_line_and_reason() {
 
     let o = run(&["plan", "/nonexistent.toml"]);
     assert_eq!(o.status.code(), Some(2));
+    // Each missing input is named by the argument it came from.
     let o = run(&[
         "flash",
         "--image",
         "/nonexistent/disk.img",
-        "--target",
+        "--to-file",
         "/tmp/x",
         "--node",
         "/nonexistent",
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("--image /nonexistent/disk.img: No such file or directory"),
+        "{t}"
+    );
+    assert!(!t.contains("release-manifest.json"), "{t}");
+    let image_dir = tmp.path().join("release");
+    std::fs::create_dir(&image_dir).unwrap();
+    std::fs::write(image_dir.join("disk.img"), b"").unwrap();
+    let image = image_dir.join("disk.img");
+    let o = run(&[
+        "flash",
+        "--image",
+        image.to_str().unwrap(),
+        "--to-file",
+        "/tmp/x",
+        "--node",
+        "/nonexistent",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("the release manifest next to --image") && t.contains("--manifest"),
+        "{t}"
+    );
+    // Neither or both destinations: clap's usage error.
+    let o = run(&["flash", "--image", "x", "--node", "y"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--target") && text(&o).contains("--to-file"));
+    let o = run(&[
+        "flash", "--image", "x", "--node", "y", "--target", "a", "--to-file", "b",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = run(&[
+        "flash",
+        "--image",
+        "x",
+        "--node",
+        "y",
+        "--to-file",
+        "b",
+        "--expect-serial",
+        "S",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "--expect-serial needs --target");
     let o = run(&["plan"]);
     assert_eq!(o.status.code(), Some(2), "clap's usage error");
 }

@@ -1,14 +1,19 @@
 //! Flashing against genuine GPT images built here (the `gpt` crate): sparse-file targets,
-//! a byte flipped after writing, a write cut short by a real file-size limit, a loop device
-//! where the machine allows one, and the refusal rules against fixture /proc and /sys trees.
+//! a byte flipped after writing, a write cut short by a real file-size limit, the refusal
+//! rules against fixture /proc and /sys trees, and real loop devices (root only): the checks
+//! on the opened descriptor, exclusive opens, mounts, serial and size pins, and a read-back
+//! that sees the device rather than the page cache.
 
 use std::io::{Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use provisioning::flash::{FlashError, Silent, config_region, flash, verify_target};
+use provisioning::flash::{Destination, FlashError, Silent, config_region, flash, verify_target};
 use provisioning::image::{ReleaseManifest, config_partition_of, write_test_image};
-use provisioning::target::{SystemView, TargetError, check_block_device};
+use provisioning::target::{
+    DeviceFacts, Expect, SystemView, TargetError, check_block_device, check_facts, device_serials,
+};
 use sha2::{Digest, Sha256};
 use sn_config::Bundle;
 
@@ -68,11 +73,17 @@ impl Fixture {
     }
 
     fn flash(&self) -> Result<provisioning::flash::Verified, FlashError> {
+        self.flash_to(&Destination::File {
+            path: self.target(),
+        })
+    }
+
+    fn flash_to(&self, dest: &Destination) -> Result<provisioning::flash::Verified, FlashError> {
         flash(
             &self.image(),
             &self.manifest,
             &self.bundle,
-            &self.target(),
+            dest,
             &SystemView::host(),
             &Silent,
         )
@@ -209,7 +220,7 @@ fn a_write_cut_short_by_a_file_size_limit_is_a_failure_and_verify_says_so() {
     // below the 21 MiB image. The kernel
     // refuses the write past the limit (EFBIG); provision ignores SIGXFSZ to report it.
     let script = format!(
-        "ulimit -f 4096; exec \"{BIN}\" flash --image \"{}\" --target \"{}\" --node \"{}\"",
+        "ulimit -f 4096; exec \"{BIN}\" flash --image \"{}\" --to-file \"{}\" --node \"{}\"",
         fx.image().display(),
         fx.target().display(),
         bundle_dir.display()
@@ -248,7 +259,8 @@ fn an_image_that_does_not_match_its_manifest_is_refused_before_writing() {
         err.to_string().contains("!= manifest disk_image.sha256"),
         "{err}"
     );
-    assert!(!fx.target().exists() || std::fs::metadata(fx.target()).unwrap().len() == 0);
+    // The file this run created is removed again: nothing was written.
+    assert!(!fx.target().exists());
     // A manifest whose partition is not where the GPT says.
     let mut bad = fx.manifest.clone();
     bad.disk_image.config_partition.offset_bytes += 512;
@@ -262,15 +274,9 @@ fn an_image_that_does_not_match_its_manifest_is_refused_before_writing() {
 #[test]
 fn the_image_itself_and_a_bad_bundle_are_refused() {
     let fx = Fixture::new();
-    let err = flash(
-        &fx.image(),
-        &fx.manifest,
-        &fx.bundle,
-        &fx.image(),
-        &SystemView::host(),
-        &Silent,
-    )
-    .unwrap_err();
+    let err = fx
+        .flash_to(&Destination::File { path: fx.image() })
+        .unwrap_err();
     assert_eq!(err.exit_code(), 3);
     assert!(err.to_string().contains("the image file itself"), "{err}");
 
@@ -335,6 +341,7 @@ fn view(root: &Path, mountinfo: &str, mounts: &str, swaps: &str) -> SystemView {
     SystemView {
         proc_root,
         sys_root: root.join("sys"),
+        udev_data: root.join("run/udev/data"),
     }
 }
 
@@ -438,109 +445,345 @@ fn a_file_backing_a_loop_device_is_refused() {
     )
     .unwrap();
     let v = view(tmp.path(), "", "", SWAPS_HEADER);
-    let target = provisioning::target::Target::inspect(&file).unwrap();
-    let err =
-        provisioning::target::check_target(&target, Path::new("/nonexistent"), &v).unwrap_err();
+    let err = provisioning::target::open_file(&file, Path::new("/nonexistent"), &v).unwrap_err();
     assert!(matches!(err, TargetError::Refused { .. }));
     assert!(
         err.to_string().contains("backs the loop device /dev/loop3"),
         "{err}"
     );
+    // Through another name (a hard link) it is the same file: still refused.
+    let link = tmp.path().join("link.img");
+    std::fs::hard_link(&file, &link).unwrap();
+    let err = provisioning::target::open_file(&link, Path::new("/nonexistent"), &v).unwrap_err();
+    assert!(err.to_string().contains("/dev/loop3"), "{err}");
 }
 
-/// A real loop device, where the machine lets us attach one (root, loop driver): flash,
-/// verify, flip a byte through the device, verify fails. Skips with the reason otherwise.
 #[test]
-fn flash_to_a_loop_device_where_available() {
+fn target_takes_only_block_devices_and_to_file_only_regular_files() {
     let fx = Fixture::new();
-    let backing = fx.dir.path().join("loop-backing.img");
-    let f = std::fs::File::create(&backing).unwrap();
-    f.set_len(fx.manifest.disk_image.size + (1 << 20)).unwrap();
-    drop(f);
-    let out = match Command::new("losetup")
-        .args(["--find", "--show"])
-        .arg(&backing)
+    // --target on a regular file: refused, and the file is untouched.
+    std::fs::write(fx.target(), b"keep me").unwrap();
+    let err = fx
+        .flash_to(&Destination::Device {
+            path: fx.target(),
+            expect: Expect::default(),
+        })
+        .unwrap_err();
+    assert_eq!(err.exit_code(), 3, "{err}");
+    assert!(
+        err.to_string()
+            .contains("a regular file; a file is written only with --to-file"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(fx.target()).unwrap(), b"keep me");
+    // --target on a character device or a directory: refused.
+    for (path, what) in [("/dev/null", "neither a block device"), ("/tmp", "")] {
+        let err = fx
+            .flash_to(&Destination::Device {
+                path: PathBuf::from(path),
+                expect: Expect::default(),
+            })
+            .unwrap_err();
+        assert!(err.to_string().contains(what), "{path}: {err}");
+    }
+    // --to-file on a character device (also through a symlink): refused.
+    let link = fx.dir.path().join("null-link");
+    std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+    for path in [PathBuf::from("/dev/null"), link] {
+        let err = fx.flash_to(&Destination::File { path }).unwrap_err();
+        assert_eq!(err.exit_code(), 3, "{err}");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
+    // The binary names the same reasons.
+    let out = Command::new(BIN)
+        .args(["flash", "--image"])
+        .arg(fx.image())
+        .arg("--node")
+        .arg(fx.dir.path().join("node-01"))
+        .arg("--target")
+        .arg(fx.target())
         .output()
-    {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("SKIP: loop device test: losetup not runnable: {e}");
-            return;
-        }
-    };
-    if !out.status.success() {
-        eprintln!(
-            "SKIP: loop device test: losetup failed (not root or no loop driver): {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-        return;
-    }
-    let device = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
-    struct Detach(PathBuf);
-    impl Drop for Detach {
-        fn drop(&mut self) {
-            let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
-        }
-    }
-    let _detach = Detach(device.clone());
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("only with --to-file"));
+}
 
-    let v = flash(
-        &fx.image(),
-        &fx.manifest,
-        &fx.bundle,
-        &device,
-        &SystemView::host(),
-        &Silent,
+#[test]
+fn device_facts_are_checked_against_the_pins_and_the_image() {
+    let facts = DeviceFacts {
+        name: "sdb".into(),
+        devnum: (8, 16),
+        size: 1 << 30,
+        logical_block_size: 512,
+        serials: vec![("udev ID_SERIAL_SHORT".into(), "S5GXNX0R123".into())],
+    };
+    let pins = |serial: Option<&str>, size: Option<u64>| Expect {
+        serial: serial.map(str::to_string),
+        size,
+    };
+    check_facts(&facts, 1 << 29, &pins(None, None)).unwrap();
+    check_facts(&facts, 1 << 29, &pins(Some("S5GXNX0R123"), Some(1 << 30))).unwrap();
+    let err = check_facts(&facts, 1 << 29, &pins(Some("S5GXNX0R999"), None)).unwrap_err();
+    assert_eq!(
+        err,
+        "/dev/sdb has serial \"S5GXNX0R123\" (udev ID_SERIAL_SHORT), --expect-serial says \"S5GXNX0R999\""
+    );
+    let err = check_facts(&facts, 1 << 29, &pins(None, Some(1 << 31))).unwrap_err();
+    assert_eq!(
+        err,
+        "/dev/sdb has 1073741824 bytes, --expect-size says 2147483648"
+    );
+    let err = check_facts(&facts, 1 << 31, &pins(None, None)).unwrap_err();
+    assert!(err.contains("the image needs 2147483648"), "{err}");
+    let no_serial = DeviceFacts {
+        serials: Vec::new(),
+        ..facts.clone()
+    };
+    let err = check_facts(&no_serial, 1, &pins(Some("X"), None)).unwrap_err();
+    assert!(err.contains("reports no serial number"), "{err}");
+    let four_k = DeviceFacts {
+        logical_block_size: 4096,
+        ..facts
+    };
+    let err = check_facts(&four_k, 1, &pins(None, None)).unwrap_err();
+    assert!(err.contains("4096-byte logical blocks"), "{err}");
+}
+
+#[test]
+fn serial_numbers_come_from_sysfs_and_the_udev_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    fixture_sys(tmp.path());
+    let v = view(tmp.path(), "", "", SWAPS_HEADER);
+    std::fs::create_dir_all(tmp.path().join("sys/devices/block/vda/device")).unwrap();
+    std::fs::write(
+        tmp.path().join("sys/devices/block/vda/device/serial"),
+        "VIRTIO-7\n",
     )
     .unwrap();
-    assert_eq!(v.node_name, "node-01");
-    // The backing file now holds the image, as seen through the device.
-    verify_target(&device, &fx.manifest, None, &Silent).unwrap();
-    // Flashing the backing file directly is refused while the loop device uses it.
-    let err = flash(
-        &fx.image(),
-        &fx.manifest,
-        &fx.bundle,
-        &backing,
-        &SystemView::host(),
-        &Silent,
+    std::fs::create_dir_all(&v.udev_data).unwrap();
+    std::fs::write(
+        v.udev_data.join("b8:16"),
+        "S:disk/by-id/ata-X\nE:ID_SERIAL=Samsung_SSD_870_S5GXNX0R123\nE:ID_SERIAL_SHORT=S5GXNX0R123\n",
     )
-    .unwrap_err();
-    assert_eq!(err.exit_code(), 3, "{err}");
-    {
-        let mut d = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&device)
+    .unwrap();
+    assert_eq!(
+        device_serials("vda", (254, 0), &v),
+        [("sysfs device/serial".to_string(), "VIRTIO-7".to_string())]
+    );
+    assert_eq!(
+        device_serials("sdb", (8, 16), &v),
+        [
+            ("udev ID_SERIAL_SHORT".to_string(), "S5GXNX0R123".to_string()),
+            (
+                "udev ID_SERIAL".to_string(),
+                "Samsung_SSD_870_S5GXNX0R123".to_string()
+            )
+        ]
+    );
+    assert!(device_serials("sda", (8, 0), &v).is_empty());
+}
+
+// ---- real loop devices (root) ----
+
+/// A loop device over a fresh sparse file of `bytes`, detached when dropped.
+struct Loop {
+    device: PathBuf,
+    backing: PathBuf,
+}
+
+impl Loop {
+    fn new(dir: &Path, name: &str, bytes: u64) -> Loop {
+        let backing = dir.join(name);
+        std::fs::File::create(&backing)
+            .unwrap()
+            .set_len(bytes)
             .unwrap();
-        // Flip a whole sector in the root partition (block devices take sector writes).
-        d.seek(SeekFrom::Start(2 << 20)).unwrap();
-        d.write_all(&[0xa5u8; 512]).unwrap();
+        let out = Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&backing)
+            .output()
+            .expect("losetup runs");
+        assert!(
+            out.status.success(),
+            "losetup: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let device = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
+        Loop { device, backing }
+    }
+
+    fn dest(&self, expect: Expect) -> Destination {
+        Destination::Device {
+            path: self.device.clone(),
+            expect,
+        }
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.device).status();
+    }
+}
+
+#[test]
+#[ignore = "needs root and loop devices: losetup"]
+fn flash_to_a_loop_device_writes_checks_and_reads_back_the_device() {
+    let fx = Fixture::new();
+    let lo = Loop::new(fx.dir.path(), "disk.raw", fx.manifest.disk_image.size + (1 << 20));
+    let v = fx.flash_to(&lo.dest(Expect::default())).unwrap();
+    assert_eq!(v.node_name, "node-01");
+    verify_target(&lo.device, &fx.manifest, None, &Silent).unwrap();
+    // The backing file holds exactly what the device was given.
+    let raw = std::fs::read(&lo.backing).unwrap();
+    let size = fx.manifest.disk_image.size as usize;
+    let image = std::fs::read(fx.image()).unwrap();
+    let r = fx.manifest.config_range();
+    assert_eq!(raw[..r.start as usize], image[..r.start as usize]);
+    assert_eq!(raw[r.end as usize..size], image[r.end as usize..]);
+    assert_eq!(
+        raw[r.start as usize..r.end as usize],
+        config_region(&fx.bundle, &fx.manifest).unwrap()[..]
+    );
+    // The backing file is refused as a --to-file target while the loop device uses it.
+    let err = fx
+        .flash_to(&Destination::File {
+            path: lo.backing.clone(),
+        })
+        .unwrap_err();
+    assert_eq!(err.exit_code(), 3, "{err}");
+    // A block device is refused as --to-file: devices get the device checks.
+    let err = fx
+        .flash_to(&Destination::File {
+            path: lo.device.clone(),
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("it is a block device"), "{err}");
+    // A sector overwritten through the device fails verify.
+    {
+        let d = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&lo.device)
+            .unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&d, &[0xa5u8; 512], 2 << 20).unwrap();
         d.sync_all().unwrap();
     }
-    let err = verify_target(&device, &fx.manifest, None, &Silent).unwrap_err();
+    let err = verify_target(&lo.device, &fx.manifest, None, &Silent).unwrap_err();
     assert_eq!(err.exit_code(), 1, "{err}");
+}
+
+#[test]
+#[ignore = "needs root and loop devices: losetup"]
+fn the_read_back_sees_the_device_not_the_page_cache() {
+    let fx = Fixture::new();
+    let lo = Loop::new(fx.dir.path(), "disk.raw", fx.manifest.disk_image.size);
+    fx.flash_to(&lo.dest(Expect::default())).unwrap();
+    // Fill the device's page cache with a buffered read, then change the medium underneath
+    // it (the loop device's backing file): the cached pages are now stale.
+    let offset = (2 << 20) + 4096;
+    let mut cached = vec![0u8; 4096];
+    let dev = std::fs::File::open(&lo.device).unwrap();
+    std::os::unix::fs::FileExt::read_exact_at(&dev, &mut cached, offset).unwrap();
+    let backing = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&lo.backing)
+        .unwrap();
+    let changed: Vec<u8> = cached.iter().map(|b| b ^ 0xff).collect();
+    std::os::unix::fs::FileExt::write_all_at(&backing, &changed, offset).unwrap();
+    backing.sync_all().unwrap();
+    let mut again = vec![0u8; 4096];
+    std::os::unix::fs::FileExt::read_exact_at(&dev, &mut again, offset).unwrap();
+    assert_eq!(
+        again, cached,
+        "precondition: a buffered read still returns the cached (stale) sector"
+    );
+    // verify reads with O_DIRECT and sees the change.
+    let err = verify_target(&lo.device, &fx.manifest, None, &Silent).unwrap_err();
+    assert!(err.to_string().contains("image SHA-256"), "{err}");
+}
+
+#[test]
+#[ignore = "needs root and loop devices: losetup, mkfs.ext4, mount"]
+fn a_device_that_is_in_use_is_refused_on_the_opened_descriptor() {
+    let fx = Fixture::new();
+    let lo = Loop::new(fx.dir.path(), "disk.raw", 64 << 20);
+    // Held exclusively by another opener (as a mount or dm would): the kernel says EBUSY.
+    {
+        let _held = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_EXCL)
+            .open(&lo.device)
+            .unwrap();
+        let err = fx.flash_to(&lo.dest(Expect::default())).unwrap_err();
+        assert_eq!(err.exit_code(), 3, "{err}");
+        assert!(err.to_string().contains("EBUSY"), "{err}");
+    }
+    // Mounted: refused, naming the mount point (found by device number in mountinfo).
+    let mnt = fx.dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let ok = |c: &mut Command| {
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{:?}: {}", c, String::from_utf8_lossy(&o.stderr));
+    };
+    ok(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&lo.device));
+    ok(Command::new("mount").arg(&lo.device).arg(&mnt));
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let unmount = Unmount(mnt.clone());
+    let err = fx.flash_to(&lo.dest(Expect::default())).unwrap_err();
+    assert_eq!(err.exit_code(), 3, "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("is mounted at {}", mnt.display())),
+        "{err}"
+    );
+    drop(unmount);
+    // Unmounted, the same device is accepted.
+    fx.flash_to(&lo.dest(Expect::default())).unwrap();
+}
+
+#[test]
+#[ignore = "needs root and loop devices: losetup"]
+fn serial_and_size_pins_and_a_small_device_are_refused_before_writing() {
+    let fx = Fixture::new();
+    let bytes = fx.manifest.disk_image.size + (1 << 20);
+    let lo = Loop::new(fx.dir.path(), "disk.raw", bytes);
+    let untouched = || std::fs::read(&lo.backing).unwrap().iter().all(|&b| b == 0);
+    let err = fx
+        .flash_to(&lo.dest(Expect {
+            serial: None,
+            size: Some(bytes + 512),
+        }))
+        .unwrap_err();
+    assert_eq!(err.exit_code(), 3, "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("has {bytes} bytes, --expect-size says {}", bytes + 512)),
+        "{err}"
+    );
+    // A loop device has no serial number: a serial pin cannot match it.
+    let err = fx
+        .flash_to(&lo.dest(Expect {
+            serial: Some("S5GXNX0R123".into()),
+            size: None,
+        }))
+        .unwrap_err();
+    assert!(err.to_string().contains("reports no serial number"), "{err}");
+    assert!(untouched());
+    // The exact size pin is accepted.
+    fx.flash_to(&lo.dest(Expect {
+        serial: None,
+        size: Some(bytes),
+    }))
+    .unwrap();
     // A device smaller than the image is refused before writing.
-    let small = fx.dir.path().join("small.img");
-    std::fs::File::create(&small)
-        .unwrap()
-        .set_len(1 << 20)
-        .unwrap();
-    let out = Command::new("losetup")
-        .args(["--find", "--show"])
-        .arg(&small)
-        .output()
-        .unwrap();
-    let small_dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
-    let _detach_small = Detach(small_dev.clone());
-    let err = flash(
-        &fx.image(),
-        &fx.manifest,
-        &fx.bundle,
-        &small_dev,
-        &SystemView::host(),
-        &Silent,
-    )
-    .unwrap_err();
-    assert!(matches!(err, FlashError::TooSmall { .. }), "{err}");
-    assert_eq!(err.exit_code(), 4);
+    let small = Loop::new(fx.dir.path(), "small.raw", 1 << 20);
+    let err = fx.flash_to(&small.dest(Expect::default())).unwrap_err();
+    assert_eq!(err.exit_code(), 3, "{err}");
+    assert!(err.to_string().contains("the image needs"), "{err}");
+    assert!(std::fs::read(&small.backing).unwrap().iter().all(|&b| b == 0));
 }

@@ -12,19 +12,20 @@ use anyhow::{Context, anyhow};
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use provisioning::enroll::{EnrollRequest, enroll};
-use provisioning::flash::{FlashError, Progress, flash, verify_target};
+use provisioning::flash::{Destination, FlashError, Progress, flash, verify_target};
 use provisioning::image::{ReleaseManifest, check_image, write_test_image};
 use provisioning::registry::{Decision, Registry};
 use provisioning::subnet::{Subnet, SubnetError};
-use provisioning::target::SystemView;
+use provisioning::target::{Expect, SystemView};
 use sha2::{Digest, Sha256};
 use sn_config::Bundle;
 
 const AFTER_HELP: &str = "\
 Exit status: 0 success; 1 a check failed (verification mismatch, enrolment refused); \
 2 invalid input (subnet file, bundle, manifest, image, policy, arguments); 3 target refused \
-(mounted, system disk, partition, the image itself); 4 I/O failure on the target or the \
-registry (write error, short write, target too small); 5 the registry's hash chain is broken.";
+(in use or mounted, system disk, partition, not a block device, too small, serial or size not \
+as expected, the image itself); 4 I/O failure on the target or the registry (write error, \
+short write); 5 the registry's hash chain is broken.";
 
 #[derive(Parser)]
 #[command(name = "provision", version, about = "Plan a sovereign subnet, flash and verify node disks, enrol attested nodes", after_help = AFTER_HELP)]
@@ -61,15 +62,27 @@ enum Command {
         #[arg(long, value_name = "KEY")]
         out: PathBuf,
     },
-    /// Write the image and the node's bundle to a device or file, sync, read back, compare.
+    /// Write the image and the node's bundle to a whole disk (or, with --to-file, a file),
+    /// sync, read back through the same descriptor, compare.
+    #[command(group(clap::ArgGroup::new("destination").required(true).args(["target", "to_file"])))]
     Flash {
         #[arg(long, value_name = "DISK.img")]
         image: PathBuf,
-        #[arg(long, value_name = "DEVICE_OR_FILE")]
-        target: PathBuf,
         /// The node's bundle directory (from `provision plan --out`).
         #[arg(long, value_name = "BUNDLE")]
         node: PathBuf,
+        /// A whole block device (/dev/sdX, /dev/nvmeXnY), opened exclusively and checked.
+        #[arg(long, value_name = "DEVICE")]
+        target: Option<PathBuf>,
+        /// Refuse the device unless its serial number (lsblk -o SERIAL) is exactly this.
+        #[arg(long, value_name = "SERIAL", requires = "target")]
+        expect_serial: Option<String>,
+        /// Refuse the device unless its size in bytes (lsblk -b -o SIZE) is exactly this.
+        #[arg(long, value_name = "BYTES", requires = "target")]
+        expect_size: Option<u64>,
+        /// Write a regular file instead of a device (for a VM disk or a later copy).
+        #[arg(long, value_name = "FILE")]
+        to_file: Option<PathBuf>,
         /// Default: release-manifest.json next to the image.
         #[arg(long, value_name = "release-manifest.json")]
         manifest: Option<PathBuf>,
@@ -78,7 +91,8 @@ enum Command {
     Verify {
         #[arg(long, value_name = "DISK.img")]
         image: PathBuf,
-        #[arg(long, value_name = "DEVICE_OR_FILE")]
+        /// The device or file to read back (read only; a device with O_DIRECT).
+        #[arg(long, value_name = "DEVICE_OR_FILE", visible_alias = "to-file")]
         target: PathBuf,
         #[arg(long, value_name = "release-manifest.json")]
         manifest: Option<PathBuf>,
@@ -215,18 +229,32 @@ fn run(args: Args) -> Result<u8, Failure> {
         }
         Command::Flash {
             image,
-            target,
             node,
+            target,
+            expect_serial,
+            expect_size,
+            to_file,
             manifest,
         } => {
             let manifest = load_manifest(&image, manifest)?;
             let bundle = load_bundle(&node)?;
+            let dest = match (target, to_file) {
+                (Some(path), None) => Destination::Device {
+                    path,
+                    expect: Expect {
+                        serial: expect_serial,
+                        size: expect_size,
+                    },
+                },
+                (None, Some(path)) => Destination::File { path },
+                _ => return Err(fail(2)(anyhow!("give exactly one of --target and --to-file"))),
+            };
             let progress = Bar::new();
             let verified = flash(
                 &image,
                 &manifest,
                 &bundle,
-                &target,
+                &dest,
                 &SystemView::host(),
                 &progress,
             )?;
@@ -417,9 +445,33 @@ fn open_registry(path: &Path) -> Result<Registry, Failure> {
     })
 }
 
+/// The release manifest for `image`: `--manifest`, or release-manifest.json next to the image.
+/// Errors name the argument that led to the missing file.
 fn load_manifest(image: &Path, manifest: Option<PathBuf>) -> Result<ReleaseManifest, Failure> {
+    match std::fs::metadata(image) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => {
+            return Err(fail(2)(anyhow!(
+                "--image {}: not a regular file",
+                image.display()
+            )));
+        }
+        Err(e) => return Err(fail(2)(anyhow!("--image {}: {e}", image.display()))),
+    }
+    let given = manifest.is_some();
     let path = manifest.unwrap_or_else(|| ReleaseManifest::default_path(image));
-    ReleaseManifest::load(&path).map_err(|e| fail(2)(e.into()))
+    ReleaseManifest::load(&path)
+        .with_context(|| {
+            if given {
+                format!("--manifest {}", path.display())
+            } else {
+                format!(
+                    "the release manifest next to --image {} (give another with --manifest)",
+                    image.display()
+                )
+            }
+        })
+        .map_err(fail(2))
 }
 
 /// A plan's bundle directory, verified (signature and checksums).
