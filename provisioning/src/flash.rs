@@ -7,7 +7,7 @@
 
 use std::fs::File;
 use std::os::fd::AsFd;
-use std::os::unix::fs::{FileTypeExt, FileExt};
+use std::os::unix::fs::{FileExt, FileTypeExt};
 use std::path::{Path, PathBuf};
 
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
@@ -15,7 +15,9 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use crate::image::{BLOCK, ImageError, ReleaseManifest, check_image};
-use crate::target::{Expect, OpenKind, OpenTarget, SystemView, TargetError, open_device, open_file};
+use crate::target::{
+    Expect, OpenKind, OpenTarget, SystemView, TargetError, open_device, open_file,
+};
 use sn_config::archive::{Partition, read_partition};
 use sn_config::{Bundle, ConfigError};
 
@@ -49,8 +51,7 @@ impl FlashError {
             FlashError::Mismatch { .. } => 1,
             FlashError::Image(_) | FlashError::Bundle(_) | FlashError::ArchiveTooLarge { .. } => 2,
             FlashError::Target(TargetError::Refused { .. }) => 3,
-            FlashError::Target(TargetError::Io { .. })
-            | FlashError::TargetIo { .. } => 4,
+            FlashError::Target(TargetError::Io { .. }) | FlashError::TargetIo { .. } => 4,
         }
     }
 }
@@ -270,9 +271,7 @@ pub fn verify_target(
     progress: &dyn Progress,
 ) -> Result<Verified, FlashError> {
     let file = File::open(target_path).map_err(target_io("opening", target_path))?;
-    let meta = file
-        .metadata()
-        .map_err(target_io("opening", target_path))?;
+    let meta = file.metadata().map_err(target_io("opening", target_path))?;
     if meta.file_type().is_block_device() {
         fcntl(file.as_fd(), FcntlArg::F_SETFL(OFlag::O_DIRECT)).map_err(|e| {
             target_io("opening", target_path)(std::io::Error::other(format!(

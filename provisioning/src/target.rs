@@ -118,7 +118,9 @@ pub fn open_device(
     let opened = OpenOptions::new()
         .read(true)
         .write(true)
-        .custom_flags(libc_flags(OFlag::O_EXCL | OFlag::O_NONBLOCK | OFlag::O_NOCTTY))
+        .custom_flags(libc_flags(
+            OFlag::O_EXCL | OFlag::O_NONBLOCK | OFlag::O_NOCTTY,
+        ))
         .open(path);
     let file = match opened {
         Ok(f) => f,
@@ -152,9 +154,12 @@ pub fn open_device(
     let devnum = devnum_of_rdev(meta.rdev());
     check_block_device(path, devnum, view).map_err(refuse)?;
     let sys = Sysfs(&view.sys_root);
-    let name = sys
-        .name_of(devnum)
-        .ok_or_else(|| refuse(format!("block device {}:{} is not in /sys", devnum.0, devnum.1)))?;
+    let name = sys.name_of(devnum).ok_or_else(|| {
+        refuse(format!(
+            "block device {}:{} is not in /sys",
+            devnum.0, devnum.1
+        ))
+    })?;
     let size = (&file).seek(SeekFrom::End(0)).map_err(io_error(path))?;
     let logical_block_size = sys.logical_block_size(&name).ok_or_else(|| {
         refuse(format!(
@@ -172,9 +177,8 @@ pub fn open_device(
     check_facts(&facts, image_size, expect).map_err(refuse)?;
     // The rest goes through the device, not the page cache: write-through on every block,
     // and the read-back sees what the device returns.
-    fcntl(file.as_fd(), FcntlArg::F_SETFL(OFlag::O_DIRECT)).map_err(|e| {
-        io_error(path)(std::io::Error::other(format!("setting O_DIRECT: {e}")))
-    })?;
+    fcntl(file.as_fd(), FcntlArg::F_SETFL(OFlag::O_DIRECT))
+        .map_err(|e| io_error(path)(std::io::Error::other(format!("setting O_DIRECT: {e}"))))?;
     Ok(OpenTarget {
         path: path.to_owned(),
         file,
@@ -309,9 +313,8 @@ pub fn open_file(path: &Path, image: &Path, view: &SystemView) -> Result<OpenTar
             "it backs the loop device /dev/{loop_dev}; detach it first (losetup -d)"
         )));
     }
-    fcntl(file.as_fd(), FcntlArg::F_SETFL(OFlag::empty())).map_err(|e| {
-        io_error(path)(std::io::Error::other(format!("clearing O_NONBLOCK: {e}")))
-    })?;
+    fcntl(file.as_fd(), FcntlArg::F_SETFL(OFlag::empty()))
+        .map_err(|e| io_error(path)(std::io::Error::other(format!("clearing O_NONBLOCK: {e}"))))?;
     Ok(OpenTarget {
         path: path.to_owned(),
         file,

@@ -182,7 +182,15 @@ fn invalid_input_exits_2_with_file_line_and_reason() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("--target") && text(&o).contains("--to-file"));
     let o = run(&[
-        "flash", "--image", "x", "--node", "y", "--target", "a", "--to-file", "b",
+        "flash",
+        "--image",
+        "x",
+        "--node",
+        "y",
+        "--target",
+        "a",
+        "--to-file",
+        "b",
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let o = run(&[

@@ -573,7 +573,10 @@ fn serial_numbers_come_from_sysfs_and_the_udev_database() {
     assert_eq!(
         device_serials("sdb", (8, 16), &v),
         [
-            ("udev ID_SERIAL_SHORT".to_string(), "S5GXNX0R123".to_string()),
+            (
+                "udev ID_SERIAL_SHORT".to_string(),
+                "S5GXNX0R123".to_string()
+            ),
             (
                 "udev ID_SERIAL".to_string(),
                 "Samsung_SSD_870_S5GXNX0R123".to_string()
@@ -630,7 +633,11 @@ impl Drop for Loop {
 #[ignore = "needs root and loop devices: losetup"]
 fn flash_to_a_loop_device_writes_checks_and_reads_back_the_device() {
     let fx = Fixture::new();
-    let lo = Loop::new(fx.dir.path(), "disk.raw", fx.manifest.disk_image.size + (1 << 20));
+    let lo = Loop::new(
+        fx.dir.path(),
+        "disk.raw",
+        fx.manifest.disk_image.size + (1 << 20),
+    );
     let v = fx.flash_to(&lo.dest(Expect::default())).unwrap();
     assert_eq!(v.node_name, "node-01");
     verify_target(&lo.device, &fx.manifest, None, &Silent).unwrap();
@@ -723,7 +730,12 @@ fn a_device_that_is_in_use_is_refused_on_the_opened_descriptor() {
     std::fs::create_dir(&mnt).unwrap();
     let ok = |c: &mut Command| {
         let o = c.output().unwrap();
-        assert!(o.status.success(), "{:?}: {}", c, String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "{:?}: {}",
+            c,
+            String::from_utf8_lossy(&o.stderr)
+        );
     };
     ok(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&lo.device));
     ok(Command::new("mount").arg(&lo.device).arg(&mnt));
@@ -761,8 +773,10 @@ fn serial_and_size_pins_and_a_small_device_are_refused_before_writing() {
         .unwrap_err();
     assert_eq!(err.exit_code(), 3, "{err}");
     assert!(
-        err.to_string()
-            .contains(&format!("has {bytes} bytes, --expect-size says {}", bytes + 512)),
+        err.to_string().contains(&format!(
+            "has {bytes} bytes, --expect-size says {}",
+            bytes + 512
+        )),
         "{err}"
     );
     // A loop device has no serial number: a serial pin cannot match it.
@@ -772,7 +786,10 @@ fn serial_and_size_pins_and_a_small_device_are_refused_before_writing() {
             size: None,
         }))
         .unwrap_err();
-    assert!(err.to_string().contains("reports no serial number"), "{err}");
+    assert!(
+        err.to_string().contains("reports no serial number"),
+        "{err}"
+    );
     assert!(untouched());
     // The exact size pin is accepted.
     fx.flash_to(&lo.dest(Expect {
@@ -785,5 +802,10 @@ fn serial_and_size_pins_and_a_small_device_are_refused_before_writing() {
     let err = fx.flash_to(&small.dest(Expect::default())).unwrap_err();
     assert_eq!(err.exit_code(), 3, "{err}");
     assert!(err.to_string().contains("the image needs"), "{err}");
-    assert!(std::fs::read(&small.backing).unwrap().iter().all(|&b| b == 0));
+    assert!(
+        std::fs::read(&small.backing)
+            .unwrap()
+            .iter()
+            .all(|&b| b == 0)
+    );
 }

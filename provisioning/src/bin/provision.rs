@@ -247,7 +247,11 @@ fn run(args: Args) -> Result<u8, Failure> {
                     },
                 },
                 (None, Some(path)) => Destination::File { path },
-                _ => return Err(fail(2)(anyhow!("give exactly one of --target and --to-file"))),
+                _ => {
+                    return Err(fail(2)(anyhow!(
+                        "give exactly one of --target and --to-file"
+                    )));
+                }
             };
             let progress = Bar::new();
             let verified = flash(
