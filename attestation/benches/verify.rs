@@ -78,6 +78,7 @@ fn report_verification(c: &mut Criterion) {
         node_key: ed25519_dalek::SigningKey::from_bytes(&[1; 32]),
         snp: SnpSource::Test(Box::new(signer)),
         gpu: GpuSource::None,
+        config: attestation::bundle::ConfigBinding::NONE,
     };
     let nonce = [3; 32];
     let bundle = attester.attest(&nonce).unwrap();
@@ -117,6 +118,7 @@ fn fleet_1000(c: &mut Criterion) {
         node_key: ed25519_dalek::SigningKey::from_bytes(&[2; 32]),
         snp: SnpSource::Test(Box::new(signer)),
         gpu: GpuSource::None,
+        config: attestation::bundle::ConfigBinding::NONE,
     });
     // Four local agents; 1,000 node entries spread over them.
     let urls: Vec<String> = runtime.block_on(async {

@@ -13,9 +13,9 @@ use crate::snp::amd::{ChainVerifier, SuppliedChain, parse_certs};
 use crate::snp::{self, SnpContext};
 
 /// `format` of every bundle this crate writes.
-pub const BUNDLE_FORMAT: &str = "sovereign-node-attestation-bundle-v1";
+pub const BUNDLE_FORMAT: &str = "sovereign-node-attestation-bundle-v2";
 /// First bytes hashed into REPORT_DATA.
-pub const REPORT_DATA_TAG: &[u8] = b"sovereign-node-attestation-v1";
+pub const REPORT_DATA_TAG: &[u8] = b"sovereign-node-attestation-v2";
 /// First bytes hashed into the GPU evidence digest.
 pub const GPU_DIGEST_TAG: &[u8] = b"sovereign-node-gpu-evidence-v1";
 /// First bytes hashed into each GPU's SPDM nonce.
@@ -82,8 +82,73 @@ pub struct Bundle {
     /// REPORT_DATA with the evidence; each one fails `gpu.<index>.collection`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpu_failures: Vec<GpuFailure>,
+    /// The node configuration the node runs, bound into REPORT_DATA.
+    pub config: ConfigBinding,
     /// Ed25519 signature by the node key over NODE_SIGNATURE_TAG || raw SNP report, hex.
     pub node_signature: String,
+}
+
+/// The node configuration (the sn-config bundle, provisioning/sn-config) a node runs: its
+/// digest (SHA-256 of the bundle's SHA256SUMS) and its signer's Ed25519 public key. All
+/// zeros: the node applied no bundle (image default, refused partition, development run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConfigBinding {
+    pub bundle_digest: [u8; 32],
+    pub signer: [u8; 32],
+}
+
+impl ConfigBinding {
+    /// No configuration bundle.
+    pub const NONE: ConfigBinding = ConfigBinding {
+        bundle_digest: [0; 32],
+        signer: [0; 32],
+    };
+
+    pub fn from_parts(bundle_digest: [u8; 32], signer: [u8; 32]) -> ConfigBinding {
+        ConfigBinding {
+            bundle_digest,
+            signer,
+        }
+    }
+
+    pub fn is_none(&self) -> bool {
+        *self == ConfigBinding::NONE
+    }
+}
+
+/// JSON: `{"bundle_digest": "<64 hex>", "signer": "<64 hex>"}`.
+impl Serialize for ConfigBinding {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut st = s.serialize_struct("ConfigBinding", 2)?;
+        st.serialize_field("bundle_digest", &hex::encode(self.bundle_digest))?;
+        st.serialize_field("signer", &hex::encode(self.signer))?;
+        st.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for ConfigBinding {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Hex {
+            bundle_digest: String,
+            signer: String,
+        }
+        let h = Hex::deserialize(d)?;
+        let field = |name: &str, text: &str| {
+            hex::decode(text)
+                .ok()
+                .and_then(|b| <[u8; 32]>::try_from(b).ok())
+                .ok_or_else(|| {
+                    serde::de::Error::custom(format!("config.{name} is not 64 hex digits"))
+                })
+        };
+        Ok(ConfigBinding {
+            bundle_digest: field("bundle_digest", &h.bundle_digest)?,
+            signer: field("signer", &h.signer)?,
+        })
+    }
 }
 
 /// A GPU whose evidence the node could not collect.
@@ -185,18 +250,22 @@ pub fn gpu_digest(gpus: &[GpuEvidence], failures: &[GpuFailure]) -> [u8; 64] {
     h.finalize().into()
 }
 
-/// REPORT_DATA = SHA-512(REPORT_DATA_TAG || nonce || node public key || GPU evidence digest).
-/// All parts after the tag have fixed lengths (32, 32, 64), so the concatenation is unambiguous.
+/// REPORT_DATA = SHA-512(REPORT_DATA_TAG || nonce || node public key || GPU evidence digest
+/// || configuration bundle digest || configuration signer). All parts after the tag have
+/// fixed lengths (32, 32, 64, 32, 32), so the concatenation is unambiguous.
 pub fn report_data(
     nonce: &[u8; 32],
     node_public_key: &[u8; 32],
     gpu_digest: &[u8; 64],
+    config: &ConfigBinding,
 ) -> [u8; 64] {
     let mut h = Sha512::new();
     h.update(REPORT_DATA_TAG);
     h.update(nonce);
     h.update(node_public_key);
     h.update(gpu_digest);
+    h.update(config.bundle_digest);
+    h.update(config.signer);
     h.finalize().into()
 }
 
@@ -222,6 +291,9 @@ pub fn node_signature_message(report: &[u8]) -> Vec<u8> {
 pub struct ExpectedNode {
     pub chip_id: Option<Vec<u8>>,
     pub node_public_key: Option<[u8; 32]>,
+    /// The digest of the node's planned configuration bundle (`provision enroll` takes it
+    /// from the plan's bundle, `attest fleet` from NODES.toml).
+    pub config_digest: Option<[u8; 32]>,
 }
 
 /// Verify a bundle against the nonce this verifier sent.
@@ -358,13 +430,15 @@ pub fn verify_bundle(
     let gpu_digest = gpu_digest(&bundle.gpus, &bundle.gpu_failures);
     checks.push(match (&outcome.report, node_key) {
         (Some(report), Some(key)) => {
-            let want = report_data(expected_nonce, &key, &gpu_digest);
+            let want = report_data(expected_nonce, &key, &gpu_digest, &bundle.config);
             if report.report_data() == want {
                 Check::pass(
                     "binding.report_data",
                     format!(
-                        "REPORT_DATA = SHA-512(tag || nonce || node key || GPU digest {}...)",
-                        hex::encode(&gpu_digest[..8])
+                        "REPORT_DATA = SHA-512(tag || nonce || node key || GPU digest {}... || config {}... || signer {}...)",
+                        hex::encode(&gpu_digest[..8]),
+                        hex::encode(&bundle.config.bundle_digest[..8]),
+                        hex::encode(&bundle.config.signer[..8])
                     ),
                 )
             } else {
@@ -400,8 +474,59 @@ pub fn verify_bundle(
         });
     }
 
+    config_checks(&bundle.config, policy, expected, &mut checks);
     gpu_checks(bundle, expected_nonce, policy, now, &mut checks);
     Verdict::from_checks(checks)
+}
+
+/// The configuration the node runs (bound into REPORT_DATA, checked above): signed by a key
+/// the policy pins, and the planned bundle when the verifier knows it.
+fn config_checks(
+    config: &ConfigBinding,
+    policy: &Policy,
+    expected: &ExpectedNode,
+    checks: &mut Vec<Check>,
+) {
+    let signer = hex::encode(config.signer);
+    checks.push(if policy.config_signers.is_empty() {
+        Check::skip(
+            "config.signer",
+            format!("signer {signer}; the policy pins no configuration signer"),
+        )
+    } else if config.is_none() {
+        Check::fail(
+            "config.signer",
+            "the node runs no signed configuration bundle (image default or refused partition)",
+        )
+    } else if policy.config_signers.contains(&config.signer) {
+        Check::pass(
+            "config.signer",
+            format!("bundle signed by {signer}, a signer the policy pins"),
+        )
+    } else {
+        Check::fail(
+            "config.signer",
+            format!("bundle signed by {signer}, not a signer the policy pins"),
+        )
+    });
+    let digest = hex::encode(config.bundle_digest);
+    checks.push(match expected.config_digest {
+        None => Check::skip(
+            "config.bundle_digest",
+            format!("bundle {digest}; no planned bundle to compare with"),
+        ),
+        Some(want) if want == config.bundle_digest => Check::pass(
+            "config.bundle_digest",
+            format!("bundle {digest} is the planned one"),
+        ),
+        Some(want) => Check::fail(
+            "config.bundle_digest",
+            format!(
+                "the node runs bundle {digest}, the plan's is {}",
+                hex::encode(want)
+            ),
+        ),
+    });
 }
 
 fn gpu_checks(

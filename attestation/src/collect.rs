@@ -9,8 +9,9 @@ use ed25519_dalek::{Signer as _, SigningKey};
 use thiserror::Error;
 
 use crate::bundle::{
-    BUNDLE_FORMAT, Bundle, CertificateSource, EvidenceSource, GpuFailure, SnpCertificates,
-    SnpEvidence, gpu_digest, gpu_nonce, node_signature_message, report_data, to_pem,
+    BUNDLE_FORMAT, Bundle, CertificateSource, ConfigBinding, EvidenceSource, GpuFailure,
+    SnpCertificates, SnpEvidence, gpu_digest, gpu_nonce, node_signature_message, report_data,
+    to_pem,
 };
 use crate::nvidia::{self, GpuEvidence};
 use crate::snp::amd::{AmdCert, parse_certs};
@@ -88,6 +89,8 @@ pub struct Attester {
     pub node_key: SigningKey,
     pub snp: SnpSource,
     pub gpu: GpuSource,
+    /// The configuration bundle the node applied ([`ConfigBinding::NONE`] without one).
+    pub config: ConfigBinding,
 }
 
 impl Attester {
@@ -102,7 +105,12 @@ impl Attester {
             }
         };
         let public = self.node_key.verifying_key().to_bytes();
-        let rd = report_data(nonce, &public, &gpu_digest(&gpus, &gpu_failures));
+        let rd = report_data(
+            nonce,
+            &public,
+            &gpu_digest(&gpus, &gpu_failures),
+            &self.config,
+        );
         let (report, certificates, source) = match &self.snp {
             SnpSource::Hardware { vmpl, cert_cache } => {
                 let (report, certs) = hardware_report(rd, *vmpl, cert_cache.as_deref())?;
@@ -131,6 +139,7 @@ impl Attester {
             },
             gpus,
             gpu_failures,
+            config: self.config,
             node_signature: hex::encode(signature.to_bytes()),
         })
     }

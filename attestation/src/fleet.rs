@@ -52,6 +52,10 @@ pub struct NodeEntry {
     pub url: String,
     pub chip_id: Option<String>,
     pub node_public_key: Option<String>,
+    /// The digest of the node's planned configuration bundle (sn-config), hex: the node
+    /// must run exactly this bundle (`config.bundle_digest`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_digest: Option<String>,
 }
 
 impl NodeList {
@@ -104,9 +108,18 @@ impl NodeEntry {
                 <[u8; 32]>::try_from(b).map_err(|_| err("node_public_key is not 32 bytes".into()))
             })
             .transpose()?;
+        let config_digest = self
+            .config_digest
+            .as_deref()
+            .map(|k| {
+                let b = hex::decode(k.trim()).map_err(|e| err(format!("config_digest: {e}")))?;
+                <[u8; 32]>::try_from(b).map_err(|_| err("config_digest is not 32 bytes".into()))
+            })
+            .transpose()?;
         Ok(ExpectedNode {
             chip_id,
             node_public_key,
+            config_digest,
         })
     }
 }

@@ -42,6 +42,17 @@ pub struct PolicyFile {
     /// `count` (GPUs required), the rest is the nvidia module's `GpuPolicy`.
     #[serde(default)]
     pub gpu: toml::Table,
+    #[serde(default)]
+    pub config: ConfigSection,
+}
+
+/// The node configuration bundles (sn-config) this policy accepts.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigSection {
+    /// Ed25519 public keys (64 hex digits) whose signed bundles a node may run.
+    #[serde(default)]
+    pub signers: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -181,6 +192,8 @@ pub struct Policy {
     /// Number of GPUs the node must present evidence for; unset: whatever the bundle has.
     pub gpu_count: Option<usize>,
     pub gpu: crate::nvidia::GpuPolicy,
+    /// Signers of the configuration bundles a node may run (`[config] signers`).
+    pub config_signers: Vec<[u8; 32]>,
     /// Whether this is the built-in default (no policy file).
     pub is_default: bool,
 }
@@ -347,6 +360,16 @@ impl Policy {
         let gpu: crate::nvidia::GpuPolicy = toml::Value::Table(gpu_table)
             .try_into()
             .map_err(|e: toml::de::Error| value_err("gpu", e.to_string()))?;
+        let mut config_signers = Vec::new();
+        for (i, k) in file.config.signers.iter().enumerate() {
+            let field = format!("config.signers[{i}]");
+            let bytes = hex_field(k, 32, &field)?;
+            let key: [u8; 32] = bytes.try_into().unwrap_or([0; 32]);
+            if ed25519_dalek::VerifyingKey::from_bytes(&key).is_err() {
+                return Err(value_err(&field, "not an Ed25519 public key"));
+            }
+            config_signers.push(key);
+        }
         Ok(Policy {
             signing_keys: file.report.signing_keys.clone(),
             allow_smt: g.allow_smt,
@@ -392,8 +415,31 @@ impl Policy {
             crl,
             gpu_count,
             gpu,
+            config_signers,
             is_default: false,
         })
+    }
+
+    /// What this policy lacks to admit nodes (enrolment and `attest fleet` refuse such a
+    /// policy unless a lab override is given): a measurement allow-list, a TCB minimum, the
+    /// expected GPU count and a pinned configuration signer. Empty when complete.
+    pub fn missing_for_admission(&self) -> Vec<&'static str> {
+        let mut missing = Vec::new();
+        if self.measurements.is_empty() {
+            missing.push(
+                "a measurement allow-list (identity.measurements or identity.release_manifests)",
+            );
+        }
+        if self.tcb_minimum.is_empty() {
+            missing.push("a TCB minimum (tcb.milan, tcb.genoa or tcb.turin)");
+        }
+        if self.gpu_count.is_none() {
+            missing.push("the expected GPU count (gpu.count)");
+        }
+        if self.config_signers.is_empty() {
+            missing.push("a configuration signer (config.signers)");
+        }
+        missing
     }
 
     /// AMD's pinned roots plus the test root if this policy names one.

@@ -17,6 +17,7 @@ fn attester() -> &'static Attester {
         node_key: ed25519_dalek::SigningKey::from_bytes(&[5; 32]),
         snp: SnpSource::Test(Box::new(TestSigner::from_seed([3; 32]).unwrap())),
         gpu: GpuSource::None,
+        config: attestation::bundle::ConfigBinding::NONE,
     })
 }
 
@@ -110,11 +111,13 @@ fn binding_failures_are_named() {
     let other_key = ExpectedNode {
         node_public_key: Some([9; 32]),
         chip_id: None,
+        config_digest: None,
     };
     rejects(&verify(&bundle, &nonce, &p, &other_key), "binding.node_key");
     let other_chip = ExpectedNode {
         node_public_key: None,
         chip_id: Some(vec![1; 64]),
+        config_digest: None,
     };
     rejects(
         &verify(&bundle, &nonce, &p, &other_chip),
@@ -171,6 +174,7 @@ fn gpu_evidence_is_bound_and_checked_under_gpu_index() {
         &nonce,
         &public,
         &attestation::bundle::gpu_evidence_digest(&gpus),
+        &b.config,
     );
     let report = signer.report(rd);
     let mut b = bundle.clone();
@@ -247,6 +251,7 @@ fn hardware_source_without_sev_guest_is_a_typed_error() {
             cert_cache: None,
         },
         gpu: GpuSource::None,
+        config: attestation::bundle::ConfigBinding::NONE,
     };
     let err = a.attest(&[0; 32]).unwrap_err();
     assert!(
@@ -297,6 +302,7 @@ fn bound_bundle(
         nonce,
         &key.verifying_key().to_bytes(),
         &attestation::bundle::gpu_digest(&gpus, &failures),
+        &attestation::bundle::ConfigBinding::NONE,
     );
     let report = signer.report(rd);
     let mut b = attester().attest(nonce).unwrap();
@@ -432,4 +438,125 @@ fn one_gpu_failing_is_reported_per_gpu_and_the_others_still_verify() {
         attestation::bundle::gpu_digest(&b.gpus, &[]),
         attestation::bundle::gpu_evidence_digest(&b.gpus)
     );
+}
+
+#[test]
+fn the_configuration_is_bound_and_checked_against_the_pinned_signers_and_the_plan() {
+    use attestation::bundle::ConfigBinding;
+    let digest = [0xC0; 32];
+    let config_key = ed25519_dalek::SigningKey::from_bytes(&[0x33; 32])
+        .verifying_key()
+        .to_bytes();
+    let a = Attester {
+        node_key: ed25519_dalek::SigningKey::from_bytes(&[5; 32]),
+        // The chain test_policy() trusts (attester()'s seed).
+        snp: SnpSource::Test(Box::new(TestSigner::from_seed([3; 32]).unwrap())),
+        gpu: GpuSource::None,
+        config: ConfigBinding::from_parts(digest, config_key),
+    };
+    let nonce = [0x44; 32];
+    let bundle = a.attest(&nonce).unwrap();
+    let bundle = Bundle::from_json(&serde_json::to_vec(&bundle).unwrap()).unwrap();
+    assert_eq!(bundle.config, ConfigBinding::from_parts(digest, config_key));
+    let mut p = test_policy();
+    p.config_signers = vec![config_key];
+    let planned = ExpectedNode {
+        config_digest: Some(digest),
+        ..ExpectedNode::default()
+    };
+    let v = verify(&bundle, &nonce, &p, &planned);
+    assert!(v.admitted, "{}", v.to_table());
+    for name in [
+        "config.signer",
+        "config.bundle_digest",
+        "binding.report_data",
+    ] {
+        assert_eq!(v.check(name).unwrap().outcome, Outcome::Pass, "{name}");
+    }
+    // The digest claimed in the evidence changed (another bundle's): REPORT_DATA breaks.
+    let mut b = bundle.clone();
+    b.config.bundle_digest = [0xC1; 32];
+    let v = verify(&b, &nonce, &p, &ExpectedNode::default());
+    rejects(&v, "binding.report_data");
+    // The signer claimed changed to a pinned one: REPORT_DATA breaks too.
+    let mut b = bundle.clone();
+    let other = ed25519_dalek::SigningKey::from_bytes(&[0x34; 32])
+        .verifying_key()
+        .to_bytes();
+    b.config.signer = other;
+    let mut p2 = test_policy();
+    p2.config_signers = vec![other];
+    rejects(&verify(&b, &nonce, &p2, &planned), "binding.report_data");
+    // Honest evidence, but a signer the policy does not pin.
+    rejects(&verify(&bundle, &nonce, &p2, &planned), "config.signer");
+    // Honest evidence, but not the plan's bundle.
+    let other_plan = ExpectedNode {
+        config_digest: Some([0xC2; 32]),
+        ..ExpectedNode::default()
+    };
+    rejects(
+        &verify(&bundle, &nonce, &p, &other_plan),
+        "config.bundle_digest",
+    );
+    // A node without a bundle, under a policy that pins signers.
+    let unconfigured = attester().attest(&nonce).unwrap();
+    assert!(unconfigured.config.is_none());
+    rejects(
+        &verify(&unconfigured, &nonce, &p, &ExpectedNode::default()),
+        "config.signer",
+    );
+    // Without pins and without a plan the checks are skipped, never passed.
+    let v = verify(&bundle, &nonce, &test_policy(), &ExpectedNode::default());
+    assert_eq!(v.check("config.signer").unwrap().outcome, Outcome::Skip);
+    assert_eq!(
+        v.check("config.bundle_digest").unwrap().outcome,
+        Outcome::Skip
+    );
+}
+
+#[test]
+fn a_policy_lacking_what_admission_needs_says_what() {
+    let p = Policy::from_toml(
+        "",
+        std::path::Path::new("."),
+        std::path::Path::new("p.toml"),
+    )
+    .unwrap();
+    let missing = p.missing_for_admission().join("; ");
+    for what in [
+        "measurement allow-list",
+        "TCB minimum",
+        "gpu.count",
+        "config.signers",
+    ] {
+        assert!(missing.contains(what), "{missing}");
+    }
+    let complete = format!(
+        "[identity]\nmeasurements = [\"{}\"]\n[tcb.milan]\nbootloader = 0\ntee = 0\nsnp = 0\nmicrocode = 0\n[gpu]\ncount = 0\n[config]\nsigners = [\"{}\"]\n",
+        "ab".repeat(48),
+        hex::encode(
+            ed25519_dalek::SigningKey::from_bytes(&[1; 32])
+                .verifying_key()
+                .to_bytes()
+        )
+    );
+    let p = Policy::from_toml(
+        &complete,
+        std::path::Path::new("."),
+        std::path::Path::new("p.toml"),
+    )
+    .unwrap();
+    assert!(
+        p.missing_for_admission().is_empty(),
+        "{:?}",
+        p.missing_for_admission()
+    );
+    let bad = "[config]\nsigners = [\"00\"]\n";
+    let err = Policy::from_toml(
+        bad,
+        std::path::Path::new("."),
+        std::path::Path::new("p.toml"),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("config.signers[0]"), "{err}");
 }

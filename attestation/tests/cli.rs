@@ -152,6 +152,7 @@ fn verify_bundle_from_the_test_source() {
         node_key: ed25519_dalek::SigningKey::from_bytes(&[4; 32]),
         snp: SnpSource::Test(Box::new(signer)),
         gpu: GpuSource::None,
+        config: attestation::bundle::ConfigBinding::NONE,
     };
     let nonce = [0x5A; 32];
     let bundle = attester.attest(&nonce).unwrap();

@@ -45,6 +45,7 @@ async fn fleet_reports_every_node_and_survives_dead_ones() {
         node_key: ed25519_dalek::SigningKey::from_bytes(&[2; 32]),
         snp: SnpSource::Test(Box::new(signer)),
         gpu: GpuSource::None,
+        config: attestation::bundle::ConfigBinding::NONE,
     });
     let node_key = hex::encode(attester.node_key.verifying_key().to_bytes());
     let good = serve(

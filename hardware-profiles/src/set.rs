@@ -25,6 +25,10 @@ const EMBEDDED: &[(&str, &str)] = &[
     ),
     ("h200-lab.toml", include_str!("../profiles/h200-lab.toml")),
     (
+        "qemu-tcg-test.toml",
+        include_str!("../profiles/qemu-tcg-test.toml"),
+    ),
+    (
         "development.toml",
         include_str!("../profiles/development.toml"),
     ),

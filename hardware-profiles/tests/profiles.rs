@@ -26,6 +26,7 @@ fn every_profile_file_validates_and_is_embedded() {
             "cpu-baseline-64",
             "development",
             "h200-lab",
+            "qemu-tcg-test",
             "research-box",
             "sovereign-node"
         ]
@@ -114,7 +115,7 @@ fn a_directory_overrides_embedded_profiles_by_name() {
         .replace("execution = { threads = 2 }", "execution = { threads = 3 }");
     std::fs::write(dir.path().join("dev.toml"), development).unwrap();
     let set = ProfileSet::embedded_with_overrides(dir.path()).unwrap();
-    assert_eq!(set.profiles().len(), 6);
+    assert_eq!(set.profiles().len(), 7);
     let dev = set.get("development").unwrap();
     assert_eq!(dev.pools.execution.threads, 3);
     assert!(dev.source.ends_with("dev.toml"), "{}", dev.source);

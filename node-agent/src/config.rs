@@ -109,6 +109,11 @@ pub struct AttestationConfig {
     pub cert_cache: Option<PathBuf>,
     pub vmpl: u32,
     pub gpu_evidence: GpuEvidence,
+    /// The measurement test reports carry (`sn.test_measurement=` on the kernel command
+    /// line, with `sn.evidence=test`); None: `attestation::test_source::test_measurement()`.
+    /// Never read from a configuration file.
+    #[serde(skip)]
+    pub test_measurement: Option<[u8; 48]>,
 }
 
 impl Default for AttestationConfig {
@@ -121,6 +126,7 @@ impl Default for AttestationConfig {
             cert_cache: None,
             vmpl: 0,
             gpu_evidence: GpuEvidence::Auto,
+            test_measurement: None,
         }
     }
 }
@@ -317,9 +323,10 @@ pub struct ReplicaConfig {
     /// The replica's own Prometheus endpoint (plain HTTP). Empty: not scraped.
     pub metrics_url: String,
     pub scrape_timeout_seconds: f64,
-    /// systemd unit whose MainPID is the replica (used when systemd runs the node).
+    /// systemd unit of the replica, in the pinning slice (used when systemd runs the node:
+    /// the replica is the process named `process_name` in this unit's cgroup).
     pub unit: String,
-    /// Without systemd: the replica is the process whose /proc/<pid>/comm equals this.
+    /// The replica's /proc/<pid>/comm (without systemd: searched in all of /proc).
     pub process_name: String,
 }
 
@@ -339,7 +346,8 @@ impl Default for ReplicaConfig {
 pub struct PinningConfig {
     pub enabled: bool,
     /// The slice the replica runs in; its AllowedCPUs= is set at run time to the union
-    /// of the profile's CPU sets (only when systemd is the service manager).
+    /// of the profile's CPU sets by `node-agent set-replica-cpus` (its own root unit), and
+    /// the agent checks it in the cgroup tree (only when systemd is the service manager).
     pub slice: String,
     /// Pool name -> regular expressions matched against thread names (/proc/.../comm,
     /// at most 15 bytes). A thread joins the first pool (in name order) that matches.

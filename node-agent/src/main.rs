@@ -1,6 +1,7 @@
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use node_agent::config::Config;
+use node_agent::node_config::NodeConfiguration;
 use node_agent::service::{self, FactsSource};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -36,6 +37,33 @@ enum Command {
         #[arg(long, default_value_t = 15.0)]
         interval_seconds: f64,
     },
+    /// Set the replica slice's AllowedCPUs= to the union of the pools' CPU sets in the
+    /// runtime configuration the agent wrote (`systemctl set-property --runtime`, killed
+    /// after the timeout). Run as root by sovereign-replica-cpus.service after the agent
+    /// is ready; the agent itself has no access to systemd's bus.
+    SetReplicaCpus {
+        #[arg(long, default_value = "/run/sovereign-node/runtime-config.json")]
+        runtime_config: PathBuf,
+        #[arg(long, default_value = "sovereign-replica.slice")]
+        slice: String,
+        #[arg(long, default_value_t = node_agent::pinning::SYSTEMCTL_TIMEOUT.as_secs())]
+        timeout_seconds: u64,
+    },
+    /// Verify the configuration partition (signature, checksums, schema) and write what the
+    /// node uses into DIR atomically: status.json, node.toml, hostname, network/, ic.json5.
+    /// A refused partition leaves a failure record (status.json, state "failed") in DIR and
+    /// exits 1; an all-zero or absent one records the image default and exits 0.
+    /// The contract: provisioning/sn-config/README.md.
+    ApplyConfig {
+        #[arg(long, value_name = "PARTITION_OR_FILE")]
+        from: PathBuf,
+        #[arg(long, value_name = "DIR")]
+        to: PathBuf,
+        /// The measured kernel command line; `sn.config_signer=HEX[,HEX]` there pins the
+        /// bundle's signer.
+        #[arg(long, value_name = "FILE", default_value = "/proc/cmdline")]
+        cmdline: PathBuf,
+    },
     /// Internal: `run` starts this as a child process. Reads a crypto policy (JSON) on
     /// standard input, runs the crypto selftest under it, prints the report as JSON.
     #[command(hide = true)]
@@ -67,22 +95,37 @@ struct Common {
     /// Directory of profile files that add to or replace the embedded ones.
     #[arg(long)]
     profiles_dir: Option<PathBuf>,
+    /// The measured kernel command line (`/proc/cmdline` on a node): its `sn.evidence=`
+    /// and `sn.test_measurement=` select the evidence source over the configuration file
+    /// (node_agent::kernel_cmdline). Development runs leave it out.
+    #[arg(long, value_name = "FILE")]
+    kernel_cmdline: Option<PathBuf>,
+    /// The directory `apply-config` wrote (the node's configuration from sn-config): node
+    /// name, subnet, profile and collection interval come from it; a refused configuration
+    /// makes the node NOT READY with the reason.
+    #[arg(long, value_name = "DIR")]
+    node_config: Option<PathBuf>,
 }
 
 impl Common {
-    fn resolve(&self) -> anyhow::Result<(Config, FactsSource)> {
+    fn resolve(&self) -> anyhow::Result<(Config, FactsSource, NodeConfiguration)> {
         let mut config = match &self.config {
             Some(path) => Config::load(path)?,
             None => Config::default(),
         };
-        // The measured kernel command line may set the listeners (image settings); the
+        // The measured kernel command line (image settings): the listeners and the evidence
+        // source. `--kernel-cmdline FILE` names it explicitly; otherwise /proc/cmdline. The
         // command line's --listen (development) wins over both.
-        let cmdline = match std::fs::read_to_string("/proc/cmdline") {
-            Ok(text) => text,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read /proc/cmdline: no sn.* listener settings");
-                String::new()
-            }
+        let cmdline = match &self.kernel_cmdline {
+            Some(path) => std::fs::read_to_string(path)
+                .with_context(|| format!("reading the kernel command line {}", path.display()))?,
+            None => match std::fs::read_to_string("/proc/cmdline") {
+                Ok(text) => text,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read /proc/cmdline: no sn.* settings");
+                    String::new()
+                }
+            },
         };
         let listeners = node_agent::server::CmdlineListeners::parse(&cmdline)
             .map_err(|e| anyhow::anyhow!(e))?;
@@ -91,6 +134,23 @@ impl Common {
         }
         if let Some(addr) = listeners.public {
             config.public_listen = Some(addr);
+        }
+        let settings = node_agent::kernel_cmdline::CmdlineSettings::parse(&cmdline)?;
+        if let Some(source) = settings.evidence {
+            config.attestation.source = source;
+        }
+        if settings.test_measurement.is_some() {
+            config.attestation.test_measurement = settings.test_measurement;
+        }
+        let node_config = match &self.node_config {
+            Some(dir) => NodeConfiguration::load(dir),
+            None => NodeConfiguration::development(),
+        };
+        if let Some(node) = &node_config.node {
+            config.profile = node.profile.clone();
+            if let Some(s) = node.collect_interval_seconds {
+                config.collect_interval_seconds = s;
+            }
         }
         if let Some(p) = &self.profile {
             config.profile = p.clone();
@@ -106,7 +166,7 @@ impl Common {
             Some(f) => FactsSource::Recorded(f.clone()),
             None => FactsSource::Probe(config.root.clone()),
         };
-        Ok((config, facts))
+        Ok((config, facts, node_config))
     }
 }
 
@@ -144,7 +204,7 @@ fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(common) => {
-            let (config, facts) = common.resolve()?;
+            let (config, facts, node_config) = common.resolve()?;
             // Two workers: the agent serves a handful of requests per scrape interval. Blocking
             // work (evidence collection, bounded by its own slots) needs few threads.
             let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -154,14 +214,20 @@ fn run() -> anyhow::Result<()> {
                 .enable_all()
                 .build()
                 .context("starting the tokio runtime")?;
-            runtime.block_on(service::run(config, facts, common.profiles_dir.clone()))
+            runtime.block_on(service::run(
+                config,
+                facts,
+                common.profiles_dir.clone(),
+                node_config,
+            ))
         }
         Command::Check(common) => {
-            let (config, facts) = common.resolve()?;
+            let (config, facts, node_config) = common.resolve()?;
             let fit = service::check(
                 &config,
                 &facts,
                 common.profiles_dir.as_deref(),
+                &node_config,
                 &mut std::io::stdout(),
             )?;
             if !fit {
@@ -173,6 +239,56 @@ fn run() -> anyhow::Result<()> {
             let facts = service::probe_root(&root, &node_agent::probe::NvmlMode::System);
             println!("{}", serde_json::to_string_pretty(&facts)?);
             Ok(())
+        }
+        Command::SetReplicaCpus {
+            runtime_config,
+            slice,
+            timeout_seconds,
+        } => {
+            let text = std::fs::read_to_string(&runtime_config)
+                .with_context(|| format!("reading {}", runtime_config.display()))?;
+            let runtime = hardware_profiles::runtime::RuntimeConfig::from_json(&text)
+                .with_context(|| format!("parsing {}", runtime_config.display()))?;
+            match node_agent::pinning::slice_cpus(&runtime) {
+                None => println!(
+                    "profile {}: no pool has a CPU set; {slice} AllowedCPUs= left unset",
+                    runtime.profile
+                ),
+                Some(cpus) => {
+                    node_agent::pinning::set_slice_cpus(
+                        &slice,
+                        &cpus,
+                        std::time::Duration::from_secs(timeout_seconds),
+                    )?;
+                    println!("profile {}: {slice} AllowedCPUs={cpus}", runtime.profile);
+                }
+            }
+            Ok(())
+        }
+        Command::ApplyConfig { from, to, cmdline } => {
+            match node_agent::node_config::apply_config(&from, &to, &cmdline) {
+                Ok(status) => {
+                    println!(
+                        "{}: {}",
+                        to.display(),
+                        match status.state {
+                            sn_config::apply::ApplyState::Applied => format!(
+                                "applied bundle {} of node {} (signer {}): {}",
+                                status.bundle_digest.as_deref().unwrap_or("?"),
+                                status.node.as_deref().unwrap_or("?"),
+                                status.signer.as_deref().unwrap_or("?"),
+                                status.files.join(", ")
+                            ),
+                            _ => status.reason.unwrap_or_default(),
+                        }
+                    );
+                    Ok(())
+                }
+                Err(e) => {
+                    eprintln!("node-agent apply-config: {e:#}");
+                    std::process::exit(1);
+                }
+            }
         }
         Command::Selftest => node_agent::crypto::child_main(),
         Command::Nvml => node_agent::nvml_child::child_main(),

@@ -30,6 +30,9 @@ pub struct NodeAssessment {
     /// Where the runtime configuration was written for the replica; `None` where the agent
     /// does not write it (`node-agent check`).
     pub runtime_config_file: Option<RuntimeConfigFile>,
+    /// The node's configuration from the sn-config partition (node name, subnet, bundle
+    /// digest and signer), or why there is none.
+    pub configuration: Option<crate::node_config::NodeConfigView>,
 }
 
 /// The file `image/build` installs on the node, naming its optional inputs.
@@ -136,6 +139,19 @@ impl NodeAssessment {
         self.runtime_config_file = Some(file);
     }
 
+    /// Records the node configuration as a readiness check: a refused (or unreadable)
+    /// configuration makes the node not ready, with the reason, instead of running on
+    /// defaults the plan did not choose.
+    pub fn set_node_configuration(&mut self, config: &crate::node_config::NodeConfiguration) {
+        self.readiness.push(ReadinessCheck {
+            requirement: crate::node_config::NODE_CONFIG_REQUIREMENT.into(),
+            satisfied: config.ok(),
+            detail: config.detail(),
+        });
+        self.ready = self.ready && config.ok();
+        self.configuration = Some(config.view.clone());
+    }
+
     /// Why the node is not ready (empty when it is).
     pub fn reasons(&self) -> Vec<String> {
         self.readiness
@@ -196,6 +212,7 @@ pub fn assess(
         cost: selection.profile.cost,
         image,
         runtime_config_file: None,
+        configuration: None,
         facts,
     })
 }

@@ -1,14 +1,22 @@
-//! Places the replica's thread pools on the profile's CPU sets: the slice's
-//! `AllowedCPUs=` through systemd (when systemd runs the node) bounds the whole replica,
-//! and per-thread affinity (`sched_setaffinity`) puts each pool's threads, recognised by
-//! name, on their own set. Re-applied when the replica restarts; drift is reported.
+//! Places the replica's thread pools on the profile's CPU sets. Two layers:
+//!
+//! * the slice's `AllowedCPUs=` bounds the whole replica. The agent does not set it: it has
+//!   no access to systemd's bus. `sovereign-replica-cpus.service` (root, oneshot, after the
+//!   agent reported READY=1) runs `node-agent set-replica-cpus`, which reads the runtime
+//!   configuration the agent wrote and calls `systemctl set-property` once, with a timeout.
+//!   The agent reads the slice's effective `cpuset.cpus` from the cgroup tree and reports a
+//!   difference from the profile as a pinning error;
+//! * per-thread affinity (`sched_setaffinity`, CAP_SYS_NICE) puts each pool's threads,
+//!   recognised by name, on their own set. Re-applied when the replica restarts; drift is
+//!   reported.
 
 use crate::snapshot::{PinningStatus, PoolPinning};
 use hardware_profiles::cpulist::CpuSet;
 use regex::Regex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PinningError {
@@ -30,6 +38,13 @@ pub enum PinningError {
         slice: String,
         cpus: String,
         detail: String,
+    },
+    #[error("{slice}: AllowedCPUs is {actual:?} ({path}), the profile's pools need {expected}")]
+    SliceMismatch {
+        slice: String,
+        path: PathBuf,
+        actual: String,
+        expected: String,
     },
     #[error("pool {pool}: pattern {pattern:?}: {source}")]
     Pattern {
@@ -176,36 +191,128 @@ pub fn set_thread_affinity(tid: u32, cpus: &CpuSet) -> Result<(), PinningError> 
     nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(pid), &set).map_err(err)
 }
 
-/// Finds the replica's pid: systemd's MainPID of the unit when systemd runs the node,
-/// else the process whose comm is `process_name`.
-pub fn locate_replica(unit: &str, process_name: &str, proc_root: &Path) -> Option<u32> {
-    if sd_notify::booted().unwrap_or(false) {
-        let out = Command::new("systemctl")
-            .args(["show", "--property=MainPID", "--value", unit])
-            .output()
-            .ok()?;
-        let pid: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().ok()?;
-        return (pid != 0).then_some(pid);
+/// The cgroup directory of a slice, relative to the cgroup root: systemd nests
+/// `a-b-c.slice` as `a.slice/a-b.slice/a-b-c.slice` (`-.slice` is the root itself).
+pub fn slice_cgroup_path(slice: &str) -> PathBuf {
+    let stem = slice.strip_suffix(".slice").unwrap_or(slice);
+    let mut path = PathBuf::new();
+    if stem.is_empty() || stem == "-" {
+        return path;
     }
-    let mut found: Vec<u32> = std::fs::read_dir(proc_root)
-        .ok()?
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .filter(|pid: &u32| {
-            std::fs::read_to_string(proc_root.join(pid.to_string()).join("comm"))
-                .map(|c| c.trim_end() == process_name)
-                .unwrap_or(false)
-        })
-        .collect();
+    let parts: Vec<&str> = stem.split('-').collect();
+    for i in 1..=parts.len() {
+        path.push(format!("{}.slice", parts[..i].join("-")));
+    }
+    path
+}
+
+/// Finds the replica's pid. Where systemd runs the node, `unit_cgroup` is the unit's
+/// cgroup directory: the replica is the process there whose comm is `process_name` (read
+/// from the cgroup tree: the agent has no access to systemd's bus). Else the lowest pid
+/// with that comm in `proc_root`.
+pub fn locate_replica(
+    unit_cgroup: Option<&Path>,
+    process_name: &str,
+    proc_root: &Path,
+) -> Option<u32> {
+    let comm_is = |pid: &u32| {
+        std::fs::read_to_string(proc_root.join(pid.to_string()).join("comm"))
+            .map(|c| c.trim_end() == process_name)
+            .unwrap_or(false)
+    };
+    let mut found: Vec<u32> = match unit_cgroup {
+        Some(dir) => std::fs::read_to_string(dir.join("cgroup.procs"))
+            .ok()?
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .filter(comm_is)
+            .collect(),
+        None => std::fs::read_dir(proc_root)
+            .ok()?
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .filter(comm_is)
+            .collect(),
+    };
     found.sort_unstable();
     found.first().copied()
+}
+
+/// The union of the CPU sets of the runtime configuration's pools: the slice's
+/// `AllowedCPUs=`. None when no pool has a CPU set.
+pub fn slice_cpus(runtime: &hardware_profiles::runtime::RuntimeConfig) -> Option<CpuSet> {
+    let union: CpuSet = runtime
+        .pools
+        .values()
+        .flat_map(|p| p.cpus.iter().copied())
+        .collect();
+    (!union.is_empty()).then_some(union)
+}
+
+/// How long `systemctl set-property` may take before it is killed.
+pub const SYSTEMCTL_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// `systemctl set-property --runtime SLICE AllowedCPUs=CPUS`, killed after `timeout`.
+/// Run by `node-agent set-replica-cpus` in its own root oneshot unit, never by the agent.
+pub fn set_slice_cpus(slice: &str, cpus: &CpuSet, timeout: Duration) -> Result<(), PinningError> {
+    let cpus_text = cpus.to_string();
+    let err = |detail: String| PinningError::Slice {
+        slice: slice.to_string(),
+        cpus: cpus_text.clone(),
+        detail,
+    };
+    let mut child = Command::new("systemctl")
+        .args([
+            "set-property",
+            "--runtime",
+            slice,
+            &format!("AllowedCPUs={cpus_text}"),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| err(format!("starting systemctl: {e}")))?;
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                if status.success() {
+                    return Ok(());
+                }
+                let mut stderr = String::new();
+                if let Some(mut pipe) = child.stderr.take() {
+                    use std::io::Read as _;
+                    let _ = pipe.read_to_string(&mut stderr);
+                }
+                return Err(err(format!("{status}: {}", stderr.trim())));
+            }
+            Ok(None) if started.elapsed() >= timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(err(format!("no answer within {timeout:?}; killed")));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(err(format!("waiting for systemctl: {e}"))),
+        }
+    }
+}
+
+/// Where the agent reads the slice's effective CPU set: `cpuset.cpus` of its cgroup.
+#[derive(Debug, Clone)]
+pub struct SliceCheck {
+    pub slice: String,
+    /// The slice's cgroup directory (e.g. /sys/fs/cgroup/sovereign.slice/sovereign-replica.slice).
+    pub cgroup: PathBuf,
 }
 
 /// Keeps the replica's threads on their pools' CPU sets across restarts.
 pub struct Pinner {
     pools: Vec<PoolPlan>,
     proc_root: PathBuf,
-    /// Set the slice's AllowedCPUs= through systemd (None: systemd is not the manager).
-    slice: Option<String>,
+    /// Check the slice's AllowedCPUs= (None: systemd is not the manager).
+    slice: Option<SliceCheck>,
+    /// The slice's cpuset.cpus read last (a mismatch is recorded once per value).
+    slice_seen: Option<String>,
     /// (pid, start time) of the replica process pinned last.
     current: Option<(u32, u64)>,
     /// Threads of the current process already pinned once (drift is judged on these).
@@ -215,7 +322,7 @@ pub struct Pinner {
 
 impl Pinner {
     /// `slice`: Some only where systemd manages the node (the caller checks).
-    pub fn new(pools: Vec<PoolPlan>, proc_root: &Path, slice: Option<String>) -> Pinner {
+    pub fn new(pools: Vec<PoolPlan>, proc_root: &Path, slice: Option<SliceCheck>) -> Pinner {
         Pinner {
             status: PinningStatus {
                 enabled: true,
@@ -234,6 +341,7 @@ impl Pinner {
             pools,
             proc_root: proc_root.to_path_buf(),
             slice,
+            slice_seen: None,
             current: None,
             known: BTreeSet::new(),
         }
@@ -266,37 +374,38 @@ impl Pinner {
             .position(|p| p.patterns.iter().any(|re| re.is_match(name)))
     }
 
-    fn apply_slice(&mut self) {
-        let Some(slice) = self.slice.clone() else {
+    /// Reads the slice's effective CPU set and compares it with the union of the pools'
+    /// sets. Not set yet (no cgroup, empty `cpuset.cpus`): reported as not set, no error;
+    /// another set: an error, recorded once per value read.
+    pub fn check_slice(&mut self) {
+        let Some(check) = self.slice.clone() else {
             return;
         };
-        let union: CpuSet = self.pools.iter().flat_map(|p| p.cpus.iter()).collect();
-        if union.is_empty() {
+        let expected: CpuSet = self.pools.iter().flat_map(|p| p.cpus.iter()).collect();
+        if expected.is_empty() {
             return;
         }
-        let cpus = union.to_string();
-        let result = Command::new("systemctl")
-            .args([
-                "set-property",
-                "--runtime",
-                &slice,
-                &format!("AllowedCPUs={cpus}"),
-            ])
-            .output();
-        let err = match result {
-            Ok(out) if out.status.success() => {
-                self.status.slice_allowed_cpus = Some(cpus);
-                return;
-            }
-            Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            Err(e) => e.to_string(),
-        };
-        let e = PinningError::Slice {
-            slice,
-            cpus,
-            detail: err,
-        };
-        self.record_error(&e);
+        let path = check.cgroup.join("cpuset.cpus");
+        let actual = std::fs::read_to_string(&path)
+            .map(|t| t.trim().to_string())
+            .unwrap_or_default();
+        if actual.is_empty() {
+            self.status.slice_allowed_cpus = None;
+            self.slice_seen = None;
+            return;
+        }
+        self.status.slice_allowed_cpus = Some(actual.clone());
+        let matches = actual.parse::<CpuSet>().is_ok_and(|set| set == expected);
+        if !matches && self.slice_seen.as_deref() != Some(actual.as_str()) {
+            let e = PinningError::SliceMismatch {
+                slice: check.slice,
+                path,
+                actual: actual.clone(),
+                expected: expected.to_string(),
+            };
+            self.record_error(&e);
+        }
+        self.slice_seen = Some(actual);
     }
 
     /// Pins every thread of `pid` that belongs to a pool and reports drift: a thread
@@ -317,7 +426,6 @@ impl Pinner {
             }
             self.current = Some((pid, start));
             self.known.clear();
-            self.apply_slice();
         }
         self.status.replica_pid = Some(pid);
         self.status.inactive_reason = None;
@@ -398,5 +506,116 @@ mod tests {
         assert_eq!(parse_field(p, &f, 39).unwrap(), 5);
         assert!(parse_field(p, &f, 60).is_err());
         assert!(stat_fields(p, "no paren").is_err());
+    }
+
+    #[test]
+    fn slice_paths_nest_like_systemd() {
+        assert_eq!(
+            slice_cgroup_path("sovereign-replica.slice"),
+            PathBuf::from("sovereign.slice/sovereign-replica.slice")
+        );
+        assert_eq!(
+            slice_cgroup_path("system.slice"),
+            PathBuf::from("system.slice")
+        );
+        assert_eq!(
+            slice_cgroup_path("a-b-c.slice"),
+            PathBuf::from("a.slice/a-b.slice/a-b-c.slice")
+        );
+        assert_eq!(slice_cgroup_path("-.slice"), PathBuf::new());
+    }
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn replica_found_by_name_in_its_units_cgroup() {
+        let dir = tempfile::tempdir().unwrap();
+        let proc_root = dir.path().join("proc");
+        let unit = dir.path().join("cg/ic-replica.service");
+        for (pid, comm) in [(7, "sh"), (12, "replica"), (30, "replica"), (40, "replica")] {
+            write(&proc_root.join(format!("{pid}/comm")), &format!("{comm}\n"));
+        }
+        // 40 is a replica outside the unit: not ours.
+        write(&unit.join("cgroup.procs"), "30\n7\n12\n");
+        assert_eq!(locate_replica(Some(&unit), "replica", &proc_root), Some(12));
+        write(&unit.join("cgroup.procs"), "7\n");
+        assert_eq!(locate_replica(Some(&unit), "replica", &proc_root), None);
+        // No cgroup (unit not started): not running.
+        let absent = dir.path().join("cg/other.service");
+        assert_eq!(locate_replica(Some(&absent), "replica", &proc_root), None);
+        // Without systemd: the lowest pid with the name anywhere.
+        assert_eq!(locate_replica(None, "replica", &proc_root), Some(12));
+    }
+
+    #[test]
+    fn slice_check_reports_unset_match_and_mismatch_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let cgroup = dir.path().join("sovereign.slice/sovereign-replica.slice");
+        let pools = vec![
+            PoolPlan::new("consensus", "0".parse().unwrap(), &["^c".into()]).unwrap(),
+            PoolPlan::new("execution", "2-3".parse().unwrap(), &["^e".into()]).unwrap(),
+        ];
+        let check = SliceCheck {
+            slice: "sovereign-replica.slice".into(),
+            cgroup: cgroup.clone(),
+        };
+        let mut pinner = Pinner::new(pools, Path::new("/proc"), Some(check));
+        // Not realised yet: not set, no error.
+        pinner.check_slice();
+        assert_eq!(pinner.status().slice_allowed_cpus, None);
+        assert_eq!(pinner.status().errors_total, 0);
+        write(&cgroup.join("cpuset.cpus"), "\n");
+        pinner.check_slice();
+        assert_eq!(pinner.status().slice_allowed_cpus, None);
+        write(&cgroup.join("cpuset.cpus"), "0,2-3\n");
+        pinner.check_slice();
+        assert_eq!(pinner.status().slice_allowed_cpus.as_deref(), Some("0,2-3"));
+        assert_eq!(pinner.status().errors_total, 0);
+        write(&cgroup.join("cpuset.cpus"), "0-3\n");
+        pinner.check_slice();
+        pinner.check_slice();
+        let status = pinner.status();
+        assert_eq!(status.slice_allowed_cpus.as_deref(), Some("0-3"));
+        assert_eq!(status.errors_total, 1, "recorded once per value read");
+        let error = status.last_error.as_deref().unwrap();
+        assert!(
+            error.contains("\"0-3\"") && error.contains("need 0,2-3"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn slice_cpus_is_the_union_of_pool_sets() {
+        use hardware_profiles::runtime::PoolConfig;
+        let profiles = hardware_profiles::ProfileSet::embedded().unwrap();
+        let mut runtime = profiles.profiles()[0].runtime_config();
+        runtime.pools.clear();
+        assert_eq!(slice_cpus(&runtime), None);
+        let mut kinds = hardware_profiles::PoolKind::ALL.iter();
+        runtime.pools.insert(
+            *kinds.next().unwrap(),
+            PoolConfig {
+                threads: 1,
+                cpus: vec![4, 1],
+            },
+        );
+        runtime.pools.insert(
+            *kinds.next().unwrap(),
+            PoolConfig {
+                threads: 1,
+                cpus: vec![],
+            },
+        );
+        runtime.pools.insert(
+            *kinds.next().unwrap(),
+            PoolConfig {
+                threads: 1,
+                cpus: vec![2],
+            },
+        );
+        assert_eq!(slice_cpus(&runtime).unwrap().to_string(), "1-2,4");
     }
 }

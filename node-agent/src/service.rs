@@ -198,20 +198,30 @@ pub fn node_collectors(
         c.pinning_disabled_reason = Some(reason.into());
         c.disable("pinning", reason);
     } else {
+        // Under systemd the slice and the replica's unit are found in the cgroup tree
+        // (read-only): the agent has no access to systemd's bus.
         let slice = sd_notify::booted()
             .unwrap_or(false)
-            .then(|| config.pinning.slice.clone());
+            .then(|| crate::pinning::SliceCheck {
+                slice: config.pinning.slice.clone(),
+                cgroup: Path::new(CGROUP_ROOT)
+                    .join(crate::pinning::slice_cgroup_path(&config.pinning.slice)),
+            });
+        let unit_cgroup = slice.as_ref().map(|s| s.cgroup.join(&config.replica.unit));
         let pinner = crate::pinning::Pinner::new(pools, Path::new("/proc"), slice);
         c.pinning = Some((
             pinner,
             ReplicaProcess::Locate {
-                unit: config.replica.unit.clone(),
+                unit_cgroup,
                 process_name: config.replica.process_name.clone(),
             },
         ));
     }
     Ok(c)
 }
+
+/// The unified cgroup hierarchy (cgroup v2), where systemd places units.
+pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 
 /// A GPU source that always fails with the reason NVML could not be opened.
 struct UnavailableGpu(String);
@@ -227,6 +237,7 @@ pub async fn run(
     config: Config,
     facts: FactsSource,
     profiles_dir: Option<PathBuf>,
+    node_config: crate::node_config::NodeConfiguration,
 ) -> anyhow::Result<()> {
     notify(&[NotifyState::Status(
         "probing the machine and selecting the profile",
@@ -234,6 +245,12 @@ pub async fn run(
     let nvml = daemon_nvml();
     let mut node = assess_node(&config, &facts, profiles_dir.as_deref(), &nvml)?;
     node.set_runtime_config_file(write_runtime_config(&config, &node));
+    node.set_node_configuration(&node_config);
+    if node_config.ok() {
+        tracing::info!("configuration: {}", node_config.detail());
+    } else {
+        tracing::error!("NOT READY: {}", node_config.detail());
+    }
     log_explanation(&node);
     for line in image_lines(&node.image) {
         tracing::info!("{line}");
@@ -287,6 +304,7 @@ pub async fn run(
         &|name| std::env::var_os(name),
         node.profile == DEVELOPMENT_PROFILE,
         &evidence_nvml,
+        node_config.binding(),
     );
     let mut collectors = node_collectors(&config, node, crypto, clock, &nvml)?;
     let first = tokio::task::block_in_place(|| collectors.collect());
@@ -324,9 +342,11 @@ pub async fn run(
     let status = format!(
         "serving on {bound}; {public_status}profile {profile}; {}",
         if ready {
-            "node ready"
+            "node ready".to_string()
+        } else if !node_config.ok() {
+            format!("node NOT ready: {}", node_config.detail())
         } else {
-            "node NOT ready (see /readyz)"
+            "node NOT ready (see /readyz)".to_string()
         }
     );
     tracing::info!("{status}");
@@ -486,9 +506,11 @@ pub fn check(
     config: &Config,
     facts: &FactsSource,
     profiles_dir: Option<&Path>,
+    node_config: &crate::node_config::NodeConfiguration,
     out: &mut dyn std::io::Write,
 ) -> anyhow::Result<bool> {
-    let node = assess_node(config, facts, profiles_dir, &NvmlMode::System)?;
+    let mut node = assess_node(config, facts, profiles_dir, &NvmlMode::System)?;
+    node.set_node_configuration(node_config);
     let crypto = crypto_selftest_in_process(&node);
     let selftest = &crypto.selftest;
     writeln!(out, "profile: {} ({})", node.profile, node.selection)?;
@@ -549,6 +571,7 @@ pub fn attestation_service(
     env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
     development: bool,
     nvml: &NvmlMode,
+    config_binding: ([u8; 32], [u8; 32]),
 ) -> (AttestationService, AttestationStatus) {
     use attestation::collect::{Attester, GpuSource, SnpSource};
     use attestation::identity::{
@@ -649,8 +672,13 @@ pub fn attestation_service(
             let signer =
                 TestSigner::load_or_create_seed(&seed_path).and_then(TestSigner::from_seed);
             match signer {
-                Ok(signer) => {
+                Ok(mut signer) => {
+                    let measurement = config
+                        .test_measurement
+                        .unwrap_or_else(attestation::test_source::test_measurement);
+                    signer.template.measurement(measurement);
                     tracing::warn!(seed = %seed_path.display(),
+                        measurement = %hex::encode(measurement),
                         "attestation serves TEST evidence: no governing body policy admits it");
                     SnpSource::Test(Box::new(signer))
                 }
@@ -710,7 +738,15 @@ pub fn attestation_service(
     status.available = true;
     status.node_public_key = Some(hex::encode(node_key.verifying_key().to_bytes()));
     (
-        AttestationService::Ready(Arc::new(Attester { node_key, snp, gpu })),
+        AttestationService::Ready(Arc::new(Attester {
+            node_key,
+            snp,
+            gpu,
+            config: attestation::bundle::ConfigBinding::from_parts(
+                config_binding.0,
+                config_binding.1,
+            ),
+        })),
         status,
     )
 }

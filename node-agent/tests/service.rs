@@ -331,6 +331,7 @@ async fn attestation_route_serves_evidence_the_fleet_verifier_checks() {
         node_key,
         snp: SnpSource::Test(Box::new(signer)),
         gpu: GpuSource::None,
+        config: attestation::bundle::ConfigBinding::NONE,
     })));
 
     assert_eq!(get(&st, "/v1/attestation").await.0, StatusCode::BAD_REQUEST);
@@ -416,6 +417,7 @@ async fn status_reports_the_attestation_state_directory_and_why() {
         &env,
         false,
         &NvmlMode::absent("test"),
+        ([0; 32], [0; 32]),
     );
     assert!(status.available, "{status:?}");
     let key_path = dir.path().join("node-key.pem");
@@ -486,6 +488,7 @@ async fn status_reports_the_attestation_state_directory_and_why() {
         &no_env,
         false,
         &NvmlMode::absent("test"),
+        ([0; 32], [0; 32]),
     );
     assert!(!status.available);
     assert!(
@@ -601,6 +604,7 @@ async fn gpu_evidence_is_collected_by_the_nvml_child() {
         &no_env,
         false,
         &NvmlMode::Child(child),
+        ([0; 32], [0; 32]),
     );
     assert!(status.available && status.gpu_evidence, "{status:?}");
     let st = state(snap, Duration::from_secs(60), true)

@@ -28,6 +28,17 @@ const MAX_BUNDLE_BYTES: usize = 4 << 20;
 pub enum EnrollError {
     #[error("policy {path}: {message}")]
     Policy { path: PathBuf, message: String },
+    /// The policy lacks what admission needs, and no lab override was given.
+    #[error(
+        "policy {path} cannot admit nodes: it lacks {}; pass --lab-policy to enrol under it in a lab (recorded in the registry)",
+        missing.join(", ")
+    )]
+    IncompletePolicy { path: PathBuf, missing: Vec<String> },
+    #[error("plan bundle {path}: {source}")]
+    PlanBundle {
+        path: PathBuf,
+        source: sn_config::ConfigError,
+    },
     #[error(transparent)]
     Registry(#[from] RegistryError),
     #[error("cannot start the HTTP client: {0}")]
@@ -37,7 +48,9 @@ pub enum EnrollError {
 impl EnrollError {
     pub fn exit_code(&self) -> u8 {
         match self {
-            EnrollError::Policy { .. } => 2,
+            EnrollError::Policy { .. }
+            | EnrollError::IncompletePolicy { .. }
+            | EnrollError::PlanBundle { .. } => 2,
             EnrollError::Registry(RegistryError::Broken { .. }) => 5,
             EnrollError::Registry(RegistryError::Io { .. }) | EnrollError::Runtime(_) => 4,
         }
@@ -53,6 +66,12 @@ pub struct EnrollRequest<'a> {
     /// Verification time for certificate validity (Unix seconds).
     pub verify_time: u64,
     pub timeout: Duration,
+    /// The node's bundle directory from `provision plan --out` (DIR/NODE): the evidence
+    /// must bind exactly this bundle's digest and signer. `None` is refused unless
+    /// `lab_policy` is set.
+    pub plan_bundle: Option<&'a Path>,
+    /// Lab override: enrol under a policy that lacks what admission needs (recorded).
+    pub lab_policy: bool,
 }
 
 /// The recorded decision, and the verifier's checks where evidence was verified.
@@ -72,6 +91,34 @@ pub fn enroll(req: &EnrollRequest<'_>) -> Result<Enrolment, EnrollError> {
         path: req.policy.to_owned(),
         message: e.to_string(),
     })?;
+    let missing: Vec<String> = policy
+        .missing_for_admission()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    let mut lab = None;
+    if !missing.is_empty() || req.plan_bundle.is_none() {
+        let mut lacking = missing;
+        if req.plan_bundle.is_none() {
+            lacking.push("the node's plan bundle (--bundle)".into());
+        }
+        if !req.lab_policy {
+            return Err(EnrollError::IncompletePolicy {
+                path: req.policy.to_owned(),
+                missing: lacking,
+            });
+        }
+        lab = Some(lacking);
+    }
+    let plan_bundle = req
+        .plan_bundle
+        .map(|dir| {
+            sn_config::Bundle::load_dir(dir, &[]).map_err(|source| EnrollError::PlanBundle {
+                path: dir.to_owned(),
+                source,
+            })
+        })
+        .transpose()?;
     let mut registry = Registry::open(req.registry)?;
 
     let mut nonce = [0u8; 32];
@@ -85,7 +132,11 @@ pub fn enroll(req: &EnrollRequest<'_>) -> Result<Enrolment, EnrollError> {
         time: fmt_unix(now),
         unix_time: now,
         decision: Decision::Refuse,
-        name: req.name.unwrap_or(req.node_url).to_string(),
+        name: req
+            .name
+            .map(str::to_string)
+            .or_else(|| plan_bundle.as_ref().map(|b| b.node().name.clone()))
+            .unwrap_or_else(|| req.node_url.to_string()),
         node_url: req.node_url.to_string(),
         chip_id: None,
         node_public_key: None,
@@ -94,6 +145,11 @@ pub fn enroll(req: &EnrollRequest<'_>) -> Result<Enrolment, EnrollError> {
         nonce: hex::encode(nonce),
         policy: req.policy.display().to_string(),
         policy_sha256: hex::encode(Sha256::digest(&policy_bytes)),
+        verify_unix_time: Some(req.verify_time),
+        config_digest: None,
+        config_signer: None,
+        planned_config_digest: plan_bundle.as_ref().map(|b| hex::encode(b.digest())),
+        lab_policy: lab,
         reasons: Vec::new(),
         entry_sha256: String::new(),
     };
@@ -123,6 +179,8 @@ pub fn enroll(req: &EnrollRequest<'_>) -> Result<Enrolment, EnrollError> {
             record.node_public_key = hex::decode(bundle.node_public_key.trim())
                 .ok()
                 .map(hex::encode);
+            record.config_digest = Some(hex::encode(bundle.config.bundle_digest));
+            record.config_signer = Some(hex::encode(bundle.config.signer));
             if let Some(report) = hex::decode(bundle.snp.report.trim())
                 .ok()
                 .and_then(|b| AttestationReport::parse(&b).ok())
@@ -137,12 +195,28 @@ pub fn enroll(req: &EnrollRequest<'_>) -> Result<Enrolment, EnrollError> {
                 &policy,
                 &chains,
                 req.verify_time,
-                &ExpectedNode::default(),
+                &ExpectedNode {
+                    config_digest: plan_bundle.as_ref().map(|b| b.digest()),
+                    ..ExpectedNode::default()
+                },
             );
-            if v.admitted {
+            // The plan's signer too: a bundle with the plan's content signed by another
+            // key the policy pins is still not the plan's bundle.
+            if let Some(plan) = &plan_bundle
+                && bundle.config.signer != plan.signer()
+            {
+                record.reasons.push(format!(
+                    "configuration signer {} is not the plan's signer {}",
+                    hex::encode(bundle.config.signer),
+                    hex::encode(plan.signer())
+                ));
+            }
+            if v.admitted && record.reasons.is_empty() {
                 match (&record.chip_id, &record.node_public_key) {
                     (Some(chip), Some(key)) => {
-                        record.reasons = rule_violations(registry.admitted(), chip, key);
+                        record
+                            .reasons
+                            .extend(rule_violations(registry.admitted(), chip, key));
                     }
                     _ => record
                         .reasons

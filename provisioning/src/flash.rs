@@ -14,18 +14,19 @@ use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use crate::bundle::{Bundle, BundleError, PartitionContent, read_partition};
 use crate::image::{BLOCK, ImageError, ReleaseManifest, check_image};
 use crate::target::{
     Expect, OpenKind, OpenTarget, SystemView, TargetError, open_device, open_file,
 };
+use sn_config::archive::{Partition, read_partition};
+use sn_config::{Bundle, ConfigError};
 
 #[derive(Debug, Error)]
 pub enum FlashError {
     #[error(transparent)]
     Image(#[from] ImageError),
     #[error(transparent)]
-    Bundle(#[from] BundleError),
+    Bundle(#[from] ConfigError),
     #[error(transparent)]
     Target(#[from] TargetError),
     /// Writing, syncing or reading the target failed (ENOSPC, EIO, a short write, ...).
@@ -353,10 +354,14 @@ fn read_back(
             hex::encode(want)
         ));
     }
-    let node_name = match read_partition(&region) {
-        Ok(PartitionContent { bundle, .. }) => bundle.node.name,
+    let node_name = match read_partition(&region, &[]) {
+        Ok(Partition::Bundle { bundle, .. }) => bundle.node().name.clone(),
+        Ok(Partition::Empty) => {
+            reasons.push("the configuration partition is empty (all zeros)".into());
+            String::new()
+        }
         Err(e) => {
-            reasons.push(e.to_string());
+            reasons.push(format!("configuration partition: {e}"));
             String::new()
         }
     };

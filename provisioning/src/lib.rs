@@ -7,7 +7,8 @@
 //! * [`bench`]: the `gpu-crypto bench --json` document the planner takes its costs from.
 //! * [`plan`]: thread budgets, DKG and checkpoint timing, cost (formulas in
 //!   docs/operator-guide.md).
-//! * [`bundle`]: a node's configuration bundle and its deterministic ustar archive.
+//! * The node's configuration bundle and its archive: the `sn-config` crate
+//!   (provisioning/sn-config), shared with the node.
 //! * [`image`]: the release manifest and the disk image's GPT.
 //! * [`target`]: refusing mounted devices and the running system's disk.
 //! * [`flash`]: write, sync, read back and compare; `verify` for later re-checks.
@@ -15,7 +16,6 @@
 //! * [`enroll`]: fetch evidence with a fresh nonce, verify, decide, record.
 
 pub mod bench;
-pub mod bundle;
 pub mod enroll;
 pub mod flash;
 pub mod image;

@@ -12,11 +12,10 @@ use hardware_profiles::{GpuRequirement, Profile};
 use serde::Serialize;
 
 use crate::bench::{BenchEntry, BenchFile, BenchOp};
-use crate::bundle::{
-    AGENT_CONFIG, Bundle, BundleError, NODE_CONFIG, NODE_CONFIG_SCHEMA, NodeConfig, NodeNetwork,
-    NodeOperator,
-};
 use crate::subnet::Subnet;
+use ed25519_dalek::SigningKey;
+use sn_config::node::{NODE_CONFIG_SCHEMA, NodeNetwork, NodeOperator};
+use sn_config::{Bundle, ConfigError, NodeConfig};
 
 /// Points decompressed per dealing per receiver, and per MSM: 16 chunks per share.
 pub const CHUNKS_PER_SHARE: u64 = 16;
@@ -579,60 +578,52 @@ pub fn render(plan: &Plan) -> String {
     o
 }
 
-/// One configuration bundle per node, each validated by reading it back as a bundle.
-pub fn bundles(subnet: &Subnet) -> Result<Vec<Bundle>, BundleError> {
-    let mut out = Vec::new();
-    for node in &subnet.nodes {
-        let operator = subnet
-            .operators
-            .iter()
-            .find(|o| o.name == node.operator)
-            .map(|o| NodeOperator {
-                name: o.name.clone(),
-                ssh_keys: o.ssh_keys.clone(),
-            })
-            .unwrap_or(NodeOperator {
-                name: node.operator.clone(),
-                ssh_keys: Vec::new(),
-            });
-        let net = &subnet.network;
-        let config = NodeConfig {
-            schema: NODE_CONFIG_SCHEMA.to_string(),
-            subnet: subnet.name.clone(),
-            name: node.name.clone(),
-            hostname: node.name.clone(),
-            profile: node.profile.clone(),
-            verifier_endpoint: subnet.verifier_endpoint.clone(),
-            network: NodeNetwork {
-                ipv6_address: format!("{}/{}", node.ipv6_address, net.ipv6_prefix.prefix_len()),
-                ipv6_gateway: net.ipv6_gateway.to_string(),
-                ipv4_address: node.ipv4_address.map(|a| a.to_string()),
-                ipv4_gateway: node
-                    .ipv4_address
-                    .and(net.ipv4_gateway)
-                    .map(|g| g.to_string()),
-                dns: net.dns.clone(),
-                agent_port: net.agent_port,
-            },
-            operator,
-        };
-        let agent = format!(
-            "# node-agent configuration of {node} (subnet {subnet}), written by `provision plan`.\n\
-             listen = \"[{addr}]:{port}\"\n\
-             profile = \"{profile}\"\n\n\
-             [attestation]\n\
-             source = \"hardware\"\n",
-            node = node.name,
-            subnet = subnet.name,
-            addr = node.ipv6_address,
-            port = net.agent_port,
-            profile = node.profile,
-        );
-        let mut files = BTreeMap::new();
-        files.insert(NODE_CONFIG.to_string(), config.to_toml().into_bytes());
-        files.insert(AGENT_CONFIG.to_string(), agent.into_bytes());
-        let dir = Path::new(&node.name);
-        out.push(Bundle::from_files(dir, files)?);
-    }
-    Ok(out)
+/// node.toml of every node of the subnet (the sn-config contract).
+pub fn node_configs(subnet: &Subnet) -> Vec<NodeConfig> {
+    subnet
+        .nodes
+        .iter()
+        .map(|node| {
+            let operator = subnet
+                .operators
+                .iter()
+                .find(|o| o.name == node.operator)
+                .map(|o| NodeOperator {
+                    name: o.name.clone(),
+                    ssh_keys: o.ssh_keys.clone(),
+                })
+                .unwrap_or(NodeOperator {
+                    name: node.operator.clone(),
+                    ssh_keys: Vec::new(),
+                });
+            let net = &subnet.network;
+            NodeConfig {
+                schema: NODE_CONFIG_SCHEMA.to_string(),
+                subnet: subnet.name.clone(),
+                name: node.name.clone(),
+                hostname: node.name.clone(),
+                profile: node.profile.clone(),
+                collect_interval_seconds: None,
+                network: NodeNetwork {
+                    ipv6_address: format!("{}/{}", node.ipv6_address, net.ipv6_prefix.prefix_len()),
+                    ipv6_gateway: net.ipv6_gateway.to_string(),
+                    ipv4_address: node.ipv4_address.map(|a| a.to_string()),
+                    ipv4_gateway: node
+                        .ipv4_address
+                        .and(net.ipv4_gateway)
+                        .map(|g| g.to_string()),
+                    dns: net.dns.clone(),
+                },
+                operator,
+            }
+        })
+        .collect()
+}
+
+/// One signed configuration bundle per node.
+pub fn bundles(subnet: &Subnet, key: &SigningKey) -> Result<Vec<Bundle>, ConfigError> {
+    node_configs(subnet)
+        .iter()
+        .map(|node| Bundle::sign(node, None, key))
+        .collect()
 }

@@ -66,6 +66,21 @@ pub struct Record {
     pub nonce: String,
     pub policy: String,
     pub policy_sha256: String,
+    /// The verification time the certificates were checked against (Unix seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_unix_time: Option<u64>,
+    /// The configuration bundle the node runs (from its evidence), hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_digest: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_signer: Option<String>,
+    /// The plan's bundle digest for this node, which the evidence had to match, hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_config_digest: Option<String>,
+    /// Decided under the lab override of an incomplete policy (`--lab-policy`): what the
+    /// policy lacked. Absent for production decisions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab_policy: Option<Vec<String>>,
     /// Why it was refused: failed checks and registry rules; empty when admitted.
     pub reasons: Vec<String>,
     /// SHA-256 of this line as written with this field empty: the last line has no

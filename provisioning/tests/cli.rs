@@ -23,13 +23,39 @@ fn plan_flash_and_verify_as_the_operator_guide_does() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sovereign-subnet-13.toml");
     let tmp = tempfile::tempdir().unwrap();
     let out_dir = tmp.path().join("plan-out");
+    // The operator's signing key: private (0600) and its public half for the policy.
+    let key = tmp.path().join("subnet-signing-key.pem");
+    let o = run(&["keygen", "--out", key.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(
+        std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let public = std::fs::read_to_string(tmp.path().join("subnet-signing-key.pem.pub")).unwrap();
+    assert_eq!(public.trim().len(), 64);
+    assert!(text(&o).contains(public.trim()), "{}", text(&o));
+    // A second keygen never replaces the key.
+    let o = run(&["keygen", "--out", key.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    // --out without --signing-key is a usage error: no unsigned bundles.
     let o = run(&[
         "plan",
         example.to_str().unwrap(),
         "--out",
         out_dir.to_str().unwrap(),
     ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = run(&[
+        "plan",
+        example.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--signing-key",
+        key.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains(public.trim()), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         stdout.contains("subnet sovereign-eu-1: n = 13 nodes"),
@@ -43,8 +69,12 @@ fn plan_flash_and_verify_as_the_operator_guide_does() {
         stdout.contains("h200-lab-measured.json"),
         "the stand-in figures name their file: {stdout}"
     );
+    let digests = std::fs::read_to_string(out_dir.join("bundle-digests.txt")).unwrap();
     for i in 1..=13 {
-        assert!(out_dir.join(format!("node-{i:02}/node.toml")).is_file());
+        let dir = out_dir.join(format!("node-{i:02}"));
+        let bundle = sn_config::Bundle::load_dir(&dir, &[]).unwrap();
+        assert_eq!(hex::encode(bundle.signer()), public.trim());
+        assert!(digests.contains(&format!("{}  node-{i:02}\n", hex::encode(bundle.digest()))));
     }
     assert_eq!(
         std::fs::read_to_string(out_dir.join("plan.txt")).unwrap(),

@@ -49,10 +49,27 @@ struct Agents {
     runtime: tokio::runtime::Runtime,
     snapshot: Snapshot,
     dir: tempfile::TempDir,
+    /// The plan's signed bundles (`provision plan --out`), by node name.
+    plan: PathBuf,
+}
+
+/// The configuration signer of the plan.
+fn plan_key() -> ed25519_dalek::SigningKey {
+    ed25519_dalek::SigningKey::from_bytes(&[7; 32])
 }
 
 impl Agents {
     fn new() -> Agents {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = dir.path().join("plan");
+        let subnet = provisioning::subnet::Subnet::load(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sovereign-subnet-13.toml"),
+            &Default::default(),
+        )
+        .unwrap();
+        for b in provisioning::plan::bundles(&subnet, &plan_key()).unwrap() {
+            b.write_dir(&plan.join(&b.node().name)).unwrap();
+        }
         Agents {
             runtime: tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
@@ -60,13 +77,30 @@ impl Agents {
                 .build()
                 .unwrap(),
             snapshot: snapshot(),
-            dir: tempfile::tempdir().unwrap(),
+            dir,
+            plan,
         }
     }
 
-    /// Serves an agent whose test evidence comes from `seed` and whose node key is
-    /// `key` (a file name; the same name means the same key). Returns its URL.
+    /// The plan's bundle directory of `node`.
+    fn bundle(&self, node: &str) -> PathBuf {
+        self.plan.join(node)
+    }
+
+    /// What an agent that applied `node`'s plan bundle binds into its evidence.
+    fn binding(&self, node: &str) -> ([u8; 32], [u8; 32]) {
+        let b = sn_config::Bundle::load_dir(&self.bundle(node), &[]).unwrap();
+        (b.digest(), b.signer())
+    }
+
+    /// Serves an agent whose test evidence comes from `seed`, whose node key is `key` (a
+    /// file name; the same name means the same key), running node-01's bundle.
     fn start(&self, seed: u8, key: &str) -> String {
+        self.start_with(seed, key, self.binding("node-01"))
+    }
+
+    /// As [`Agents::start`], with the configuration binding given.
+    fn start_with(&self, seed: u8, key: &str, config: ([u8; 32], [u8; 32])) -> String {
         let seed_path = self.dir.path().join(format!("seed-{seed}-{key}"));
         std::fs::write(&seed_path, hex::encode([seed; 32])).unwrap();
         let config = AttestationConfig {
@@ -83,6 +117,7 @@ impl Agents {
             &|_| None,
             true,
             &node_agent::probe::NvmlMode::absent("no GPU evidence"),
+            config,
         );
         let state = AppState::new(
             self.snapshot.clone(),
@@ -99,30 +134,51 @@ impl Agents {
         url
     }
 
-    /// A policy trusting the test root of `seed` (and pinning the test measurement), or
-    /// with `trusting = false` the default policy (AMD roots only).
+    /// A complete policy (measurement allow-list, TCB minimum, GPU count, the plan's
+    /// configuration signer) trusting the test root of `seed`, or with `trusting = false`
+    /// the same without the test root (AMD roots only).
     fn policy(&self, seed: u8, trusting: bool) -> PathBuf {
         let path = self
             .dir
             .path()
             .join(format!("policy-{seed}-{trusting}.toml"));
+        let mut text = format!(
+            "{}\n[trust]\n",
+            self.policy_sections(&["identity", "tcb", "gpu", "config"])
+        );
         if trusting {
             let ark = TestSigner::from_seed([seed; 32]).unwrap().ark_pem();
             let ark_path = self.dir.path().join(format!("test-ark-{seed}.pem"));
             std::fs::write(&ark_path, ark).unwrap();
-            std::fs::write(
-                &path,
-                format!(
-                    "[identity]\nmeasurements = [\"{}\"]\n\n[trust]\ntest_root_ark = \"{}\"\n",
-                    hex::encode(test_measurement()),
-                    ark_path.file_name().unwrap().to_string_lossy()
-                ),
-            )
-            .unwrap();
-        } else {
-            std::fs::write(&path, "[guest_policy]\nvmpl = [0]\n").unwrap();
+            text.push_str(&format!(
+                "test_root_ark = \"{}\"\n",
+                ark_path.file_name().unwrap().to_string_lossy()
+            ));
         }
+        std::fs::write(&path, text).unwrap();
         path
+    }
+
+    /// Policy sections by name: the test measurement, a TCB minimum the test chain meets,
+    /// no GPUs, the plan's signer.
+    fn policy_sections(&self, which: &[&str]) -> String {
+        let mut text = String::new();
+        for section in which {
+            text.push_str(&match *section {
+                "identity" => format!(
+                    "[identity]\nmeasurements = [\"{}\"]\n",
+                    hex::encode(test_measurement())
+                ),
+                "tcb" => "[tcb.milan]\nbootloader = 0\ntee = 0\nsnp = 0\nmicrocode = 0\n".into(),
+                "gpu" => "[gpu]\ncount = 0\n".into(),
+                "config" => format!(
+                    "[config]\nsigners = [\"{}\"]\n",
+                    hex::encode(plan_key().verifying_key().to_bytes())
+                ),
+                other => panic!("no section {other}"),
+            });
+        }
+        text
     }
 
     fn registry(&self) -> PathBuf {
@@ -137,11 +193,24 @@ fn now() -> u64 {
         .as_secs()
 }
 
+/// Enrols under a complete policy, against node-01's plan bundle.
 fn enrol(
     url: &str,
     name: &str,
     policy: &Path,
     registry: &Path,
+) -> Result<provisioning::enroll::Enrolment, EnrollError> {
+    let plan = registry.parent().unwrap().join("plan/node-01");
+    enrol_with(url, name, policy, registry, Some(&plan), false)
+}
+
+fn enrol_with(
+    url: &str,
+    name: &str,
+    policy: &Path,
+    registry: &Path,
+    plan_bundle: Option<&Path>,
+    lab_policy: bool,
 ) -> Result<provisioning::enroll::Enrolment, EnrollError> {
     enroll(&EnrollRequest {
         node_url: url,
@@ -150,6 +219,8 @@ fn enrol(
         registry,
         verify_time: now(),
         timeout: Duration::from_secs(30),
+        plan_bundle,
+        lab_policy,
     })
 }
 
@@ -177,6 +248,14 @@ fn enrolment_admits_refuses_and_audits_every_decision() {
     assert_eq!(a.record.evidence_source.as_deref(), Some("test"));
     assert_eq!(a.record.nonce.len(), 64);
     assert!(a.record.reasons.is_empty());
+    // The configuration the node runs, the plan's, the verification time and the policy.
+    let (digest, config_signer) = agents.binding("node-01");
+    assert_eq!(a.record.config_digest, Some(hex::encode(digest)));
+    assert_eq!(a.record.planned_config_digest, Some(hex::encode(digest)));
+    assert_eq!(a.record.config_signer, Some(hex::encode(config_signer)));
+    assert!(a.record.verify_unix_time.is_some());
+    assert_eq!(a.record.policy_sha256.len(), 64);
+    assert_eq!(a.record.lab_policy, None);
     let key_a = a.record.node_public_key.clone().unwrap();
 
     // The same node again: a duplicate, refused and recorded.
@@ -275,7 +354,136 @@ fn enrolment_admits_refuses_and_audits_every_decision() {
         nodes.node[0].node_public_key.as_deref(),
         Some(key_a.as_str())
     );
+    assert_eq!(
+        nodes.node[0].config_digest.as_deref(),
+        Some(hex::encode(digest).as_str())
+    );
     assert_eq!(nodes.node[0].url, node_a);
+}
+
+#[test]
+fn a_node_that_does_not_run_the_plans_configuration_is_refused_and_recorded() {
+    let agents = Agents::new();
+    let registry = agents.registry();
+    let policy = agents.policy(7, true);
+    let plan01 = agents.bundle("node-01");
+    let enrol_01 = |url: &str, name: &str| {
+        enrol_with(url, name, &policy, &registry, Some(&plan01), false).unwrap()
+    };
+    let failed = |e: &provisioning::enroll::Enrolment, check: &str| {
+        assert_eq!(e.record.decision, Decision::Refuse);
+        assert!(
+            e.record.reasons.iter().any(|r| r.contains(check)),
+            "{check}: {:?}",
+            e.record.reasons
+        );
+    };
+    // Another node's bundle (node-02's, same signer).
+    let e = enrol_01(
+        &agents.start_with(7, "k2", agents.binding("node-02")),
+        "node-01",
+    );
+    failed(&e, "config.bundle_digest");
+    assert_eq!(
+        e.record.config_digest,
+        Some(hex::encode(agents.binding("node-02").0))
+    );
+    // No bundle at all (image default or a refused partition).
+    let e = enrol_01(&agents.start_with(7, "k3", ([0; 32], [0; 32])), "node-01");
+    failed(&e, "config.signer");
+    // The plan's digest but another signer: not pinned, and not the plan's.
+    let other = ed25519_dalek::SigningKey::from_bytes(&[9; 32])
+        .verifying_key()
+        .to_bytes();
+    let e = enrol_01(
+        &agents.start_with(7, "k4", (agents.binding("node-01").0, other)),
+        "node-01",
+    );
+    failed(&e, "config.signer");
+    failed(&e, "not the plan's signer");
+    // The plan's bundle: admitted.
+    let e = enrol_01(&agents.start(7, "k5"), "node-01");
+    assert_eq!(e.record.decision, Decision::Admit, "{:?}", e.record.reasons);
+    let reg = Registry::open(&registry).unwrap();
+    assert_eq!(reg.records().len(), 4);
+    assert_eq!(reg.admitted().count(), 1);
+}
+
+#[test]
+fn a_policy_without_allow_list_tcb_gpu_count_or_signer_is_refused_unless_lab() {
+    let agents = Agents::new();
+    let registry = agents.registry();
+    let node = agents.start(7, "key-a");
+    let ark = TestSigner::from_seed([7; 32]).unwrap().ark_pem();
+    std::fs::write(agents.dir.path().join("ark.pem"), ark).unwrap();
+    let all = ["identity", "tcb", "gpu", "config"];
+    for (i, leave_out) in all.iter().enumerate() {
+        let sections: Vec<&str> = all.iter().copied().filter(|s| s != leave_out).collect();
+        let path = agents.dir.path().join(format!("incomplete-{i}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "{}[trust]\ntest_root_ark = \"ark.pem\"\n",
+                agents.policy_sections(&sections)
+            ),
+        )
+        .unwrap();
+        let err = enrol(&node, "node-01", &path, &registry).unwrap_err();
+        assert_eq!(err.exit_code(), 2, "{err}");
+        let want = match *leave_out {
+            "identity" => "measurement allow-list",
+            "tcb" => "TCB minimum",
+            "gpu" => "gpu.count",
+            _ => "config.signers",
+        };
+        assert!(err.to_string().contains(want), "{err}");
+        assert!(err.to_string().contains("--lab-policy"), "{err}");
+        assert!(
+            !registry.exists(),
+            "a refused policy decides nothing and records nothing"
+        );
+    }
+    // No plan bundle: refused the same way.
+    let err = enrol_with(
+        &node,
+        "node-01",
+        &agents.policy(7, true),
+        &registry,
+        None,
+        false,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("--bundle"), "{err}");
+
+    // The lab override: decided, and the record says under what.
+    let lab = agents.dir.path().join("incomplete-0.toml");
+    let e = enrol_with(&node, "node-01", &lab, &registry, None, true).unwrap();
+    let lacking = e.record.lab_policy.clone().unwrap();
+    assert!(
+        lacking.iter().any(|l| l.contains("measurement allow-list")),
+        "{lacking:?}"
+    );
+    assert!(
+        lacking.iter().any(|l| l.contains("--bundle")),
+        "{lacking:?}"
+    );
+    let line = std::fs::read_to_string(&registry).unwrap();
+    assert!(line.contains("\"lab_policy\":["), "{line}");
+    assert!(verify_chain(&line).is_ok());
+
+    // The binary prints it loudly.
+    let out = std::process::Command::new(BIN)
+        .args(["enroll", "--node", &node, "--lab-policy", "--policy"])
+        .arg(&lab)
+        .arg("--registry")
+        .arg(&registry)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("LAB POLICY"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -350,6 +558,8 @@ fn the_enroll_command_exits_0_when_admitted_and_1_when_refused() {
             .arg(policy)
             .arg("--registry")
             .arg(&registry)
+            .arg("--bundle")
+            .arg(agents.bundle("node-01"))
             .output()
             .unwrap()
     };

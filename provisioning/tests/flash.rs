@@ -9,13 +9,13 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use provisioning::bundle::Bundle;
 use provisioning::flash::{Destination, FlashError, Silent, config_region, flash, verify_target};
 use provisioning::image::{ReleaseManifest, config_partition_of, write_test_image};
 use provisioning::target::{
     DeviceFacts, Expect, SystemView, TargetError, check_block_device, check_facts, device_serials,
 };
 use sha2::{Digest, Sha256};
+use sn_config::Bundle;
 
 const BIN: &str = env!("CARGO_BIN_EXE_provision");
 
@@ -25,9 +25,10 @@ fn example_bundle(dir: &Path) -> PathBuf {
         &Default::default(),
     )
     .unwrap();
-    let bundles = provisioning::plan::bundles(&subnet).unwrap();
+    let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
+    let bundles = provisioning::plan::bundles(&subnet, &key).unwrap();
     let path = dir.join("node-01");
-    bundles[0].write(&path).unwrap();
+    bundles[0].write_dir(&path).unwrap();
     path
 }
 
@@ -55,7 +56,7 @@ impl Fixture {
         std::fs::create_dir(&image_dir).unwrap();
         // 3 MiB of seeded root, a 16 MiB config partition: a 21 MiB disk.
         let manifest = write_test_image(&image_dir, 3 << 20, 16 << 20).unwrap();
-        let bundle = Bundle::load(&example_bundle(dir.path())).unwrap();
+        let bundle = Bundle::load_dir(&example_bundle(dir.path()), &[]).unwrap();
         Fixture {
             dir,
             manifest,
@@ -281,14 +282,15 @@ fn the_image_itself_and_a_bad_bundle_are_refused() {
 
     let dir = fx.dir.path().join("node-01");
     std::fs::write(dir.join("id_ed25519"), "secret").unwrap();
-    let err = Bundle::load(&dir).unwrap_err();
+    let err = Bundle::load_dir(&dir, &[]).unwrap_err();
     assert!(
         err.to_string().contains("not part of a node bundle"),
         "{err}"
     );
     std::fs::remove_file(dir.join("id_ed25519")).unwrap();
     std::fs::write(dir.join("node.toml"), "schema = \"x\"\n").unwrap();
-    assert!(Bundle::load(&dir).is_err());
+    let err = Bundle::load_dir(&dir, &[]).unwrap_err();
+    assert_eq!(err.kind(), "checksum_mismatch", "{err}");
 }
 
 // ---- refusal rules against fixture trees ----

@@ -420,24 +420,28 @@ fn the_shipped_example_plans_13_nodes_and_writes_bundles_the_agent_accepts() {
         "{text}"
     );
 
-    let bundles = provisioning::plan::bundles(&subnet).unwrap();
+    let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
+    let bundles = provisioning::plan::bundles(&subnet, &key).unwrap();
     assert_eq!(bundles.len(), 13);
     let out = tempfile::tempdir().unwrap();
     for b in &bundles {
-        let dir = out.path().join(&b.node.name);
-        b.write(&dir).unwrap();
-        let back = provisioning::bundle::Bundle::load(&dir).unwrap();
-        assert_eq!(back.node, b.node);
-        // The node agent's own parser and validation accept the generated configuration.
-        let agent_text = std::fs::read_to_string(dir.join("node-agent.toml")).unwrap();
-        let agent: node_agent::config::Config = toml::from_str(&agent_text).unwrap();
-        agent.validate().unwrap();
-        assert_eq!(agent.profile, "sovereign-node");
-        assert_eq!(agent.listen.port(), 9420);
-        assert_eq!(
-            agent.listen.ip().to_string(),
-            b.node.network.ipv6_address.split('/').next().unwrap()
-        );
+        let dir = out.path().join(&b.node().name);
+        b.write_dir(&dir).unwrap();
+        let back = sn_config::Bundle::load_dir(&dir, &[key.verifying_key().to_bytes()]).unwrap();
+        assert_eq!(&back, b);
+        // The node's side: the archive applied by the agent's apply-config code, read by
+        // the agent's configuration loader.
+        let part = out.path().join(format!("{}.part", b.node().name));
+        std::fs::write(&part, b.archive().unwrap()).unwrap();
+        let applied = out.path().join(format!("{}.applied", b.node().name));
+        sn_config::apply::apply(&part, &applied, &[]).unwrap();
+        let seen = node_agent::node_config::NodeConfiguration::load(&applied);
+        assert!(seen.ok(), "{:?}", seen.view);
+        assert_eq!(seen.view.node.as_deref(), Some(b.node().name.as_str()));
+        assert_eq!(seen.view.subnet.as_deref(), Some("sovereign-eu-1"));
+        assert_eq!(seen.view.profile.as_deref(), Some("sovereign-node"));
+        assert_eq!(seen.binding(), (b.digest(), key.verifying_key().to_bytes()));
+        assert!(b.node().network.ipv6_address.starts_with("2001:db8:5e1::"));
     }
     // Deterministic archives: the same bundle gives the same bytes.
     assert_eq!(bundles[0].archive().unwrap(), bundles[0].archive().unwrap());

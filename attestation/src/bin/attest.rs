@@ -47,6 +47,9 @@ enum Command {
         /// Registered Ed25519 node public key (hex), compared exactly.
         #[arg(long)]
         node_key: Option<String>,
+        /// Digest of the node's planned configuration bundle (hex), compared exactly.
+        #[arg(long)]
+        config_digest: Option<String>,
         #[command(flatten)]
         common: Common,
     },
@@ -84,6 +87,11 @@ enum Command {
         /// Per-node timeout in milliseconds.
         #[arg(long, default_value_t = 5000)]
         timeout_ms: u64,
+        /// Lab override: verify under a policy that lacks a measurement allow-list, a TCB
+        /// minimum, the GPU count or a configuration signer (refused otherwise). Printed
+        /// on every run; never for production.
+        #[arg(long)]
+        lab_policy: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -205,6 +213,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 node_key: load_or_create_unsealed_key(&node_key)?.0,
                 snp: SnpSource::Test(Box::new(signer)),
                 gpu: GpuSource::None,
+                config: attestation::bundle::ConfigBinding::NONE,
             };
             println!(
                 "{}",
@@ -218,6 +227,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             nonce,
             chip_id,
             node_key,
+            config_digest,
             common,
         } => {
             let now = common.now()?;
@@ -230,6 +240,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 url: String::new(),
                 chip_id,
                 node_public_key: node_key,
+                config_digest,
             };
             let expected: ExpectedNode = entry.expected()?;
             let chains = ChainVerifier::new(policy.trust_store());
@@ -287,11 +298,28 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             policy,
             concurrency,
             timeout_ms,
+            lab_policy,
             common,
         } => {
             let now = common.now()?;
             let nodes = NodeList::load(&nodes)?;
-            let policy = Arc::new(Policy::load(&policy)?);
+            let policy_path = policy;
+            let policy = Arc::new(Policy::load(&policy_path)?);
+            let missing = policy.missing_for_admission();
+            if !missing.is_empty() {
+                if !lab_policy {
+                    return Err(anyhow!(
+                        "policy {} cannot admit nodes: it lacks {} (--lab-policy overrides this in a lab)",
+                        policy_path.display(),
+                        missing.join(", ")
+                    ));
+                }
+                eprintln!(
+                    "attest: LAB POLICY: {} lacks {}; verdicts below are NOT production admissions",
+                    policy_path.display(),
+                    missing.join(", ")
+                );
+            }
             let chains = Arc::new(ChainVerifier::new(policy.trust_store()));
             let opts = FleetOptions {
                 concurrency,

@@ -84,8 +84,12 @@ pub enum ReplicaSource {
 
 /// How the pinning collector finds the replica process.
 pub enum ReplicaProcess {
-    /// The systemd unit's MainPID, else the process with this comm.
-    Locate { unit: String, process_name: String },
+    /// The process with this comm in the unit's cgroup directory (where systemd runs the
+    /// node), else in /proc.
+    Locate {
+        unit_cgroup: Option<std::path::PathBuf>,
+        process_name: String,
+    },
     /// A known pid (tests).
     Pid(u32),
 }
@@ -243,11 +247,17 @@ impl Collectors {
                 };
                 let pid = match process {
                     ReplicaProcess::Pid(pid) => Some(*pid),
-                    ReplicaProcess::Locate { unit, process_name } => {
-                        crate::pinning::locate_replica(unit, process_name, &proc_root)
-                    }
+                    ReplicaProcess::Locate {
+                        unit_cgroup,
+                        process_name,
+                    } => crate::pinning::locate_replica(
+                        unit_cgroup.as_deref(),
+                        process_name,
+                        &proc_root,
+                    ),
                 };
                 let errors_before = pinner.status().errors_total;
+                pinner.check_slice();
                 let status = match pid {
                     Some(pid) => pinner.sync(pid).clone(),
                     None => pinner.replica_absent("the replica is not running").clone(),

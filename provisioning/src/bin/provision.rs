@@ -11,7 +11,6 @@ use std::time::Duration;
 use anyhow::{Context, anyhow};
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use provisioning::bundle::Bundle;
 use provisioning::enroll::{EnrollRequest, enroll};
 use provisioning::flash::{Destination, FlashError, Progress, flash, verify_target};
 use provisioning::image::{ReleaseManifest, check_image, write_test_image};
@@ -19,6 +18,7 @@ use provisioning::registry::{Decision, Registry};
 use provisioning::subnet::{Subnet, SubnetError};
 use provisioning::target::{Expect, SystemView};
 use sha2::{Digest, Sha256};
+use sn_config::Bundle;
 
 const AFTER_HELP: &str = "\
 Exit status: 0 success; 1 a check failed (verification mismatch, enrolment refused); \
@@ -47,12 +47,23 @@ enum Command {
         /// subnet file's [benchmarks] entry).
         #[arg(long, value_name = "PROFILE=FILE")]
         bench: Vec<String>,
-        /// Write plan.txt, plan.json and one bundle directory per node here.
-        #[arg(long, value_name = "DIR")]
+        /// Write plan.txt, plan.json and one signed bundle directory per node (DIR/NODE/).
+        #[arg(long, value_name = "DIR", requires = "signing_key")]
         out: Option<PathBuf>,
+        /// The subnet operator's Ed25519 signing key (PKCS#8 PEM, from `provision keygen`)
+        /// that signs every node's bundle.
+        #[arg(long, value_name = "KEY")]
+        signing_key: Option<PathBuf>,
         /// Print the plan as JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Generate the Ed25519 key that signs configuration bundles: KEY (PKCS#8 PEM, mode
+    /// 0600, never overwritten) and KEY.pub (the public key, hex, for the policy's
+    /// `[config] signers` and the kernel command line's `sn.config_signer=`).
+    Keygen {
+        #[arg(long, value_name = "KEY")]
+        out: PathBuf,
     },
     /// Write the image and the node's bundle to a whole disk (or, with --to-file, a file),
     /// sync, read back through the same descriptor, compare.
@@ -106,9 +117,18 @@ enum Command {
         /// The registry file (append-only, hash-chained); created if missing.
         #[arg(long, value_name = "REGISTRY")]
         registry: PathBuf,
-        /// Name recorded for the node (default: the URL).
+        /// Name recorded for the node (default: the plan bundle's node name).
         #[arg(long)]
         name: Option<String>,
+        /// The node's bundle directory from `provision plan --out` (DIR/NODE): the node
+        /// must run exactly this configuration (digest and signer bound in its evidence).
+        #[arg(long, value_name = "BUNDLE")]
+        bundle: Option<PathBuf>,
+        /// Lab override: enrol under a policy without a measurement allow-list, TCB
+        /// minimum, GPU count or configuration signer, or without --bundle. Printed and
+        /// recorded in the registry; never for production.
+        #[arg(long)]
+        lab_policy: bool,
         /// Verification time for certificate validity, YYYY-MM-DDTHH:MM:SSZ or @unix (default now).
         #[arg(long)]
         time: Option<String>,
@@ -210,8 +230,28 @@ fn run(args: Args) -> Result<u8, Failure> {
             subnet,
             bench,
             out,
+            signing_key,
             json,
-        } => plan(&subnet, &bench, out.as_deref(), json),
+        } => plan(
+            &subnet,
+            &bench,
+            out.as_deref(),
+            signing_key.as_deref(),
+            json,
+        ),
+        Command::Keygen { out } => {
+            let key = sn_config::sign::generate_key(&out).map_err(|e| fail(4)(e.into()))?;
+            let public = hex::encode(key.verifying_key().to_bytes());
+            let pub_path = PathBuf::from(format!("{}.pub", out.display()));
+            sn_config::apply::write_file_atomic(&pub_path, format!("{public}\n").as_bytes())
+                .map_err(|e| fail(4)(e.into()))?;
+            println!(
+                "wrote {} (private, mode 0600) and {}; configuration signer {public}",
+                out.display(),
+                pub_path.display()
+            );
+            Ok(0)
+        }
         Command::Flash {
             image,
             node,
@@ -222,9 +262,7 @@ fn run(args: Args) -> Result<u8, Failure> {
             manifest,
         } => {
             let manifest = load_manifest(&image, manifest)?;
-            let bundle = Bundle::load(&node)
-                .with_context(|| format!("--node {}", node.display()))
-                .map_err(fail(2))?;
+            let bundle = load_bundle(&node)?;
             let dest = match (target, to_file) {
                 (Some(path), None) => Destination::Device {
                     path,
@@ -274,7 +312,7 @@ fn run(args: Args) -> Result<u8, Failure> {
             let expected = match node {
                 None => None,
                 Some(dir) => {
-                    let bundle = Bundle::load(&dir).map_err(|e| fail(2)(e.into()))?;
+                    let bundle = load_bundle(&dir)?;
                     let region = provisioning::flash::config_region(&bundle, &manifest)?;
                     Some(Sha256::digest(&region).into())
                 }
@@ -299,6 +337,8 @@ fn run(args: Args) -> Result<u8, Failure> {
             policy,
             registry,
             name,
+            bundle,
+            lab_policy,
             time,
             timeout_ms,
             json,
@@ -318,12 +358,21 @@ fn run(args: Args) -> Result<u8, Failure> {
                 registry: &registry,
                 verify_time,
                 timeout: Duration::from_millis(timeout_ms),
+                plan_bundle: bundle.as_deref(),
+                lab_policy,
             })
             .map_err(|e| Failure {
                 code: e.exit_code(),
                 error: e.into(),
             })?;
             let r = &outcome.record;
+            if let Some(lacking) = &r.lab_policy {
+                eprintln!(
+                    "provision: LAB POLICY: decided under {} although it lacks {}; recorded as a lab decision, NOT a production admission",
+                    policy.display(),
+                    lacking.join(", ")
+                );
+            }
             if json {
                 println!(
                     "{}",
@@ -382,6 +431,9 @@ fn run(args: Args) -> Result<u8, Failure> {
                         toml_str(r.chip_id.as_deref().unwrap_or("")),
                         toml_str(r.node_public_key.as_deref().unwrap_or(""))
                     ));
+                    if let Some(d) = &r.config_digest {
+                        out.push_str(&format!("config_digest = {}\n", toml_str(d)));
+                    }
                 }
                 print!("{out}");
                 Ok(0)
@@ -451,7 +503,20 @@ fn load_manifest(image: &Path, manifest: Option<PathBuf>) -> Result<ReleaseManif
         .map_err(fail(2))
 }
 
-fn plan(subnet: &Path, bench: &[String], out: Option<&Path>, json: bool) -> Result<u8, Failure> {
+/// A plan's bundle directory, verified (signature and checksums).
+fn load_bundle(dir: &Path) -> Result<Bundle, Failure> {
+    Bundle::load_dir(dir, &[])
+        .with_context(|| format!("bundle {}", dir.display()))
+        .map_err(fail(2))
+}
+
+fn plan(
+    subnet: &Path,
+    bench: &[String],
+    out: Option<&Path>,
+    signing_key: Option<&Path>,
+    json: bool,
+) -> Result<u8, Failure> {
     let mut overrides = BTreeMap::new();
     for b in bench {
         let (profile, file) = b
@@ -467,15 +532,29 @@ fn plan(subnet: &Path, bench: &[String], out: Option<&Path>, json: bool) -> Resu
     let text = provisioning::plan::render(&plan);
     let plan_json = serde_json::to_string_pretty(&plan).map_err(|e| fail(2)(e.into()))? + "\n";
     if let Some(dir) = out {
-        let bundles = provisioning::plan::bundles(&subnet).map_err(|e| fail(2)(e.into()))?;
+        let key_path =
+            signing_key.ok_or_else(|| fail(2)(anyhow!("--out needs --signing-key KEY")))?;
+        let key = sn_config::sign::load_signing_key(key_path).map_err(|e| fail(2)(e.into()))?;
+        let bundles = provisioning::plan::bundles(&subnet, &key).map_err(|e| fail(2)(e.into()))?;
         let io = |path: &Path| format!("writing {}", path.display());
         std::fs::create_dir_all(dir)
             .with_context(|| io(dir))
             .map_err(fail(4))?;
+        let mut digests = String::from(
+            "# Configuration bundle digests (SHA-256 of each node's SHA256SUMS), written by `provision plan`.\n",
+        );
         for bundle in &bundles {
-            let node_dir = dir.join(&bundle.node.name);
-            bundle.write(&node_dir).map_err(|e| fail(4)(e.into()))?;
+            let node_dir = dir.join(&bundle.node().name);
+            bundle.write_dir(&node_dir).map_err(|e| fail(4)(e.into()))?;
+            digests.push_str(&format!(
+                "{}  {}\n",
+                hex::encode(bundle.digest()),
+                bundle.node().name
+            ));
         }
+        std::fs::write(dir.join("bundle-digests.txt"), &digests)
+            .with_context(|| io(&dir.join("bundle-digests.txt")))
+            .map_err(fail(4))?;
         std::fs::write(dir.join("plan.txt"), &text)
             .with_context(|| io(&dir.join("plan.txt")))
             .map_err(fail(4))?;
@@ -483,8 +562,9 @@ fn plan(subnet: &Path, bench: &[String], out: Option<&Path>, json: bool) -> Resu
             .with_context(|| io(&dir.join("plan.json")))
             .map_err(fail(4))?;
         eprintln!(
-            "wrote {} node bundle(s), plan.txt and plan.json to {}",
+            "wrote {} node bundle(s) signed by {}, bundle-digests.txt, plan.txt and plan.json to {}",
             bundles.len(),
+            hex::encode(key.verifying_key().to_bytes()),
             dir.display()
         );
     }

@@ -1,0 +1,232 @@
+//! The bundle on the `sn-config` partition: a deterministic ustar archive followed by zeros.
+//!
+//! Writer: SHA256SUMS, SHA256SUMS.sig, then the content members in name order; every header
+//! is ustar, type `0` (regular file), mode 0644, uid/gid 0, mtime 0, empty owner names, so
+//! a bundle always gives the same bytes. Reader: the exact inverse, strict: only type-`0`
+//! members whose name is one of the schema's, each at most once and within its size limit;
+//! the padding of each member's last block and everything after the end-of-archive marker
+//! must be zeros (bytes no checksum covers are refused, not ignored).
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+
+use crate::bundle::Bundle;
+use crate::{ConfigError, PARTITION_BYTES, allowed_list, allowed_members, member_limit};
+
+/// The archive of `files` (name -> bytes). [`Bundle::archive`] is the way to call it.
+pub(crate) fn write_archive(files: &BTreeMap<String, Vec<u8>>) -> Result<Vec<u8>, ConfigError> {
+    let archive_err = |name: &str, e: std::io::Error| ConfigError::Archive(format!("{name}: {e}"));
+    let mut builder = tar::Builder::new(Vec::new());
+    let order = [crate::SUMS, crate::SIGNATURE].into_iter().chain(
+        files
+            .keys()
+            .map(String::as_str)
+            .filter(|n| *n != crate::SUMS && *n != crate::SIGNATURE),
+    );
+    for name in order {
+        let Some(bytes) = files.get(name) else {
+            continue;
+        };
+        let mut header = tar::Header::new_ustar();
+        header.set_path(name).map_err(|e| archive_err(name, e))?;
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_uid(0);
+        header.set_gid(0);
+        header.set_mtime(0);
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_cksum();
+        builder
+            .append(&header, bytes.as_slice())
+            .map_err(|e| archive_err(name, e))?;
+    }
+    let archive = builder
+        .into_inner()
+        .map_err(|e| archive_err("end of archive", e))?;
+    if archive.len() as u64 > PARTITION_BYTES {
+        return Err(ConfigError::Archive(format!(
+            "{} bytes do not fit the {PARTITION_BYTES}-byte partition",
+            archive.len()
+        )));
+    }
+    Ok(archive)
+}
+
+/// What a partition (or a file holding its bytes) contains.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Partition {
+    /// Every byte is zero (or there is none): no configuration was written. The node runs
+    /// with the image's defaults and says so.
+    Empty,
+    /// A verified bundle, and the length of its archive including the end marker.
+    Bundle {
+        bundle: Box<Bundle>,
+        archive_len: u64,
+    },
+}
+
+/// Names a tar entry type for errors.
+fn describe_entry_type(byte: u8) -> String {
+    match byte {
+        b'1' => "hard link".into(),
+        b'2' => "symbolic link".into(),
+        b'3' => "character device".into(),
+        b'4' => "block device".into(),
+        b'5' => "directory".into(),
+        b'6' => "FIFO".into(),
+        b'7' => "contiguous file".into(),
+        b'x' | b'g' => "pax extended header".into(),
+        b'L' | b'K' => "GNU long-name header".into(),
+        b'S' => "GNU sparse file".into(),
+        0 => "pre-POSIX (type NUL) file".into(),
+        b => format!("tar entry of type {:?}", b as char),
+    }
+}
+
+/// Names a file type found in a bundle directory, for errors.
+pub(crate) fn describe_file_type(t: std::fs::FileType) -> String {
+    use std::os::unix::fs::FileTypeExt as _;
+    if t.is_symlink() {
+        "symbolic link"
+    } else if t.is_dir() {
+        "directory"
+    } else if t.is_fifo() {
+        "FIFO"
+    } else if t.is_char_device() {
+        "character device"
+    } else if t.is_block_device() {
+        "block device"
+    } else if t.is_socket() {
+        "socket"
+    } else {
+        "special file"
+    }
+    .into()
+}
+
+fn check_name(name: &str) -> Result<(), ConfigError> {
+    let unsafe_name = |reason: &str| {
+        Err(ConfigError::UnsafeName {
+            member: name.to_string(),
+            reason: reason.to_string(),
+        })
+    };
+    if name.is_empty() {
+        return unsafe_name("empty");
+    }
+    if name.starts_with('/') {
+        return unsafe_name("absolute path");
+    }
+    if name.split('/').any(|c| c == "..") {
+        return unsafe_name("contains `..`");
+    }
+    if name.contains('/') {
+        return unsafe_name("a path with directories: members are top-level files");
+    }
+    if !allowed_members().any(|m| m == name) {
+        return Err(ConfigError::UnknownMember {
+            member: name.to_string(),
+            allowed: allowed_list(),
+        });
+    }
+    Ok(())
+}
+
+fn all_zero(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b != 0)
+}
+
+/// Reads the bytes of a configuration partition: all zeros is [`Partition::Empty`];
+/// otherwise a strict archive whose members form a verified [`Bundle`] (signature by one of
+/// `pinned` when it is not empty). Nothing is parsed beyond the tar headers before the
+/// signature and checksums are verified. At most [`PARTITION_BYTES`] are considered.
+pub fn read_partition(region: &[u8], pinned: &[[u8; 32]]) -> Result<Partition, ConfigError> {
+    let region = region
+        .get(..usize::try_from(PARTITION_BYTES).unwrap_or(usize::MAX))
+        .unwrap_or(region);
+    if all_zero(region).is_none() {
+        return Ok(Partition::Empty);
+    }
+    let mut archive = tar::Archive::new(region);
+    let entries = archive
+        .entries()
+        .map_err(|e| ConfigError::Archive(format!("not a tar archive: {e}")))?
+        .raw(true);
+    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut end = 0u64;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| ConfigError::Archive(format!("damaged: {e}")))?;
+        let header = entry.header();
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        if header.as_ustar().is_none() {
+            return Err(ConfigError::Archive(format!(
+                "member {name:?}: not a ustar header"
+            )));
+        }
+        let type_byte = header.as_old().linkflag[0];
+        if type_byte != b'0' {
+            return Err(ConfigError::NotRegularFile {
+                member: name,
+                what: describe_entry_type(type_byte),
+            });
+        }
+        check_name(&name)?;
+        let size = entry.size();
+        let limit = member_limit(&name);
+        if size > limit {
+            return Err(ConfigError::OversizeMember {
+                member: name,
+                size,
+                limit,
+            });
+        }
+        if files.contains_key(&name) {
+            return Err(ConfigError::DuplicateMember { member: name });
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        entry
+            .read_to_end(&mut bytes)
+            .map_err(|e| ConfigError::Archive(format!("member {name:?}: {e}")))?;
+        if bytes.len() as u64 != size {
+            return Err(ConfigError::Archive(format!(
+                "member {name:?}: truncated ({} of {size} bytes)",
+                bytes.len()
+            )));
+        }
+        let data_end = entry.raw_file_position() + size;
+        end = entry.raw_file_position() + size.div_ceil(512) * 512;
+        let padding = usize::try_from(data_end)
+            .ok()
+            .zip(usize::try_from(end).ok())
+            .and_then(|(a, b)| region.get(a..b))
+            .ok_or_else(|| ConfigError::Archive(format!("member {name:?}: truncated")))?;
+        if let Some(at) = all_zero(padding) {
+            return Err(ConfigError::UncoveredData {
+                offset: data_end + at as u64,
+                place: format!("padding after member {name:?}"),
+            });
+        }
+        files.insert(name, bytes);
+    }
+    // The end-of-archive marker (two zero blocks) and the rest of the partition: zeros.
+    let tail = usize::try_from(end)
+        .ok()
+        .and_then(|e| region.get(e..))
+        .ok_or_else(|| ConfigError::Archive("runs past the partition".into()))?;
+    if tail.len() < 1024 {
+        return Err(ConfigError::Archive(
+            "no end-of-archive marker (two zero blocks)".into(),
+        ));
+    }
+    if let Some(at) = all_zero(tail) {
+        return Err(ConfigError::UncoveredData {
+            offset: end + at as u64,
+            place: "after the archive's last member".into(),
+        });
+    }
+    let bundle = Bundle::verify(files, pinned)?;
+    Ok(Partition::Bundle {
+        bundle: Box::new(bundle),
+        archive_len: end + 1024,
+    })
+}
