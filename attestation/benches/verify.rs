@@ -157,6 +157,7 @@ fn fleet_1000(c: &mut Criterion) {
                 url: urls[i % urls.len()].clone(),
                 chip_id: None,
                 node_public_key: None,
+                config_digest: None,
             })
             .collect(),
     };

@@ -74,6 +74,7 @@ async fn fleet_reports_every_node_and_survives_dead_ones() {
         url: url.into(),
         chip_id: chip.map(Into::into),
         node_public_key: key.map(Into::into),
+        config_digest: None,
     };
     let nodes = NodeList {
         node: vec![

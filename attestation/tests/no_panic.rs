@@ -133,10 +133,11 @@ proptest! {
     }
 
     #[test]
-    fn bundle_with_arbitrary_fields(report in "[0-9a-f]{0,64}", vcek in "\\PC{0,200}", nonce in "[0-9a-f]{0,70}", key in "[0-9a-f]{0,70}", sig in "[0-9a-f]{0,140}") {
+    fn bundle_with_arbitrary_fields(report in "[0-9a-f]{0,64}", vcek in "\\PC{0,200}", nonce in "[0-9a-f]{0,70}", key in "[0-9a-f]{0,70}", sig in "[0-9a-f]{0,140}", config in "[0-9a-f]{64}") {
         let json = serde_json::json!({
             "format": attestation::bundle::BUNDLE_FORMAT, "source": "test", "nonce": nonce,
             "node_public_key": key, "node_signature": sig, "gpus": [],
+            "config": {"bundle_digest": config, "signer": config},
             "snp": {"report": report, "certificates": {"vcek": vcek, "ask": null, "ark": null, "source": "test"}}
         });
         let b = Bundle::from_json(&serde_json::to_vec(&json).unwrap()).unwrap();

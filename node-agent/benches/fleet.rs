@@ -131,6 +131,7 @@ fn fleet_of_agents(c: &mut Criterion) {
                 url: agents.0[i % agents.0.len()].1.clone(),
                 chip_id: None,
                 node_public_key: None,
+                config_digest: None,
             })
             .collect(),
     };

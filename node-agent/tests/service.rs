@@ -350,6 +350,7 @@ async fn attestation_route_serves_evidence_the_fleet_verifier_checks() {
             url,
             chip_id: None,
             node_public_key: None,
+            config_digest: None,
         }],
     };
     let verify = |policy: Policy| {

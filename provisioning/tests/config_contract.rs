@@ -363,6 +363,7 @@ fn a_member_missing_from_the_archive_or_unlisted_is_refused() {
         h.set_path(name).unwrap();
         h.set_size(bytes.len() as u64);
         h.set_mode(0o644);
+        h.set_entry_type(tar::EntryType::Regular);
         h.set_cksum();
         builder.append(&h, bytes.as_slice()).unwrap();
     }

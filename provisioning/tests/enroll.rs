@@ -100,7 +100,7 @@ impl Agents {
     }
 
     /// As [`Agents::start`], with the configuration binding given.
-    fn start_with(&self, seed: u8, key: &str, config: ([u8; 32], [u8; 32])) -> String {
+    fn start_with(&self, seed: u8, key: &str, binding: ([u8; 32], [u8; 32])) -> String {
         let seed_path = self.dir.path().join(format!("seed-{seed}-{key}"));
         std::fs::write(&seed_path, hex::encode([seed; 32])).unwrap();
         let config = AttestationConfig {
@@ -117,7 +117,7 @@ impl Agents {
             &|_| None,
             true,
             &node_agent::probe::NvmlMode::absent("no GPU evidence"),
-            config,
+            binding,
         );
         let state = AppState::new(
             self.snapshot.clone(),

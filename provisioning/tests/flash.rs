@@ -159,7 +159,7 @@ fn flash_to_a_sparse_file_verifies_and_stays_sparse() {
         .lines()
         .map(|l| l.rsplit(' ').next().unwrap())
         .collect();
-    assert_eq!(names, ["SHA256SUMS", "node-agent.toml", "node.toml"]);
+    assert_eq!(names, ["SHA256SUMS", "SHA256SUMS.sig", "node.toml"]);
     assert!(
         listing.lines().all(|l| l.starts_with("-rw-r--r-- 0/0")),
         "{listing}"
@@ -188,10 +188,13 @@ fn a_flipped_byte_anywhere_fails_verify() {
         ((2 << 20) + 12345, "image SHA-256"),
         (fx.manifest.disk_image.size - 100, "image SHA-256"),
         (r.start + 10, "configuration partition"),
-        (r.start + 512 + 3, "SHA256SUMS does not match"),
-        // SHA256SUMS is 158 bytes: its block's padding is not covered by any checksum.
-        (r.start + 512 + 400, "padding after its data"),
-        (r.end - 1, "non-zero byte at partition offset"),
+        (
+            r.start + 512 + 3,
+            "signature over SHA256SUMS does not verify",
+        ),
+        // SHA256SUMS is 76 bytes: its block's padding is not covered by any checksum.
+        (r.start + 512 + 400, "padding after member \"SHA256SUMS\""),
+        (r.end - 1, "after the archive's last member"),
     ] {
         std::fs::write(fx.target(), &pristine).unwrap();
         flip(&fx.target(), offset);
