@@ -369,6 +369,7 @@ fn mutated_bundles_are_never_admitted_with_a_changed_signed_field() {
         node_key: ed25519_dalek::SigningKey::from_bytes(&[4; 32]),
         snp: SnpSource::Test(Box::new(signer)),
         gpu: GpuSource::None,
+        config: attestation::bundle::ConfigBinding::NONE,
     };
     let n = [0x5a; 32];
     let genuine = attester.attest(&n).unwrap();

@@ -7,7 +7,7 @@
 //! [`History::heap_bytes`] is the exact size of everything it allocates.
 
 use crate::snapshot::Snapshot;
-use gpu_crypto::stats::{Executed, StatsSnapshot};
+use gpu_crypto_api::stats::{Executed, StatsSnapshot};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
@@ -89,7 +89,7 @@ impl Counters {
 
 fn reason_total(
     stats: &StatsSnapshot,
-    pick: impl Fn(&StatsSnapshot) -> &Vec<gpu_crypto::stats::ReasonCount>,
+    pick: impl Fn(&StatsSnapshot) -> &Vec<gpu_crypto_api::stats::ReasonCount>,
 ) -> u64 {
     pick(stats).iter().map(|r| r.count).sum()
 }

@@ -5,8 +5,8 @@
 //! are in [`crate::server`].
 
 use crate::exposition;
-use crate::server::HttpLimits;
 use crate::history::History;
+use crate::server::HttpLimits;
 use crate::snapshot::Snapshot;
 use axum::Router;
 use axum::extract::{RawQuery, State};
@@ -294,7 +294,7 @@ pub fn public_reason(error: &attestation::collect::CollectError) -> &'static str
         E::SevGuestOpen { .. } | E::Firmware(_) => "the SEV-SNP firmware gave no report",
         E::NoVcek(_) | E::Certificate { .. } => "the VCEK certificate is not available",
         E::Gpu(_) | E::GpuProcess(_) => "GPU evidence could not be collected",
-        E::NodeKey { .. } => "the node identity key is unusable",
+        E::Identity(_) => "the node identity key is unusable",
         E::TestSource(_) => "the test evidence source failed",
     }
 }

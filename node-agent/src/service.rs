@@ -518,7 +518,11 @@ pub fn check(
         writeln!(out, "  {line}")?;
     }
     if node.readiness.is_empty() {
-        writeln!(out, "readiness: profile `{}` sets no requirements", node.profile)?;
+        writeln!(
+            out,
+            "readiness: profile `{}` sets no requirements",
+            node.profile
+        )?;
     } else {
         writeln!(out, "readiness:")?;
     }

@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use common::*;
 use gpu_crypto::Operation;
-use gpu_crypto::stats::{Executed, ReasonCount};
+use gpu_crypto_api::stats::{Executed, ReasonCount};
 use http_body_util::BodyExt;
 use node_agent::collect::ManualClock;
 use node_agent::collect::gpu::RecordedGpuSource;

@@ -85,8 +85,8 @@ fn check_golden(name: &str, text: &str) {
 fn golden_pages_pass_promtool_check_metrics() {
     for name in ["metrics-development.txt", "metrics-gpu.txt"] {
         let path = testdata(&format!("golden/{name}"));
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         promtool_check(&node_agent::exposition::to_classic_text(&text));
     }
 }
@@ -538,6 +538,7 @@ async fn the_hardware_source_derives_a_sealed_key_and_writes_no_file() {
         &no_env,
         false,
         &NvmlMode::absent("test"),
+        ([0; 32], [0; 32]),
     );
     assert_eq!(status.node_key, None, "{status:?}");
     if !std::path::Path::new("/dev/sev-guest").exists() {
@@ -560,6 +561,7 @@ async fn the_hardware_source_derives_a_sealed_key_and_writes_no_file() {
         &no_env,
         false,
         &NvmlMode::absent("test"),
+        ([0; 32], [0; 32]),
     );
     assert!(!status.available);
     assert!(
@@ -684,6 +686,7 @@ async fn status_does_not_promise_hardware_evidence_without_a_guest_device() {
         &|_| None,
         false,
         &NvmlMode::absent("test"),
+        ([0; 32], [0; 32]),
     );
     assert!(!status.available, "{status:?}");
     assert!(status.reason.as_deref().unwrap().contains("/dev/sev-guest"));
@@ -738,6 +741,7 @@ async fn attestation_is_bounded_by_slots_a_deadline_and_a_rate() {
         &|_| None,
         false,
         &NvmlMode::Child(child),
+        ([0; 32], [0; 32]),
     );
     assert!(status.available, "{status:?}");
     let st = state(snap, Duration::from_secs(60), true)

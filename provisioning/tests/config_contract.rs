@@ -474,7 +474,7 @@ fn a_refusal_or_a_bad_directory_never_half_applies() {
 
 #[test]
 fn flash_output_applied_by_apply_config_gives_exactly_the_plans_files() {
-    use provisioning::flash::{Silent, flash};
+    use provisioning::flash::{Destination, Silent, flash};
     use provisioning::image::write_test_image;
     use provisioning::target::SystemView;
     let tmp = tempfile::tempdir().unwrap();
@@ -490,7 +490,9 @@ fn flash_output_applied_by_apply_config_gives_exactly_the_plans_files() {
         &release.join("disk.img"),
         &manifest,
         &bundle,
-        &target,
+        &Destination::File {
+            path: target.clone(),
+        },
         &SystemView::host(),
         &Silent,
     )

@@ -93,7 +93,10 @@ fn sha_kernel_variants(gpu: &GpuBackend, chunks: usize) -> anyhow::Result<()> {
             ShaKernel::Defines("#define SHA256_STAGES 2\n#define SHA256_WAIT_CURRENT_BLOCK\n"),
             "2 stages, waits for block k only",
         ),
-        (ShaKernel::RegisterPrefetch, "register prefetch (no cp.async)"),
+        (
+            ShaKernel::RegisterPrefetch,
+            "register prefetch (no cp.async)",
+        ),
     ];
     print_sha_variants(gpu, &variants, chunks)
 }

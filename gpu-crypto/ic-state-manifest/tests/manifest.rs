@@ -4,8 +4,9 @@
 
 use gpu_crypto::{BackendChoice, DomainSeparator, Engine, Fallback, OperationPolicy, Policy, cpu};
 use gpu_crypto_api::stats::Executed;
-use ic_state_manifest::{self as manifest,
-    CHUNK_SIZE, ChunkInfo, ComputeOptions, FileInfo, Manifest, ManifestError, ManifestVersion,
+use ic_state_manifest::{
+    self as manifest, CHUNK_SIZE, ChunkInfo, ComputeOptions, FileInfo, Manifest, ManifestError,
+    ManifestVersion,
 };
 use sha2::{Digest, Sha256};
 use std::fs;
