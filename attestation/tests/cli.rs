@@ -272,6 +272,8 @@ fn fleet_with_no_reachable_node_reports_and_exits_1() {
         dir.path().join("policy.toml").to_str().unwrap(),
         "--timeout-ms",
         "2000",
+        // An empty policy is a lab policy: refused unless said so explicitly.
+        "--lab-policy",
     ]);
     assert_eq!(code, 1, "{out}");
     assert!(

@@ -392,7 +392,7 @@ fn an_unanchored_chain_says_what_did_not_match() {
     assert_eq!(outcome, Outcome::Fail);
     assert!(
         detail.starts_with("supplied ARK is the pinned Milan ARK")
-            && detail.contains("none of its intermediates (SEV-Milan")
+            && detail.contains("none of its intermediates (CN=SEV-Milan")
             && detail.contains("issued the VCEK (issuer")
             && detail.contains("SEV-Turin"),
         "{detail}"

@@ -621,15 +621,6 @@ pub fn attestation_service(
     if config.source == EvidenceSource::Off {
         return unavailable(status, DISABLED, DISABLED.into());
     }
-    if config.source == EvidenceSource::Hardware && !facts.sev_snp.guest_device {
-        return unavailable(
-            status,
-            "this node has no SEV-SNP guest device",
-            "hardware evidence source, but the probe found no SEV-SNP guest device \
-             (/dev/sev-guest): not an SEV-SNP guest"
-                .into(),
-        );
-    }
     if config.source == EvidenceSource::Hardware && config.node_key.is_some() {
         // A key file would be something the host can read or plant; refuse rather than
         // leave the operator believing a file is the node's identity.
@@ -638,6 +629,15 @@ pub fn attestation_service(
             "this node's identity key configuration is refused",
             "attestation.node_key names a key file, but the hardware source derives a sealed \
              key from the SNP derived key and never reads or writes one: remove node_key"
+                .into(),
+        );
+    }
+    if config.source == EvidenceSource::Hardware && !facts.sev_snp.guest_device {
+        return unavailable(
+            status,
+            "this node has no SEV-SNP guest device",
+            "hardware evidence source, but the probe found no SEV-SNP guest device \
+             (/dev/sev-guest): not an SEV-SNP guest"
                 .into(),
         );
     }

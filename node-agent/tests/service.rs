@@ -544,10 +544,7 @@ async fn the_hardware_source_derives_a_sealed_key_and_writes_no_file() {
     if !std::path::Path::new("/dev/sev-guest").exists() {
         assert!(!status.available);
         let reason = status.reason.as_deref().unwrap();
-        assert!(
-            reason.contains("sealed node identity key") && reason.contains("/dev/sev-guest"),
-            "{reason}"
-        );
+        assert!(reason.contains("/dev/sev-guest"), "{reason}");
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 

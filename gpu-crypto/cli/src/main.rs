@@ -150,6 +150,9 @@ enum Command {
     },
     /// Print the engine report (backend per operation and why, GPU status) as JSON.
     Status,
+    /// NI-DKG dealings at the IC's shapes (the `nidkg` crate, docs/nidkg.md).
+    #[command(subcommand)]
+    Nidkg(NidkgCommand),
     /// Measure each operation's cost on this machine (CPU path always; GPU path too under
     /// --backend gpu|auto when usable) for `provision plan --bench`.
     Bench {
@@ -159,6 +162,31 @@ enum Command {
         /// Smallest shapes, two timed calls each: seconds, for CI.
         #[arg(long)]
         quick: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum NidkgCommand {
+    /// Create a dealing for n receivers (high threshold, epoch 1) from a seed and write the
+    /// dealing file: receivers' keys, then the dealing in the IC's field order.
+    Deal {
+        /// Number of receivers (the IC's subnets: 13, 28, 40).
+        #[arg(long)]
+        n: usize,
+        /// Seed of the receivers' keys and the dealing's randomness.
+        #[arg(long)]
+        seed: u64,
+        /// Where to write the dealing file (atomically).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
+    /// Verify a dealing file (deserialisation with subgroup checks, ciphertext integrity,
+    /// chunking proof, sharing proof). Exit 0 accepted, 1 rejected (the failing component is
+    /// printed), 2 unusable input. `--backend gpu` is refused: NI-DKG verification has no GPU
+    /// path yet; `auto` and `cpu` run on the CPU, on every core, and say so.
+    Verify {
+        /// The dealing file, or `-` for standard input.
+        file: PathBuf,
     },
 }
 
@@ -204,7 +232,7 @@ impl Command {
             Command::Msm { .. } => &[Operation::Decompress, Operation::Msm],
             Command::Verify { .. } => &[Operation::BlsVerify],
             Command::Manifest { .. } => &[Operation::Sha256],
-            Command::ManifestHash { .. } => &[],
+            Command::ManifestHash { .. } | Command::Nidkg(_) => &[],
             Command::Selftest { .. } | Command::Status | Command::Bench { .. } => &Operation::ALL,
         }
     }
@@ -323,6 +351,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             json.push('\n');
             print(&json)?;
         }
+        Command::Nidkg(cmd) => return cli::nidkg::run(cmd, args.backend.map(BackendChoice::from)),
         Command::Status => {
             let engine = engine_of(&args)?;
             let mut json =

@@ -454,3 +454,60 @@ fn selftest_auto_passes_on_the_gpu() {
     assert!(text.contains("\"state\": \"ready\""), "{text}");
     eprintln!("{text}");
 }
+
+/// `nidkg deal` writes a dealing file that `nidkg verify` accepts (exit 0); a changed byte in
+/// the dealing is rejected naming a component (exit 1); a truncated file is unusable input
+/// (exit 2); `--backend gpu` is refused (exit 2), since no GPU path exists for it.
+#[test]
+fn nidkg_deal_then_verify_with_the_documented_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dealing.bin");
+    let file_arg = file.to_str().unwrap();
+    run_ok(&[
+        "nidkg", "deal", "--n", "13", "--seed", "7", "--out", file_arg,
+    ]);
+    let out = run(&["nidkg", "verify", file_arg]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).starts_with("accepted n=13 t="),
+        "{}",
+        stdout(&out)
+    );
+
+    let bytes = std::fs::read(&file).unwrap();
+    // The last byte belongs to the dealing's final scalar (the sharing proof's response).
+    let mut changed = bytes.clone();
+    *changed.last_mut().unwrap() ^= 0x01;
+    let changed_file = dir.path().join("changed.bin");
+    std::fs::write(&changed_file, &changed).unwrap();
+    let out = run(&["nidkg", "verify", changed_file.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stdout(&out).starts_with("rejected "), "{}", stdout(&out));
+
+    let truncated_file = dir.path().join("truncated.bin");
+    std::fs::write(&truncated_file, &bytes[..bytes.len() - 10]).unwrap();
+    let out = run(&["nidkg", "verify", truncated_file.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+
+    let out = run(&["--backend", "gpu", "nidkg", "verify", file_arg]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no GPU path"), "{}", stderr(&out));
+}

@@ -2,5 +2,6 @@
 
 pub mod bench;
 pub mod input;
+pub mod nidkg;
 pub mod ops;
 pub mod selftest;
