@@ -51,8 +51,8 @@ fn kernel_loads() -> Vec<KernelLoadCount> {
     gpu_crypto::Engine::kernel_loads()
         .into_iter()
         .map(|c| KernelLoadCount {
-            outcome: c.outcome.into(),
-            reason: c.reason.into(),
+            outcome: c.outcome,
+            reason: c.reason,
             count: c.count,
         })
         .collect()

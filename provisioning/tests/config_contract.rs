@@ -259,7 +259,9 @@ fn a_flipped_byte_anywhere_is_refused_naming_what_it_hit() {
 fn every_member_that_is_not_a_regular_file_of_the_schema_is_refused_by_name() {
     let archive = node01().archive().unwrap();
     let node = Node::new();
-    let cases: [(&[u8], u8, &[u8], &[u8], &str, &str); 11] = [
+    // (member name, tar type flag, content, link target, error kind, member named)
+    type Case<'a> = (&'a [u8], u8, &'a [u8], &'a [u8], &'a str, &'a str);
+    let cases: [Case; 11] = [
         (
             b"extra.toml",
             b'0',

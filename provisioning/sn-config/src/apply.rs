@@ -268,7 +268,10 @@ pub fn apply(from: &Path, to: &Path, pinned: &[[u8; 32]]) -> Result<Applied, App
     files.insert(STATUS_FILE.into(), json);
     replace_dir(to, &files).map_err(ApplyError::Write)?;
     match refused {
-        Some(e) => Err(ApplyError::Refused { status, error: e }),
+        Some(e) => Err(ApplyError::Refused {
+            status: Box::new(status),
+            error: e,
+        }),
         None => Ok(Applied { status, bundle }),
     }
 }
@@ -278,7 +281,8 @@ pub enum ApplyError {
     /// The partition was refused; DIR holds the failure record.
     #[error("configuration refused: {error}")]
     Refused {
-        status: ApplyStatus,
+        /// Boxed: the record is large and the error travels by value.
+        status: Box<ApplyStatus>,
         error: ConfigError,
     },
     /// DIR could not be written; the previous DIR (if any) is unchanged.
