@@ -6,9 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use attestation::bundle::{ExpectedNode, verify_bundle};
+use attestation::bundle::verify_bundle;
 use attestation::collect::{Attester, GpuSource, SnpSource};
-use attestation::fleet::{self, FleetOptions, NodeEntry, NodeList, NodeStatus};
+use attestation::fleet::{self, FleetOptions, NodeStatus};
+use attestation::nodes::{ExpectedNode, NodeEntry, NodeList};
 use attestation::policy::Policy;
 use attestation::snp::amd::{ChainVerifier, SuppliedChain, parse_certs};
 use attestation::snp::{self, SnpContext};

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256, Sha512};
 use thiserror::Error;
 
+use crate::nodes::ExpectedNode;
 use crate::nvidia::{self, GpuEvidence};
 use crate::policy::Policy;
 use crate::report::{Check, Verdict};
@@ -284,16 +285,6 @@ pub fn node_signature_message(report: &[u8]) -> Vec<u8> {
     let mut m = NODE_SIGNATURE_TAG.to_vec();
     m.extend_from_slice(report);
     m
-}
-
-/// What a verifier knows about the node it asked, beyond the policy (from NODES.toml).
-#[derive(Debug, Clone, Default)]
-pub struct ExpectedNode {
-    pub chip_id: Option<Vec<u8>>,
-    pub node_public_key: Option<[u8; 32]>,
-    /// The digest of the node's planned configuration bundle (`provision enroll` takes it
-    /// from the plan's bundle, `attest fleet` from NODES.toml).
-    pub config_digest: Option<[u8; 32]>,
 }
 
 /// Verify a bundle against the nonce this verifier sent.

@@ -4,7 +4,6 @@
 //! enough for integrity: the bundle is bound to the nonce and signed by AMD-rooted hardware, and
 //! it carries nothing secret. A node that does not answer is reported, never fatal.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,115 +13,16 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use rand::RngCore as _;
-use serde::{Deserialize, Serialize};
-use thiserror::Error;
+use serde::Serialize;
 
-use crate::bundle::{Bundle, ExpectedNode, verify_bundle};
+use crate::bundle::{Bundle, verify_bundle};
+use crate::nodes::{NodeEntry, NodeList};
 use crate::policy::Policy;
 use crate::report::Verdict;
 use crate::snp::amd::ChainVerifier;
 
 /// Largest bundle accepted from a node (a bundle with several GPUs is ~30 KiB).
 pub const MAX_BUNDLE_BYTES: usize = 4 << 20;
-
-#[derive(Debug, Error)]
-pub enum NodeListError {
-    #[error("reading {path}: {message}")]
-    Read { path: String, message: String },
-    #[error("{path} is not a valid node list: {message}")]
-    Toml { path: String, message: String },
-    #[error("node {name}: {message}")]
-    Entry { name: String, message: String },
-}
-
-/// NODES.toml: `[[node]]` entries with `name`, `url` and optionally the registered `chip_id`
-/// (hex) and `node_public_key` (hex).
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct NodeList {
-    #[serde(default)]
-    pub node: Vec<NodeEntry>,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct NodeEntry {
-    pub name: String,
-    /// Base URL of the node agent, e.g. `http://10.0.0.5:9100`.
-    pub url: String,
-    pub chip_id: Option<String>,
-    pub node_public_key: Option<String>,
-    /// The digest of the node's planned configuration bundle (sn-config), hex: the node
-    /// must run exactly this bundle (`config.bundle_digest`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config_digest: Option<String>,
-}
-
-impl NodeList {
-    pub fn load(path: &Path) -> Result<NodeList, NodeListError> {
-        let text = std::fs::read_to_string(path).map_err(|e| NodeListError::Read {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        NodeList::parse(&text, &path.display().to_string())
-    }
-
-    pub fn parse(text: &str, name: &str) -> Result<NodeList, NodeListError> {
-        let list: NodeList = toml::from_str(text).map_err(|e| NodeListError::Toml {
-            path: name.to_owned(),
-            message: e.to_string(),
-        })?;
-        for n in &list.node {
-            n.expected()?;
-        }
-        Ok(list)
-    }
-}
-
-impl NodeEntry {
-    /// The registered identity to compare against, decoded.
-    pub fn expected(&self) -> Result<ExpectedNode, NodeListError> {
-        let err = |message: String| NodeListError::Entry {
-            name: self.name.clone(),
-            message,
-        };
-        let chip_id = self
-            .chip_id
-            .as_deref()
-            .map(|c| {
-                let b = hex::decode(c.trim()).map_err(|e| err(format!("chip_id: {e}")))?;
-                if b.len() != 64 && b.len() != 8 {
-                    return Err(err(format!(
-                        "chip_id is {} bytes, expected 64 (Turin: 8)",
-                        b.len()
-                    )));
-                }
-                Ok(b)
-            })
-            .transpose()?;
-        let node_public_key = self
-            .node_public_key
-            .as_deref()
-            .map(|k| {
-                let b = hex::decode(k.trim()).map_err(|e| err(format!("node_public_key: {e}")))?;
-                <[u8; 32]>::try_from(b).map_err(|_| err("node_public_key is not 32 bytes".into()))
-            })
-            .transpose()?;
-        let config_digest = self
-            .config_digest
-            .as_deref()
-            .map(|k| {
-                let b = hex::decode(k.trim()).map_err(|e| err(format!("config_digest: {e}")))?;
-                <[u8; 32]>::try_from(b).map_err(|_| err("config_digest is not 32 bytes".into()))
-            })
-            .transpose()?;
-        Ok(ExpectedNode {
-            chip_id,
-            node_public_key,
-            config_digest,
-        })
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -8,12 +8,14 @@
 //! * [`collect`]: evidence collection on the node (`/dev/sev-guest`, NVML).
 //! * [`identity`]: the node's Ed25519 key: sealed (SNP derived key) or an unsealed test key.
 //! * [`test_source`]: a test evidence source with a generated AMD-style key chain.
+//! * [`nodes`]: the registered nodes (NODES.toml) and what a verifier expects of each.
 //! * [`fleet`]: fetching and verifying evidence from many node agents.
 
 pub mod bundle;
 pub mod collect;
 pub mod fleet;
 pub mod identity;
+pub mod nodes;
 pub mod nvidia;
 pub mod policy;
 pub mod report;

@@ -310,7 +310,7 @@ impl Policy {
         }
         if let Some(nodes) = &id.registered_nodes {
             let path = at(nodes);
-            let list = crate::fleet::NodeList::load(&path).map_err(|e| PolicyError::Value {
+            let list = crate::nodes::NodeList::load(&path).map_err(|e| PolicyError::Value {
                 field: "identity.registered_nodes".into(),
                 message: e.to_string(),
             })?;

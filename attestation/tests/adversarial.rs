@@ -12,8 +12,9 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
 
-use attestation::bundle::{Bundle, ExpectedNode, verify_bundle};
+use attestation::bundle::{Bundle, verify_bundle};
 use attestation::collect::{Attester, GpuSource, SnpSource};
+use attestation::nodes::ExpectedNode;
 use attestation::nvidia::{self, CcState, GpuDevice, GpuEvidence, GpuPolicy};
 use attestation::policy::Policy;
 use attestation::report::{Check, Outcome, Verdict};

@@ -3,9 +3,10 @@
 
 use std::sync::OnceLock;
 
-use attestation::bundle::{Bundle, EvidenceSource, ExpectedNode, gpu_nonce, verify_bundle};
+use attestation::bundle::{Bundle, EvidenceSource, gpu_nonce, verify_bundle};
 use attestation::collect::{Attester, GpuSource, SnpSource};
 use attestation::identity::load_or_create_unsealed_key;
+use attestation::nodes::ExpectedNode;
 use attestation::policy::Policy;
 use attestation::report::{Outcome, Verdict};
 use attestation::snp::amd::{ChainVerifier, parse_time};

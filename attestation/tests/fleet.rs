@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use attestation::collect::{Attester, GpuSource, SnpSource};
-use attestation::fleet::{self, FleetOptions, NodeEntry, NodeList, NodeStatus};
+use attestation::fleet::{self, FleetOptions, NodeStatus};
+use attestation::nodes::{NodeEntry, NodeList};
 use attestation::policy::Policy;
 use attestation::snp::amd::{ChainVerifier, parse_time};
 use attestation::test_source::TestSigner;

@@ -1,8 +1,8 @@
 //! "No panic on any input" for every parser, over arbitrary and mutated bytes (the stable
 //! counterpart of the cargo-fuzz targets in fuzz/, which need nightly).
 
-use attestation::bundle::{Bundle, ExpectedNode, verify_bundle};
-use attestation::fleet::NodeList;
+use attestation::bundle::{Bundle, verify_bundle};
+use attestation::nodes::{ExpectedNode, NodeList};
 use attestation::policy::Policy;
 use attestation::snp::amd::{
     AmdCert, ChainVerifier, EndorsementExtensions, SuppliedChain, TrustStore, crl_check,

@@ -16,7 +16,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use attestation::fleet::{self, FleetOptions, NodeEntry, NodeList, NodeStatus};
+use attestation::fleet::{self, FleetOptions, NodeStatus};
+use attestation::nodes::{NodeEntry, NodeList};
 use attestation::policy::Policy;
 use attestation::snp::amd::ChainVerifier;
 use attestation::test_source::TestSigner;

@@ -312,7 +312,8 @@ async fn readyz_fails_when_the_selftest_failed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attestation_route_serves_evidence_the_fleet_verifier_checks() {
     use attestation::collect::{Attester, GpuSource, SnpSource};
-    use attestation::fleet::{self, FleetOptions, NodeEntry, NodeList, NodeStatus};
+    use attestation::fleet::{self, FleetOptions, NodeStatus};
+    use attestation::nodes::{NodeEntry, NodeList};
     use attestation::identity::load_or_create_unsealed_key;
     use attestation::policy::Policy;
     use attestation::snp::amd::{ChainVerifier, parse_time};

@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use attestation::bundle::{Bundle, ExpectedNode, verify_bundle};
+use attestation::bundle::{Bundle, verify_bundle};
+use attestation::nodes::ExpectedNode;
 use attestation::policy::Policy;
 use attestation::report::Verdict;
 use attestation::snp::amd::{ChainVerifier, fmt_unix};

@@ -347,7 +347,7 @@ fn enrolment_admits_refuses_and_audits_every_decision() {
         .unwrap();
     assert!(out.status.success());
     let nodes =
-        attestation::fleet::NodeList::parse(&String::from_utf8_lossy(&out.stdout), "NODES.toml")
+        attestation::nodes::NodeList::parse(&String::from_utf8_lossy(&out.stdout), "NODES.toml")
             .unwrap();
     assert_eq!(nodes.node.len(), 1);
     assert_eq!(

@@ -1,6 +1,7 @@
 #![no_main]
 //! Evidence bundle JSON and its full verification.
-use attestation::bundle::{Bundle, ExpectedNode, verify_bundle};
+use attestation::bundle::{Bundle, verify_bundle};
+use attestation::nodes::ExpectedNode;
 use attestation::policy::Policy;
 use attestation::snp::amd::ChainVerifier;
 use libfuzzer_sys::fuzz_target;

@@ -1,6 +1,6 @@
 #![no_main]
 //! POLICY.toml and NODES.toml parsing.
-use attestation::fleet::NodeList;
+use attestation::nodes::NodeList;
 use attestation::policy::Policy;
 use libfuzzer_sys::fuzz_target;
 

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
-use attestation::bundle::{Bundle, ExpectedNode, parse_nonce, verify_bundle};
-use attestation::fleet::{self, FleetOptions, NodeList, NodeStatus};
+use attestation::bundle::{Bundle, parse_nonce, verify_bundle};
+use attestation::fleet::{self, FleetOptions, NodeStatus};
+use attestation::nodes::{ExpectedNode, NodeEntry, NodeList};
 use attestation::policy::Policy;
 use attestation::report::Verdict;
 use attestation::snp::amd::{ChainVerifier, SuppliedChain, parse_certs, parse_time};
@@ -235,7 +236,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 parse_nonce(&nonce).ok_or_else(|| anyhow!("--nonce must be 64 hex digits"))?;
             let policy = Policy::load(&policy)?;
             let bundle = Bundle::from_json(&read(&evidence)?)?;
-            let entry = fleet::NodeEntry {
+            let entry = NodeEntry {
                 name: "cli".into(),
                 url: String::new(),
                 chip_id,
