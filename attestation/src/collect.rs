@@ -2,7 +2,7 @@
 //! and each GPU's CC evidence (the nvidia module), bound to the node's Ed25519 identity key
 //! (the identity module) through REPORT_DATA.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use ed25519_dalek::{Signer as _, SigningKey};
@@ -10,10 +10,9 @@ use thiserror::Error;
 
 use crate::bundle::{
     BUNDLE_FORMAT, Bundle, CertificateSource, ConfigBinding, EvidenceSource, GpuFailure,
-    SnpCertificates, SnpEvidence, gpu_digest, gpu_nonce, node_signature_message, report_data,
-    to_pem,
+    SnpCertificates, SnpEvidence, gpu_digest, node_signature_message, report_data, to_pem,
 };
-use crate::nvidia::{self, GpuEvidence};
+use crate::nvidia::GpuEvidence;
 use crate::snp::amd::{AmdCert, parse_certs};
 use crate::test_source::TestSigner;
 
@@ -34,8 +33,9 @@ pub enum CollectError {
     NoVcek(String),
     #[error("certificate {path}: {message}")]
     Certificate { path: String, message: String },
+    #[cfg(feature = "collect")]
     #[error("GPU evidence: {0}")]
-    Gpu(#[from] nvidia::CollectError),
+    Gpu(#[from] crate::nvidia::CollectError),
     /// [`GpuSource::External`] failed; the text says how (it names the GPU evidence).
     #[error("{0}")]
     GpuProcess(String),
@@ -45,14 +45,16 @@ pub enum CollectError {
     TestSource(String),
 }
 
+#[cfg(feature = "collect")]
 const SEV_GUEST: &str = "/dev/sev-guest";
 
 /// Where the SNP report comes from.
 pub enum SnpSource {
+    #[cfg(feature = "collect")]
     /// `/dev/sev-guest`; certificates from the extended report, else from `cert_cache`.
     Hardware {
         vmpl: u32,
-        cert_cache: Option<PathBuf>,
+        cert_cache: Option<std::path::PathBuf>,
     },
     /// Generated reports signed by a test chain; marked `source: "test"`.
     Test(Box<TestSigner>),
@@ -61,6 +63,7 @@ pub enum SnpSource {
 /// Where GPU evidence comes from.
 #[derive(Clone)]
 pub enum GpuSource {
+    #[cfg(feature = "collect")]
     /// Every GPU through NVML in this process ([`collect_gpus`]); failure is an error,
     /// never an empty list.
     Nvml,
@@ -78,10 +81,13 @@ pub trait GpuCollector: Send + Sync {
     fn collect(&self, nonce: &[u8; 32]) -> Result<(Vec<GpuEvidence>, Vec<GpuFailure>), String>;
 }
 
+#[cfg(feature = "collect")]
 /// Every GPU's evidence through NVML, GPU `i`'s report over `gpu_nonce(nonce, i)`; GPUs that
-/// failed are listed with the reason (see [`nvidia::collect_each`]).
+/// failed are listed with the reason (see [`crate::nvidia::collect_each`]).
 pub fn collect_gpus(nonce: &[u8; 32]) -> Result<(Vec<GpuEvidence>, Vec<GpuFailure>), CollectError> {
-    Ok(split_gpus(nvidia::collect_each(|i| gpu_nonce(nonce, i))?))
+    Ok(split_gpus(crate::nvidia::collect_each(|i| {
+        crate::bundle::gpu_nonce(nonce, i)
+    })?))
 }
 
 /// Everything the agent needs to answer `GET /v1/attestation?nonce=`.
@@ -99,6 +105,7 @@ impl Attester {
     pub fn attest(&self, nonce: &[u8; 32]) -> Result<Bundle, CollectError> {
         let (gpus, gpu_failures) = match &self.gpu {
             GpuSource::None => (Vec::new(), Vec::new()),
+            #[cfg(feature = "collect")]
             GpuSource::Nvml => collect_gpus(nonce)?,
             GpuSource::External(collector) => {
                 collector.collect(nonce).map_err(CollectError::GpuProcess)?
@@ -112,6 +119,7 @@ impl Attester {
             &self.config,
         );
         let (report, certificates, source) = match &self.snp {
+            #[cfg(feature = "collect")]
             SnpSource::Hardware { vmpl, cert_cache } => {
                 let (report, certs) = hardware_report(rd, *vmpl, cert_cache.as_deref())?;
                 (report, certs, EvidenceSource::SevSnp)
@@ -145,10 +153,13 @@ impl Attester {
     }
 }
 
+#[cfg(feature = "collect")]
 /// Splits per-GPU collection outcomes into the bundle's evidence and failure lists, both in
 /// NVML index order. A GPU that failed is listed with its reason (the verifier fails it as
 /// `gpu.<index>.collection`); it never hides the others' evidence.
-pub fn split_gpus(devices: Vec<nvidia::DeviceCollection>) -> (Vec<GpuEvidence>, Vec<GpuFailure>) {
+pub fn split_gpus(
+    devices: Vec<crate::nvidia::DeviceCollection>,
+) -> (Vec<GpuEvidence>, Vec<GpuFailure>) {
     let mut gpus = Vec::with_capacity(devices.len());
     let mut failures = Vec::new();
     for device in devices {
@@ -163,6 +174,7 @@ pub fn split_gpus(devices: Vec<nvidia::DeviceCollection>) -> (Vec<GpuEvidence>, 
     (gpus, failures)
 }
 
+#[cfg(feature = "collect")]
 fn hardware_report(
     rd: [u8; 64],
     vmpl: u32,

@@ -44,6 +44,7 @@ pub enum IdentityError {
     KeyFile { path: PathBuf, message: String },
 }
 
+#[cfg(feature = "collect")]
 const SEV_GUEST: &str = "/dev/sev-guest";
 
 /// GUEST_FIELD_SELECT bits of `MSG_KEY_REQ` (SEV-SNP firmware ABI): what the firmware mixes
@@ -111,6 +112,7 @@ impl KeyRequest {
         b
     }
 
+    #[cfg(feature = "collect")]
     /// The same request for the `sev` crate, which copies these fields, in this order, into
     /// the `#[repr(C)]` structure its SNP_GET_DERIVED_KEY ioctl passes to the firmware.
     pub fn to_sev(&self) -> sev::firmware::guest::DerivedKey {
@@ -141,6 +143,7 @@ pub struct SealedKey {
     pub request: KeyRequest,
 }
 
+#[cfg(feature = "collect")]
 /// Derives the sealed node key through `/dev/sev-guest`: one report (for the committed TCB),
 /// then `MSG_KEY_REQ`. The same image, policy, chip and TCB give the same key at every start.
 pub fn derive_sealed_node_key(vmpl: u32) -> Result<SealedKey, IdentityError> {
@@ -275,18 +278,21 @@ mod tests {
             )
         );
         // The sev crate's request carries the same values in the same fields.
-        let sev = req.to_sev();
-        assert_eq!(sev.get_root_key_select(), 0);
-        assert_eq!(sev.guest_field_select.0, req.guest_field_select);
-        assert!(sev.guest_field_select.get_measurement());
-        assert!(sev.guest_field_select.get_guest_policy());
-        assert!(sev.guest_field_select.get_tcb_version());
-        assert!(!sev.guest_field_select.get_image_id());
-        assert_eq!(
-            (sev.vmpl, sev.guest_svn, sev.tcb_version),
-            (0, 0, 0x1b00_0000_0000_0004)
-        );
-        assert_eq!(sev.launch_mit_vector, None);
+        #[cfg(feature = "collect")]
+        {
+            let sev = req.to_sev();
+            assert_eq!(sev.get_root_key_select(), 0);
+            assert_eq!(sev.guest_field_select.0, req.guest_field_select);
+            assert!(sev.guest_field_select.get_measurement());
+            assert!(sev.guest_field_select.get_guest_policy());
+            assert!(sev.guest_field_select.get_tcb_version());
+            assert!(!sev.guest_field_select.get_image_id());
+            assert_eq!(
+                (sev.vmpl, sev.guest_svn, sev.tcb_version),
+                (0, 0, 0x1b00_0000_0000_0004)
+            );
+            assert_eq!(sev.launch_mit_vector, None);
+        }
     }
 
     /// Vectors computed independently of this crate: HKDF-SHA256 with Python's hmac module,
@@ -386,6 +392,7 @@ mod tests {
         assert!(write_private_file(&dir.path().join("no/such/dir/key"), b"x").is_err());
     }
 
+    #[cfg(feature = "collect")]
     #[test]
     #[ignore = "needs an SEV-SNP guest: /dev/sev-guest"]
     fn the_sealed_key_is_the_same_at_every_derivation_on_this_guest() {

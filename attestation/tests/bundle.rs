@@ -239,6 +239,7 @@ fn node_key_is_created_0600_and_reloaded() {
     assert!(load_or_create_unsealed_key(&path).is_err());
 }
 
+#[cfg(feature = "collect")]
 #[test]
 fn hardware_source_without_sev_guest_is_a_typed_error() {
     if std::path::Path::new("/dev/sev-guest").exists() {
@@ -319,6 +320,7 @@ fn bound_bundle(
     b
 }
 
+#[cfg(feature = "collect")]
 #[test]
 fn one_gpu_failing_is_reported_per_gpu_and_the_others_still_verify() {
     use attestation::collect::split_gpus;

@@ -926,6 +926,7 @@ fn policy_toml_gpu_section() {
 
 /// Collection answers with a typed error where it cannot collect (no NVML on CI: the
 /// `NvmlUnavailable` error), and with evidence that verifies where it can.
+#[cfg(feature = "collect")]
 #[test]
 fn collect_gives_typed_error_or_verifiable_evidence() {
     use attestation::nvidia::{CollectError, collect};
@@ -960,6 +961,7 @@ fn collect_gives_typed_error_or_verifiable_evidence() {
 
 /// On a CC-capable GPU in CC mode, collection returns real evidence that verifies against
 /// the nonce it was taken over.
+#[cfg(feature = "collect")]
 #[test]
 #[ignore = "needs NVML and an NVIDIA GPU in confidential-computing mode: collects real evidence"]
 fn collect_on_a_cc_gpu_gives_verifiable_evidence() {

@@ -30,6 +30,7 @@
 //! Every check is named `gpu.<index>.<what>`; see [`verify`] for the list.
 
 pub mod certs;
+#[cfg(feature = "collect")]
 pub mod collect;
 pub mod spdm;
 
@@ -40,6 +41,7 @@ use p384::ecdsa::signature::DigestVerifier;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha384};
 
+#[cfg(feature = "collect")]
 pub use collect::{CollectError, DeviceCollection, collect, collect_each};
 use spdm::{AttestationReport, opaque_type};
 
