@@ -9,7 +9,6 @@
 //! the CUDA context, NVRTC and the kernels (over 100 MB of RSS on the H200) then never live
 //! in the long-running daemon, and a GPU fault or hang cannot take the agent down with it.
 
-use crate::snapshot::SelftestResult;
 use gpu_crypto::Engine;
 use gpu_crypto::selftest;
 use gpu_crypto_api::selftest::SelftestReport;
@@ -36,6 +35,14 @@ pub struct CryptoOutcome {
     pub stats: StatsSnapshot,
     /// How the selftest's engine obtained its GPU programs (none without a GPU).
     pub kernel_loads: Vec<KernelLoadCount>,
+}
+
+/// The selftest's verdict.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SelftestResult {
+    pub passed: bool,
+    /// One line per check, "ok: ..." or "FAILED: ...".
+    pub checks: Vec<String>,
 }
 
 /// One counter of `gpu_crypto::Engine::kernel_loads` (precompiled, cache,

@@ -13,6 +13,7 @@ pub mod http;
 pub mod kernel_cmdline;
 pub mod node;
 pub mod node_config;
+pub mod nvml;
 pub mod nvml_child;
 pub mod pinning;
 pub mod probe;

@@ -296,7 +296,7 @@ fn run() -> anyhow::Result<()> {
             count,
             interval_seconds,
         } => {
-            use node_agent::collect::gpu::{GpuSource, NvmlSampler};
+            use node_agent::nvml::NvmlSampler;
             let mut source = NvmlSampler::open().context("opening NVML")?;
             let mut samples = Vec::new();
             for i in 0..count {

@@ -10,14 +10,12 @@
 //! sample and each GPU attestation are answered by a child that exits afterwards; a child
 //! that hangs is killed at its timeout and the failure is reported like any NVML error.
 
-use crate::collect::gpu::{GpuSource as _, NvmlSampler};
-use crate::probe::NvmlMode;
+use crate::nvml::NvmlSampler;
 use crate::snapshot::GpuSample;
 use attestation::bundle::GpuFailure;
 use attestation::nvidia::GpuEvidence;
 use hardware_profiles::GpuInventory;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -65,8 +63,9 @@ pub enum Answer {
 pub fn answer(request: Request) -> Answer {
     let failed = |reason: String| Answer::Failed { reason };
     match request {
+        // NVML's part only: the daemon lists the PCI bus itself (`probe::probe_gpus`).
         Request::Probe => Answer::Inventory {
-            inventory: crate::probe::probe_gpus(Path::new("/"), &NvmlMode::System),
+            inventory: crate::nvml::inventory(Vec::new()),
         },
         Request::Sample => match NvmlSampler::open() {
             Ok(mut sampler) => match sampler.sample() {
@@ -134,7 +133,7 @@ impl NvmlChild {
             .map_err(|e| format!("the NVML process {e}"))
     }
 
-    /// Every GPU's facts; `Err` only when the child itself failed (NVML failing inside it is
+    /// Every GPU's facts as NVML gives them (no PCI list); `Err` only when the child itself failed (NVML failing inside it is
     /// an inventory that says so).
     pub fn probe(&self) -> Result<GpuInventory, String> {
         match self.ask(&Request::Probe, PROBE_TIMEOUT)? {

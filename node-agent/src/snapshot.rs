@@ -2,6 +2,7 @@
 //! dashboard only read the latest snapshot; no request ever touches NVML, sysfs or the
 //! replica.
 
+use crate::crypto::{KernelLoadCount, SelftestResult};
 use crate::node::NodeAssessment;
 use gpu_crypto_api::EngineReport;
 use gpu_crypto_api::stats::StatsSnapshot;
@@ -17,13 +18,20 @@ pub struct Snapshot {
     pub node: NodeAssessment,
     pub collectors: Vec<CollectorStatus>,
     /// Collectors not running on this node, with the reason (e.g. no NVML on a CPU node).
-    pub disabled_collectors: Vec<crate::collect::DisabledCollector>,
+    pub disabled_collectors: Vec<DisabledCollector>,
     pub gpus: Vec<GpuSample>,
     pub crypto: CryptoStatus,
     pub pinning: PinningStatus,
     pub replica: ReplicaStatus,
     pub cpu_energy: Option<CpuEnergy>,
     pub cost: CostStatus,
+}
+
+/// A collector not running on this node, and why.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DisabledCollector {
+    pub name: String,
+    pub reason: String,
 }
 
 /// One collector's last run.
@@ -81,14 +89,7 @@ pub struct CryptoStatus {
     /// CPU-seconds the GPU saved (GPU items x configured CPU cost per item).
     pub offloaded_cpu_seconds: f64,
     /// How the selftest's engine obtained its GPU programs at start.
-    pub kernel_loads: Vec<crate::crypto::KernelLoadCount>,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct SelftestResult {
-    pub passed: bool,
-    /// One line per check, "ok: ..." or "FAILED: ...".
-    pub checks: Vec<String>,
+    pub kernel_loads: Vec<KernelLoadCount>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]

@@ -11,9 +11,9 @@ use crate::crypto::CryptoOutcome;
 use crate::node::NodeAssessment;
 use crate::pinning::Pinner;
 use crate::snapshot::{
-    CollectorStatus, CryptoStatus, PinningStatus, ReplicaHealth, ReplicaStatus, Snapshot,
+    CollectorStatus, CryptoStatus, DisabledCollector, PinningStatus, ReplicaHealth,
+    ReplicaStatus, Snapshot,
 };
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -92,12 +92,6 @@ pub enum ReplicaProcess {
     },
     /// A known pid (tests).
     Pid(u32),
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct DisabledCollector {
-    pub name: String,
-    pub reason: String,
 }
 
 /// Everything the collection thread owns.
