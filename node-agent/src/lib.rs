@@ -2,21 +2,21 @@
 //! readiness, proves the crypto path, pins the replica's thread pools, and serves health,
 //! status and Prometheus telemetry (GPU, SEV-SNP, crypto paths, replica health, cost).
 
+pub mod assessment;
 pub mod child;
 pub mod collect;
+pub mod compose;
 pub mod config;
 pub mod cost;
-pub mod crypto;
 pub mod exposition;
 pub mod history;
 pub mod http;
 pub mod kernel_cmdline;
-pub mod node;
 pub mod node_config;
 pub mod nvml;
 pub mod nvml_child;
 pub mod pinning;
 pub mod probe;
+pub mod selftest_child;
 pub mod server;
-pub mod service;
 pub mod snapshot;

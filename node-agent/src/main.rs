@@ -1,8 +1,8 @@
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use node_agent::compose::{self, FactsSource};
 use node_agent::config::Config;
 use node_agent::node_config::NodeConfiguration;
-use node_agent::service::{self, FactsSource};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -214,7 +214,7 @@ fn run() -> anyhow::Result<()> {
                 .enable_all()
                 .build()
                 .context("starting the tokio runtime")?;
-            runtime.block_on(service::run(
+            runtime.block_on(compose::run(
                 config,
                 facts,
                 common.profiles_dir.clone(),
@@ -223,7 +223,7 @@ fn run() -> anyhow::Result<()> {
         }
         Command::Check(common) => {
             let (config, facts, node_config) = common.resolve()?;
-            let fit = service::check(
+            let fit = compose::check(
                 &config,
                 &facts,
                 common.profiles_dir.as_deref(),
@@ -236,7 +236,7 @@ fn run() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Probe { root } => {
-            let facts = service::probe_root(&root, &node_agent::probe::NvmlMode::System);
+            let facts = compose::probe_root(&root, &node_agent::probe::NvmlMode::System);
             println!("{}", serde_json::to_string_pretty(&facts)?);
             Ok(())
         }
@@ -290,7 +290,7 @@ fn run() -> anyhow::Result<()> {
                 }
             }
         }
-        Command::Selftest => node_agent::crypto::child_main(),
+        Command::Selftest => node_agent::selftest_child::child_main(),
         Command::Nvml => node_agent::nvml_child::child_main(),
         Command::SampleGpu {
             count,

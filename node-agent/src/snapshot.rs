@@ -2,8 +2,8 @@
 //! dashboard only read the latest snapshot; no request ever touches NVML, sysfs or the
 //! replica.
 
-use crate::crypto::{KernelLoadCount, SelftestResult};
-use crate::node::NodeAssessment;
+use crate::selftest_child::{KernelLoadCount, SelftestResult};
+use crate::assessment::NodeAssessment;
 use gpu_crypto_api::EngineReport;
 use gpu_crypto_api::stats::StatsSnapshot;
 use serde::Serialize;

@@ -144,7 +144,7 @@ fn golden_metrics_gpu_node() {
     let mut s = fixed_snapshot("epyc-9354p-snp-guest", "auto", Some(path));
     assert!(!s.gpus.is_empty());
     // Six programs loaded from the kernel cache, as an engine reports them after its start.
-    s.crypto.kernel_loads = vec![node_agent::crypto::KernelLoadCount {
+    s.crypto.kernel_loads = vec![node_agent::selftest_child::KernelLoadCount {
         outcome: "cache".into(),
         reason: String::new(),
         count: 6,
@@ -403,7 +403,7 @@ async fn attestation_route_without_a_source_is_503_with_the_reason() {
 #[tokio::test]
 async fn status_reports_the_attestation_state_directory_and_why() {
     use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
-    use node_agent::service::attestation_service;
+    use node_agent::compose::attestation_service;
     let dir = tempfile::tempdir().unwrap();
     let snap = fixed_snapshot("ci-2core", "auto", None);
     let config = AttestationConfig {
@@ -518,7 +518,7 @@ async fn status_reports_the_attestation_state_directory_and_why() {
 #[tokio::test]
 async fn the_hardware_source_derives_a_sealed_key_and_writes_no_file() {
     use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
-    use node_agent::service::attestation_service;
+    use node_agent::compose::attestation_service;
     if std::path::Path::new("/dev/sev-guest").exists() {
         eprintln!(
             "this machine is an SEV-SNP guest: the sealed-key derivation is exercised by attestation's ignored test"
@@ -578,7 +578,7 @@ async fn the_hardware_source_derives_a_sealed_key_and_writes_no_file() {
 #[tokio::test]
 async fn gpu_evidence_is_collected_by_the_nvml_child() {
     use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
-    use node_agent::service::attestation_service;
+    use node_agent::compose::attestation_service;
     let dir = tempfile::tempdir().unwrap();
     let snap = fixed_snapshot("ci-2core", "auto", None);
     let config = AttestationConfig {
@@ -669,7 +669,7 @@ async fn the_public_routes_leave_out_the_operator_views() {
 #[tokio::test]
 async fn status_does_not_promise_hardware_evidence_without_a_guest_device() {
     use node_agent::config::{AttestationConfig, EvidenceSource};
-    use node_agent::service::attestation_service;
+    use node_agent::compose::attestation_service;
     let dir = tempfile::tempdir().unwrap();
     let snap = fixed_snapshot("ci-2core", "auto", None);
     assert!(!snap.node.facts.sev_snp.guest_device);
@@ -708,7 +708,7 @@ async fn status_does_not_promise_hardware_evidence_without_a_guest_device() {
 async fn attestation_is_bounded_by_slots_a_deadline_and_a_rate() {
     use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
     use node_agent::server::HttpLimits;
-    use node_agent::service::attestation_service;
+    use node_agent::compose::attestation_service;
     let dir = tempfile::tempdir().unwrap();
     let snap = fixed_snapshot("ci-2core", "auto", None);
     let limits = HttpLimits {

@@ -1,5 +1,5 @@
 //! Enrolment end to end against running node agents: the agent's own router and evidence
-//! wiring (`node_agent::service::attestation_service` with `source = "test"`) served on
+//! wiring (`node_agent::compose::attestation_service` with `source = "test"`) served on
 //! 127.0.0.1, the real HTTP client, the attestation library's verifier, and the registry.
 
 use std::path::{Path, PathBuf};
@@ -23,11 +23,12 @@ fn snapshot() -> Snapshot {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../node-agent/tests/fixtures/ci-2core");
         // A fixture tree: NVML is not consulted.
         let nvml = node_agent::probe::NvmlMode::absent("fixture tree");
-        let facts = node_agent::service::probe_root(&root, &nvml);
-        let image = node_agent::node::ImageStatus::read(&root);
-        let node = node_agent::node::assess(facts, &ProfileSet::embedded().unwrap(), "auto", image)
-            .unwrap();
-        let crypto = node_agent::service::crypto_selftest_in_process(&node);
+        let facts = node_agent::compose::probe_root(&root, &nvml);
+        let image = node_agent::assessment::ImageStatus::read(&root);
+        let node =
+            node_agent::assessment::assess(facts, &ProfileSet::embedded().unwrap(), "auto", image)
+                .unwrap();
+        let crypto = node_agent::compose::crypto_selftest_in_process(&node);
         let cost = node_agent::cost::CostTracker::new(node_agent::cost::CostParams::new(
             &node.cost,
             &CostConfig::default(),
@@ -111,7 +112,7 @@ impl Agents {
             ..AttestationConfig::default()
         };
         // The agent's own wiring of the evidence source (no environment, development node).
-        let (service, _status) = node_agent::service::attestation_service(
+        let (service, _status) = node_agent::compose::attestation_service(
             &config,
             &self.snapshot.node.facts,
             &|_| None,

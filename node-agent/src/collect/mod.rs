@@ -7,8 +7,8 @@ pub mod replica;
 pub mod xid;
 
 use crate::cost::{CostTracker, offloaded_cpu_seconds};
-use crate::crypto::CryptoOutcome;
-use crate::node::NodeAssessment;
+use crate::selftest_child::CryptoOutcome;
+use crate::assessment::NodeAssessment;
 use crate::pinning::Pinner;
 use crate::snapshot::{
     CollectorStatus, CryptoStatus, DisabledCollector, PinningStatus, ReplicaHealth,

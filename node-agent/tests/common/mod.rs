@@ -6,7 +6,7 @@ use hardware_profiles::ProfileSet;
 use node_agent::collect::{Collectors, ManualClock, ReplicaSource};
 use node_agent::config::CostConfig;
 use node_agent::cost::{CostParams, CostTracker};
-use node_agent::node::NodeAssessment;
+use node_agent::assessment::NodeAssessment;
 use node_agent::probe::{NvmlMode, probe};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixDatagram;
@@ -40,8 +40,8 @@ pub fn node(fixture: &str, profile: &str) -> NodeAssessment {
     let root = fixture_root(fixture);
     let facts = probe(&root, &NvmlMode::absent("fixture tree"));
     let profiles = ProfileSet::embedded().unwrap();
-    let image = node_agent::node::ImageStatus::read(&root);
-    node_agent::node::assess(facts, &profiles, profile, image).unwrap()
+    let image = node_agent::assessment::ImageStatus::read(&root);
+    node_agent::assessment::assess(facts, &profiles, profile, image).unwrap()
 }
 
 /// Collectors with fixed inputs: manual clock, the node's crypto policy with every
@@ -57,7 +57,7 @@ pub fn fixed_collectors(node: NodeAssessment, clock: Arc<ManualClock>) -> Collec
     ] {
         op.backend = gpu_crypto::BackendChoice::Cpu;
     }
-    let crypto = node_agent::crypto::outcome(&policy, node_agent::crypto::run_selftest(policy));
+    let crypto = node_agent::selftest_child::outcome(&policy, node_agent::selftest_child::run_selftest(policy));
     assert!(crypto.selftest.passed, "{:?}", crypto.selftest.checks);
     let config = CostConfig::default();
     let cost = CostTracker::new(CostParams::new(&node.cost, &config));

@@ -1,16 +1,17 @@
-//! `node-agent run` and `node-agent check`: probe, select, check readiness, prove the
-//! crypto path, then serve telemetry under systemd (Type=notify with watchdog).
+//! The composition root: `node-agent run` and `node-agent check` put together from the
+//! agent's parts (probe, profile selection, readiness, the selftest child, collectors,
+//! pinning, attestation, HTTP), then serve under systemd (Type=notify with watchdog).
 
 use crate::collect::{Clock, Collectors, ReplicaProcess, ReplicaSource, SystemClock};
 use crate::config::{
     AttestationConfig, Config, EvidenceSource, GpuEvidence, SYSTEM_RUNTIME_DIR, SYSTEM_STATE_DIR,
 };
 use crate::cost::{CostParams, CostTracker};
-use crate::crypto::{self, CryptoOutcome};
+use crate::selftest_child::{self, CryptoOutcome};
 use crate::http::{
     AppState, AttestationService, AttestationStatus, Heartbeat, public_router, router,
 };
-use crate::node::{NodeAssessment, RuntimeConfigFile};
+use crate::assessment::{NodeAssessment, RuntimeConfigFile};
 use crate::nvml_child::NvmlChild;
 use crate::probe::NvmlMode;
 use crate::server::Listener;
@@ -86,8 +87,8 @@ pub fn assess_node(
 ) -> anyhow::Result<NodeAssessment> {
     let facts = machine_facts(facts, nvml)?;
     let profiles = profile_set(profiles_dir)?;
-    let image = crate::node::ImageStatus::read(&config.root);
-    Ok(crate::node::assess(
+    let image = crate::assessment::ImageStatus::read(&config.root);
+    Ok(crate::assessment::assess(
         facts,
         &profiles,
         &config.profile,
@@ -100,7 +101,7 @@ pub fn assess_node(
 /// a failed selftest saying why: the node then reports not ready.
 pub fn crypto_selftest_in_process(node: &NodeAssessment) -> CryptoOutcome {
     let policy = node.runtime.crypto;
-    crypto::outcome(&policy, crypto::run_selftest(policy))
+    selftest_child::outcome(&policy, selftest_child::run_selftest(policy))
 }
 
 /// The crypto selftest of the node's policy in a child process (`node-agent selftest`, this
@@ -108,10 +109,10 @@ pub fn crypto_selftest_in_process(node: &NodeAssessment) -> CryptoOutcome {
 pub fn crypto_selftest_in_child(node: &NodeAssessment) -> CryptoOutcome {
     let policy = node.runtime.crypto;
     match crate::child::this_executable("selftest") {
-        Ok(command) => crypto::selftest_in_child(command, &policy, crypto::SELFTEST_TIMEOUT),
-        Err(reason) => crypto::outcome(
+        Ok(command) => selftest_child::selftest_in_child(command, &policy, selftest_child::SELFTEST_TIMEOUT),
+        Err(reason) => selftest_child::outcome(
             &policy,
-            crypto::ChildOutput::EngineFailed {
+            selftest_child::ChildOutput::EngineFailed {
                 reason,
                 kernel_loads: Vec::new(),
             },
@@ -465,7 +466,7 @@ pub fn write_runtime_config(config: &Config, node: &NodeAssessment) -> RuntimeCo
 /// mismatches under a forced pin, criteria not verified), then one line counting the other
 /// profiles; why each of those does not fit (dozens of lines with the embedded set) goes to
 /// debug level, and `node-agent check` and `/v1/status` show it in full.
-fn log_explanation(node: &crate::node::NodeAssessment) {
+fn log_explanation(node: &crate::assessment::NodeAssessment) {
     let chosen = format!("  `{}` ", node.profile);
     let mut others = 0;
     for (i, line) in node.explanation.iter().enumerate() {
@@ -484,7 +485,7 @@ fn log_explanation(node: &crate::node::NodeAssessment) {
 }
 
 /// What the image was built with, in words: one line, plus one per missing optional input.
-fn image_lines(image: &crate::node::ImageStatus) -> Vec<String> {
+fn image_lines(image: &crate::assessment::ImageStatus) -> Vec<String> {
     let Some(version) = &image.version else {
         return vec![format!(
             "image: {}",
