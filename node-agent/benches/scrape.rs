@@ -10,7 +10,7 @@ use axum::body::Body;
 use axum::http::Request;
 use criterion::{Criterion, criterion_group, criterion_main};
 use http_body_util::BodyExt;
-use node_agent::collect::ManualClock;
+use node_agent::clock::ManualClock;
 use node_agent::collect::gpu::RecordedGpuSource;
 use node_agent::collect::rapl::RaplReader;
 use node_agent::http::{AppState, Heartbeat, router};

@@ -2,11 +2,13 @@
 //! its explanation and mismatches, readiness, and the runtime configuration derived
 //! from them. Computed once, before READY=1.
 
+use crate::metric_family::{FamilyWriter, flag, one};
 use hardware_profiles::{
     CostInputs, MachineFacts, Pin, ProfileSet, ReadinessCheck, RuntimeConfig, SelectError,
     SelectedBy, SevSnpState,
 };
 use serde::Serialize;
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Serialize)]
@@ -215,4 +217,79 @@ pub fn assess(
         configuration: None,
         facts,
     })
+}
+
+/// The assessment's metric families: profile, readiness, image and SEV-SNP state.
+pub fn encode_metrics(n: &NodeAssessment, f: &mut FamilyWriter) -> fmt::Result {
+    f.gauge(
+        "sovereign_profile_info",
+        "The hardware profile the agent runs the node with, and how it was chosen.",
+        None,
+        &one(
+            vec![
+                ("profile", n.profile.clone()),
+                ("selection", n.selection.clone()),
+            ],
+            1.0,
+        ),
+    )?;
+    f.gauge(
+        "sovereign_profile_mismatches",
+        "Differences between the machine and the selected profile.",
+        None,
+        &one(vec![], n.mismatches.len() as f64),
+    )?;
+    f.gauge(
+        "sovereign_node_ready",
+        "Whether the node is fit to run the replica under its profile (readiness).",
+        None,
+        &one(vec![], flag(n.ready)),
+    )?;
+    f.gauge(
+        "sovereign_readiness_check_passed",
+        "Result of each readiness check.",
+        None,
+        &n.readiness
+            .iter()
+            .map(|c| {
+                (
+                    vec![("requirement", c.requirement.clone())],
+                    flag(c.satisfied),
+                )
+            })
+            .collect::<Vec<_>>(),
+    )?;
+    f.gauge(
+        "sovereign_image_info",
+        "The sovereign-node image version the node runs (absent off the image).",
+        None,
+        &n.image
+            .version
+            .iter()
+            .map(|v| (vec![("version", v.clone())], 1.0))
+            .collect::<Vec<_>>(),
+    )?;
+    f.gauge(
+        "sovereign_image_optional_input_present",
+        "Whether the image was built with the optional input (replica, NVIDIA driver).",
+        None,
+        &n.image
+            .optional_inputs
+            .iter()
+            .map(|i| (vec![("input", i.name.clone())], flag(i.present)))
+            .collect::<Vec<_>>(),
+    )?;
+    f.gauge(
+        "sovereign_sev_snp_active",
+        "Whether SEV-SNP protects this node (from the probe).",
+        None,
+        &one(vec![], flag(n.sev_snp.active)),
+    )?;
+    f.gauge(
+        "sovereign_sev_guest_device_present",
+        "Whether /dev/sev-guest (attestation reports) is present.",
+        None,
+        &one(vec![], flag(n.sev_snp.guest_device)),
+    )?;
+    Ok(())
 }

@@ -2,18 +2,20 @@
 //! agent's parts (probe, profile selection, readiness, the selftest child, collectors,
 //! pinning, attestation, HTTP), then serve under systemd (Type=notify with watchdog).
 
-use crate::collect::{Clock, Collectors, ReplicaProcess, ReplicaSource, SystemClock};
+use crate::assessment::{NodeAssessment, RuntimeConfigFile};
+use crate::clock::{Clock, SystemClock};
+use crate::collect::{Collectors, ReplicaSource};
 use crate::config::{
     AttestationConfig, Config, EvidenceSource, GpuEvidence, SYSTEM_RUNTIME_DIR, SYSTEM_STATE_DIR,
 };
 use crate::cost::{CostParams, CostTracker};
-use crate::selftest_child::{self, CryptoOutcome};
 use crate::http::{
     AppState, AttestationService, AttestationStatus, Heartbeat, public_router, router,
 };
-use crate::assessment::{NodeAssessment, RuntimeConfigFile};
 use crate::nvml_child::NvmlChild;
+use crate::pinning_loop::{PinningLoop, ReplicaProcess};
 use crate::probe::NvmlMode;
+use crate::selftest_child::{self, CryptoOutcome};
 use crate::server::Listener;
 use anyhow::Context;
 use hardware_profiles::{MachineFacts, NvmlStatus, ProfileSet};
@@ -109,7 +111,9 @@ pub fn crypto_selftest_in_process(node: &NodeAssessment) -> CryptoOutcome {
 pub fn crypto_selftest_in_child(node: &NodeAssessment) -> CryptoOutcome {
     let policy = node.runtime.crypto;
     match crate::child::this_executable("selftest") {
-        Ok(command) => selftest_child::selftest_in_child(command, &policy, selftest_child::SELFTEST_TIMEOUT),
+        Ok(command) => {
+            selftest_child::selftest_in_child(command, &policy, selftest_child::SELFTEST_TIMEOUT)
+        }
         Err(reason) => selftest_child::outcome(
             &policy,
             selftest_child::ChildOutput::EngineFailed {
@@ -120,19 +124,20 @@ pub fn crypto_selftest_in_child(node: &NodeAssessment) -> CryptoOutcome {
     }
 }
 
-/// Wires the collectors for a real node.
+/// Wires the collectors for a real node, and the pinning loop where pinning is on (the
+/// collectors read its passes).
 pub fn node_collectors(
     config: &Config,
     node: NodeAssessment,
     crypto: CryptoOutcome,
     clock: Arc<dyn Clock>,
     nvml: &NvmlMode,
-) -> anyhow::Result<Collectors> {
+) -> anyhow::Result<(Collectors, Option<PinningLoop>)> {
     let cost = CostTracker::new(CostParams::new(&node.cost, &config.cost));
     let expects_gpu = !node.facts.gpus.gpus.is_empty() || node.runtime.crypto.wants_gpu();
     let pools = crate::pinning::plan_from_runtime(&node.runtime, &config.pinning.thread_patterns)?;
     let mut c = Collectors::new(
-        clock,
+        clock.clone(),
         node,
         crypto,
         cost,
@@ -191,6 +196,7 @@ pub fn node_collectors(
         c.replica = Some(ReplicaSource::Http(Box::new(scraper)));
     }
 
+    let mut pinning = None;
     if !config.pinning.enabled {
         c.pinning_disabled_reason = Some("pinning.enabled = false".into());
         c.disable("pinning", "pinning.enabled = false");
@@ -210,15 +216,15 @@ pub fn node_collectors(
             });
         let unit_cgroup = slice.as_ref().map(|s| s.cgroup.join(&config.replica.unit));
         let pinner = crate::pinning::Pinner::new(pools, Path::new("/proc"), slice);
-        c.pinning = Some((
-            pinner,
-            ReplicaProcess::Locate {
-                unit_cgroup,
-                process_name: config.replica.process_name.clone(),
-            },
-        ));
+        let process = ReplicaProcess::Locate {
+            unit_cgroup,
+            process_name: config.replica.process_name.clone(),
+        };
+        let pinning_loop = PinningLoop::new(pinner, process, clock);
+        c.pinning = Some(pinning_loop.board());
+        pinning = Some(pinning_loop);
     }
-    Ok(c)
+    Ok((c, pinning))
 }
 
 /// The unified cgroup hierarchy (cgroup v2), where systemd places units.
@@ -307,8 +313,14 @@ pub async fn run(
         &evidence_nvml,
         node_config.binding(),
     );
-    let mut collectors = node_collectors(&config, node, crypto, clock, &nvml)?;
-    let first = tokio::task::block_in_place(|| collectors.collect());
+    let (mut collectors, mut pinning) = node_collectors(&config, node, crypto, clock, &nvml)?;
+    // A first pinning pass before the first snapshot, so that it shows the replica's pins.
+    let first = tokio::task::block_in_place(|| {
+        if let Some(p) = pinning.as_mut() {
+            p.reconcile();
+        }
+        collectors.collect()
+    });
     let state = AppState::new(first, heartbeat.clone())
         .with_limits(&config.http)
         .with_history(crate::history::History::new(
@@ -318,26 +330,16 @@ pub async fn run(
         .with_attestation_status(attestation_status);
 
     let stop = Arc::new(AtomicBool::new(false));
-    let collection = std::thread::Builder::new()
-        .name("collectors".into())
-        .spawn({
-            let state = state.clone();
-            let stop = stop.clone();
-            move || {
-                while !stop.load(Ordering::Relaxed) {
-                    let mut slept = Duration::ZERO;
-                    while slept < interval && !stop.load(Ordering::Relaxed) {
-                        let step = Duration::from_millis(200).min(interval - slept);
-                        std::thread::sleep(step);
-                        slept += step;
-                    }
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    state.publish(collectors.collect());
-                }
-            }
-        })?;
+    let collection = every(interval, "collectors", &stop, {
+        let state = state.clone();
+        move || state.publish(collectors.collect())
+    })?;
+    let pinning = match pinning {
+        Some(mut p) => Some(every(interval, "pinning", &stop, move || {
+            p.reconcile();
+        })?),
+        None => None,
+    };
 
     let public_status = public_bound.map_or(String::new(), |a| format!("public listener on {a}; "));
     let status = format!(
@@ -400,7 +402,36 @@ pub async fn run(
     }
     stop.store(true, Ordering::Relaxed);
     let _ = collection.join();
+    if let Some(pinning) = pinning {
+        let _ = pinning.join();
+    }
     Ok(())
+}
+
+/// A thread named `name` that runs `f` every `interval` until `stop` is set.
+fn every(
+    interval: Duration,
+    name: &str,
+    stop: &Arc<AtomicBool>,
+    mut f: impl FnMut() + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let stop = stop.clone();
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let mut slept = Duration::ZERO;
+                while slept < interval && !stop.load(Ordering::Relaxed) {
+                    let step = Duration::from_millis(200).min(interval - slept);
+                    std::thread::sleep(step);
+                    slept += step;
+                }
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                f();
+            }
+        })
 }
 
 async fn shutdown_signal() {

@@ -1,9 +1,12 @@
 //! Running cost of the node: capex amortised over the profile's months plus measured
 //! energy at the configured price, and the energy and money per certified block.
 
+use crate::metric_family::{FamilyWriter, one, opt, watts};
 use crate::snapshot::{CostStatus, CpuEnergy, GpuSample, ReplicaHealth};
 use hardware_profiles::CostInputs;
+use prometheus_client::registry::Unit;
 use std::collections::BTreeMap;
+use std::fmt;
 
 const HOURS_PER_MONTH: f64 = 365.25 * 24.0 / 12.0;
 
@@ -159,6 +162,45 @@ pub fn offloaded_cpu_seconds(
                     .unwrap_or(0.0)
         })
         .sum()
+}
+
+/// The cost's metric families.
+pub fn encode_metrics(k: &CostStatus, f: &mut FamilyWriter) -> fmt::Result {
+    f.gauge(
+        "sovereign_cost_eur_per_hour",
+        "Running cost of the node: amortised purchase plus energy at the configured price.",
+        None,
+        &[
+            (vec![("part", "capex".to_string())], k.capex_eur_per_hour),
+            (vec![("part", "energy".to_string())], k.energy_eur_per_hour),
+            (vec![("part", "total".to_string())], k.eur_per_hour),
+        ],
+    )?;
+    f.gauge(
+        "sovereign_node_power",
+        "Node power the cost is computed from (measured sources plus configured unmeasured).",
+        Some(watts()),
+        &one(vec![("sources", k.power_sources.join("+"))], k.power_watts),
+    )?;
+    f.counter(
+        "sovereign_node_energy",
+        "Energy accounted since the agent started.",
+        Some(Unit::Joules),
+        &one(vec![], k.energy_joules_total),
+    )?;
+    f.gauge(
+        "sovereign_cost_joules_per_certified_block",
+        "Energy per certified block since the agent first saw the replica.",
+        None,
+        &opt(vec![], k.joules_per_certified_block),
+    )?;
+    f.gauge(
+        "sovereign_cost_eur_per_certified_block",
+        "Cost (capex share plus energy) per certified block since the agent first saw the replica.",
+        None,
+        &opt(vec![], k.eur_per_certified_block),
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

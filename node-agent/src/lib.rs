@@ -4,6 +4,7 @@
 
 pub mod assessment;
 pub mod child;
+pub mod clock;
 pub mod collect;
 pub mod compose;
 pub mod config;
@@ -12,10 +13,12 @@ pub mod exposition;
 pub mod history;
 pub mod http;
 pub mod kernel_cmdline;
+pub mod metric_family;
 pub mod node_config;
 pub mod nvml;
 pub mod nvml_child;
 pub mod pinning;
+pub mod pinning_loop;
 pub mod probe;
 pub mod selftest_child;
 pub mod server;

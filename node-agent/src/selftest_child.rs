@@ -9,12 +9,15 @@
 //! the CUDA context, NVRTC and the kernels (over 100 MB of RSS on the H200) then never live
 //! in the long-running daemon, and a GPU fault or hang cannot take the agent down with it.
 
+use crate::metric_family::{FamilyWriter, flag, one};
 use gpu_crypto::Engine;
 use gpu_crypto::selftest;
 use gpu_crypto_api::selftest::SelftestReport;
 use gpu_crypto_api::stats::StatsSnapshot;
 use gpu_crypto_api::{EngineReport, GpuStatus, Operation, Policy};
+use prometheus_client::registry::Unit;
 use serde::{Deserialize, Serialize};
+use std::fmt;
 use std::process::Command;
 use std::time::Duration;
 
@@ -34,6 +37,19 @@ pub struct CryptoOutcome {
     pub selftest: SelftestResult,
     pub stats: StatsSnapshot,
     /// How the selftest's engine obtained its GPU programs (none without a GPU).
+    pub kernel_loads: Vec<KernelLoadCount>,
+}
+
+/// The crypto path as the snapshot reports it: the selftest's outcome and the CPU time the
+/// GPU saved.
+#[derive(Debug, Clone, Serialize)]
+pub struct CryptoStatus {
+    pub report: EngineReport,
+    pub selftest: SelftestResult,
+    pub stats: StatsSnapshot,
+    /// CPU-seconds the GPU saved (GPU items x configured CPU cost per item).
+    pub offloaded_cpu_seconds: f64,
+    /// How the selftest's engine obtained its GPU programs at start.
     pub kernel_loads: Vec<KernelLoadCount>,
 }
 
@@ -199,6 +215,141 @@ fn failed(policy: &Policy, reason: String) -> CryptoOutcome {
         stats: cpu.stats(),
         kernel_loads: Vec::new(),
     }
+}
+
+/// The crypto path's metric families: the engine's GPU state and paths, the selftest's
+/// verdict and counters, and the kernel loads.
+pub fn encode_metrics(c: &CryptoStatus, f: &mut FamilyWriter) -> fmt::Result {
+    let gpu_state = match &c.report.gpu {
+        gpu_crypto::GpuStatus::NotRequested => ("not_requested", String::new()),
+        gpu_crypto::GpuStatus::Unusable { .. } => ("unusable", String::new()),
+        gpu_crypto::GpuStatus::Ready { device } => ("ready", device.clone()),
+    };
+    f.gauge(
+        "sovereign_crypto_gpu_info",
+        "State of the crypto engine's GPU backend.",
+        None,
+        &one(
+            vec![
+                ("state", gpu_state.0.to_string()),
+                ("device", gpu_state.1),
+                (
+                    "fallback",
+                    match c.report.fallback {
+                        gpu_crypto::Fallback::Never => "never",
+                        gpu_crypto::Fallback::RecomputeOnCpu => "recompute_on_cpu",
+                    }
+                    .to_string(),
+                ),
+            ],
+            1.0,
+        ),
+    )?;
+    f.gauge(
+        "sovereign_crypto_path_info",
+        "Backend policy of each operation and the batch size from which the GPU serves it.",
+        None,
+        &c.report
+            .operations
+            .iter()
+            .map(|o| {
+                (
+                    vec![
+                        ("operation", o.operation.name().to_string()),
+                        ("backend", o.backend.name().to_string()),
+                        ("gpu_min_batch", o.gpu_min_batch.to_string()),
+                    ],
+                    1.0,
+                )
+            })
+            .collect::<Vec<_>>(),
+    )?;
+    f.gauge(
+        "sovereign_crypto_selftest_passed",
+        "Whether the crypto engine's known-answer selftest passed at start.",
+        None,
+        &one(vec![], flag(c.selftest.passed)),
+    )?;
+    let ops = |items: bool| {
+        c.stats
+            .operations
+            .iter()
+            .map(|o| {
+                (
+                    vec![
+                        ("operation", o.operation.name().to_string()),
+                        (
+                            "executed",
+                            match o.executed {
+                                gpu_crypto_api::stats::Executed::Cpu => "cpu",
+                                gpu_crypto_api::stats::Executed::Gpu => "gpu",
+                            }
+                            .to_string(),
+                        ),
+                    ],
+                    if items { o.items } else { o.calls } as f64,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    f.counter(
+        "sovereign_crypto_calls",
+        "Batch calls of the agent's crypto engine, by where they ran.",
+        None,
+        &ops(false),
+    )?;
+    f.counter(
+        "sovereign_crypto_items",
+        "Items (points, signatures, chunks) processed, by where they ran.",
+        None,
+        &ops(true),
+    )?;
+    let reasons = |v: &[gpu_crypto_api::stats::ReasonCount]| {
+        v.iter()
+            .map(|r| {
+                (
+                    vec![
+                        ("operation", r.operation.name().to_string()),
+                        ("reason", r.reason.clone()),
+                    ],
+                    r.count as f64,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    f.counter(
+        "sovereign_crypto_fallbacks",
+        "CPU recomputations after a failed GPU call, by reason.",
+        None,
+        &reasons(&c.stats.fallbacks),
+    )?;
+    f.counter(
+        "sovereign_crypto_gpu_errors",
+        "Failed GPU calls, by reason (recomputed on the CPU or not).",
+        None,
+        &reasons(&c.stats.gpu_errors),
+    )?;
+    f.counter(
+        "sovereign_crypto_offloaded_cpu",
+        "CPU time the GPU saved: GPU items times the configured CPU cost per item.",
+        Some(Unit::Seconds),
+        &one(vec![], c.offloaded_cpu_seconds),
+    )?;
+    f.counter(
+        "sovereign_crypto_kernel_loads",
+        "GPU programs the selftest's engine obtained at start, by outcome (precompiled, cache, compiled, skipped_*, refused_cached_only) and reason kind.",
+        None,
+        &c.kernel_loads
+            .iter()
+            .map(|k| {
+                (
+                    vec![("outcome", k.outcome.clone()), ("reason", k.reason.clone())],
+                    k.count as f64,
+                )
+            })
+            .collect::<Vec<_>>(),
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

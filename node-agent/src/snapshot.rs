@@ -2,10 +2,8 @@
 //! dashboard only read the latest snapshot; no request ever touches NVML, sysfs or the
 //! replica.
 
-use crate::selftest_child::{KernelLoadCount, SelftestResult};
 use crate::assessment::NodeAssessment;
-use gpu_crypto_api::EngineReport;
-use gpu_crypto_api::stats::StatsSnapshot;
+use crate::selftest_child::CryptoStatus;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -79,17 +77,6 @@ pub struct GpuSample {
     pub xid_errors: Vec<(u64, u64)>,
     /// Readings NVML could not give, with its reason.
     pub unsupported: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct CryptoStatus {
-    pub report: EngineReport,
-    pub selftest: SelftestResult,
-    pub stats: StatsSnapshot,
-    /// CPU-seconds the GPU saved (GPU items x configured CPU cost per item).
-    pub offloaded_cpu_seconds: f64,
-    /// How the selftest's engine obtained its GPU programs at start.
-    pub kernel_loads: Vec<KernelLoadCount>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]

@@ -7,7 +7,7 @@ mod common;
 use axum::Router;
 use axum::routing::get;
 use common::*;
-use node_agent::collect::ManualClock;
+use node_agent::clock::ManualClock;
 use node_agent::collect::gpu::RecordedGpuSource;
 use node_agent::history::History;
 use node_agent::http::{AppState, Heartbeat, router};

@@ -23,7 +23,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use node_agent::collect::ManualClock;
+use node_agent::clock::ManualClock;
 use node_agent::collect::gpu::RecordedGpuSource;
 use node_agent::http::{AppState, Heartbeat, router};
 use node_agent::snapshot::Snapshot;

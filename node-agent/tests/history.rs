@@ -9,7 +9,7 @@ use common::*;
 use gpu_crypto::Operation;
 use gpu_crypto_api::stats::{Executed, ReasonCount};
 use http_body_util::BodyExt;
-use node_agent::collect::ManualClock;
+use node_agent::clock::ManualClock;
 use node_agent::collect::gpu::RecordedGpuSource;
 use node_agent::history::{History, MAX_SERIES, MIN_SPACING_SECONDS, SPAN_SECONDS};
 use node_agent::http::{AppState, Heartbeat, router};

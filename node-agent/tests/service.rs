@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use common::*;
 use http_body_util::BodyExt;
-use node_agent::collect::ManualClock;
+use node_agent::clock::ManualClock;
 use node_agent::collect::gpu::RecordedGpuSource;
 use node_agent::collect::rapl::RaplReader;
 use node_agent::http::{AppState, AttestationService, Heartbeat, public_router, router};
@@ -313,8 +313,8 @@ async fn readyz_fails_when_the_selftest_failed() {
 async fn attestation_route_serves_evidence_the_fleet_verifier_checks() {
     use attestation::collect::{Attester, GpuSource, SnpSource};
     use attestation::fleet::{self, FleetOptions, NodeStatus};
-    use attestation::nodes::{NodeEntry, NodeList};
     use attestation::identity::load_or_create_unsealed_key;
+    use attestation::nodes::{NodeEntry, NodeList};
     use attestation::policy::Policy;
     use attestation::snp::amd::{ChainVerifier, parse_time};
     use attestation::test_source::TestSigner;
@@ -402,8 +402,8 @@ async fn attestation_route_without_a_source_is_503_with_the_reason() {
 /// /v1/status says which one and why; the route then serves evidence signed by that key.
 #[tokio::test]
 async fn status_reports_the_attestation_state_directory_and_why() {
-    use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
     use node_agent::compose::attestation_service;
+    use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
     let dir = tempfile::tempdir().unwrap();
     let snap = fixed_snapshot("ci-2core", "auto", None);
     let config = AttestationConfig {
@@ -517,8 +517,8 @@ async fn status_reports_the_attestation_state_directory_and_why() {
 /// and a configured key file is refused rather than used.
 #[tokio::test]
 async fn the_hardware_source_derives_a_sealed_key_and_writes_no_file() {
-    use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
     use node_agent::compose::attestation_service;
+    use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
     if std::path::Path::new("/dev/sev-guest").exists() {
         eprintln!(
             "this machine is an SEV-SNP guest: the sealed-key derivation is exercised by attestation's ignored test"
@@ -577,8 +577,8 @@ async fn the_hardware_source_derives_a_sealed_key_and_writes_no_file() {
 /// answers reaches /v1/attestation, and a child that fails is a 503 naming the GPU evidence.
 #[tokio::test]
 async fn gpu_evidence_is_collected_by_the_nvml_child() {
-    use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
     use node_agent::compose::attestation_service;
+    use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
     let dir = tempfile::tempdir().unwrap();
     let snap = fixed_snapshot("ci-2core", "auto", None);
     let config = AttestationConfig {
@@ -668,8 +668,8 @@ async fn the_public_routes_leave_out_the_operator_views() {
 /// available, as /v1/attestation answers.
 #[tokio::test]
 async fn status_does_not_promise_hardware_evidence_without_a_guest_device() {
-    use node_agent::config::{AttestationConfig, EvidenceSource};
     use node_agent::compose::attestation_service;
+    use node_agent::config::{AttestationConfig, EvidenceSource};
     let dir = tempfile::tempdir().unwrap();
     let snap = fixed_snapshot("ci-2core", "auto", None);
     assert!(!snap.node.facts.sev_snp.guest_device);
@@ -706,9 +706,9 @@ async fn status_does_not_promise_hardware_evidence_without_a_guest_device() {
 /// further requests get 503 at once; the rate limit answers 429.
 #[tokio::test]
 async fn attestation_is_bounded_by_slots_a_deadline_and_a_rate() {
+    use node_agent::compose::attestation_service;
     use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
     use node_agent::server::HttpLimits;
-    use node_agent::compose::attestation_service;
     let dir = tempfile::tempdir().unwrap();
     let snap = fixed_snapshot("ci-2core", "auto", None);
     let limits = HttpLimits {

@@ -33,7 +33,7 @@ fn snapshot() -> Snapshot {
             &node.cost,
             &CostConfig::default(),
         ));
-        let clock = Arc::new(node_agent::collect::ManualClock::new(1_764_460_800.0));
+        let clock = Arc::new(node_agent::clock::ManualClock::new(1_764_460_800.0));
         let mut c =
             node_agent::collect::Collectors::new(clock, node, crypto, cost, Default::default())
                 .unwrap();

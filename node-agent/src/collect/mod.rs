@@ -1,76 +1,26 @@
 //! The background collectors. One thread runs them on the configured interval and
-//! publishes a [`Snapshot`]; HTTP handlers only read the latest one.
+//! publishes a [`Snapshot`]; HTTP handlers only read the latest one. Pinning is not a
+//! collector: it reconciles in its own loop ([`crate::pinning_loop`]), and the snapshot
+//! carries its last pass.
 
 pub mod gpu;
 pub mod rapl;
 pub mod replica;
 pub mod xid;
 
-use crate::cost::{CostTracker, offloaded_cpu_seconds};
-use crate::selftest_child::CryptoOutcome;
 use crate::assessment::NodeAssessment;
-use crate::pinning::Pinner;
+use crate::clock::Clock;
+use crate::cost::{CostTracker, offloaded_cpu_seconds};
+use crate::metric_family::{FamilyWriter, flag};
+use crate::pinning_loop::PinningBoard;
+use crate::selftest_child::{CryptoOutcome, CryptoStatus};
 use crate::snapshot::{
-    CollectorStatus, CryptoStatus, DisabledCollector, PinningStatus, ReplicaHealth,
-    ReplicaStatus, Snapshot,
+    CollectorStatus, DisabledCollector, PinningStatus, ReplicaHealth, ReplicaStatus, Snapshot,
 };
+use prometheus_client::registry::Unit;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
-
-/// Time as the collectors see it; tests substitute a manual clock so output is fixed.
-pub trait Clock: Send + Sync {
-    fn unix_seconds(&self) -> f64;
-    /// Monotonic seconds (any origin), for durations.
-    fn monotonic_seconds(&self) -> f64;
-}
-
-pub struct SystemClock {
-    origin: Instant,
-}
-
-impl Default for SystemClock {
-    fn default() -> Self {
-        SystemClock {
-            origin: Instant::now(),
-        }
-    }
-}
-
-impl Clock for SystemClock {
-    fn unix_seconds(&self) -> f64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0)
-    }
-    fn monotonic_seconds(&self) -> f64 {
-        self.origin.elapsed().as_secs_f64()
-    }
-}
-
-/// A clock that only moves when told to.
-#[derive(Default)]
-pub struct ManualClock(Mutex<f64>);
-
-impl ManualClock {
-    pub fn new(unix_seconds: f64) -> ManualClock {
-        ManualClock(Mutex::new(unix_seconds))
-    }
-    pub fn advance(&self, seconds: f64) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) += seconds;
-    }
-}
-
-impl Clock for ManualClock {
-    fn unix_seconds(&self) -> f64 {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-    fn monotonic_seconds(&self) -> f64 {
-        self.unix_seconds()
-    }
-}
+use std::fmt;
+use std::sync::Arc;
 
 /// Where the replica's metrics come from.
 pub enum ReplicaSource {
@@ -80,18 +30,6 @@ pub enum ReplicaSource {
         pages: Vec<String>,
         next: usize,
     },
-}
-
-/// How the pinning collector finds the replica process.
-pub enum ReplicaProcess {
-    /// The process with this comm in the unit's cgroup directory (where systemd runs the
-    /// node), else in /proc.
-    Locate {
-        unit_cgroup: Option<std::path::PathBuf>,
-        process_name: String,
-    },
-    /// A known pid (tests).
-    Pid(u32),
 }
 
 /// Everything the collection thread owns.
@@ -104,12 +42,12 @@ pub struct Collectors {
     pub rapl: Option<rapl::RaplReader>,
     pub replica: Option<ReplicaSource>,
     pub replica_url: String,
-    pub pinning: Option<(Pinner, ReplicaProcess)>,
+    /// Where the pinning loop ([`crate::pinning_loop`]) publishes its last pass.
+    pub pinning: Option<PinningBoard>,
     pub pinning_disabled_reason: Option<String>,
     pub disabled: Vec<DisabledCollector>,
     pub cost: CostTracker,
     pub cpu_seconds_per_item: BTreeMap<String, f64>,
-    pub proc_root: PathBuf,
     /// Runs the async replica scrape from this (non-async) thread.
     runtime: tokio::runtime::Runtime,
     last_success: BTreeMap<&'static str, f64>,
@@ -138,7 +76,6 @@ impl Collectors {
             disabled: Vec::new(),
             cost,
             cpu_seconds_per_item,
-            proc_root: PathBuf::from("/proc"),
             runtime: tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?,
@@ -233,43 +170,19 @@ impl Collectors {
             replica.health = health;
         }
 
-        let pinning = if self.pinning.is_some() {
-            self.run("pinning", &mut statuses, |c| {
-                let proc_root = c.proc_root.clone();
-                let Some((pinner, process)) = c.pinning.as_mut() else {
-                    return Err("no pinner".into());
-                };
-                let pid = match process {
-                    ReplicaProcess::Pid(pid) => Some(*pid),
-                    ReplicaProcess::Locate {
-                        unit_cgroup,
-                        process_name,
-                    } => crate::pinning::locate_replica(
-                        unit_cgroup.as_deref(),
-                        process_name,
-                        &proc_root,
-                    ),
-                };
-                let errors_before = pinner.status().errors_total;
-                pinner.check_slice();
-                let status = match pid {
-                    Some(pid) => pinner.sync(pid).clone(),
-                    None => pinner.replica_absent("the replica is not running").clone(),
-                };
-                if status.errors_total > errors_before {
-                    Err(status.last_error.clone().unwrap_or_default())
-                } else {
-                    Ok(status)
-                }
-            })
-            .or_else(|| self.pinning.as_ref().map(|(p, _)| p.status().clone()))
-            .unwrap_or_default()
-        } else {
-            PinningStatus {
+        // Pinning runs in its own loop; its last pass appears here as the "pinning"
+        // collector, in the same place of the list.
+        let pinning = match &self.pinning {
+            Some(board) => {
+                let report = board.latest();
+                statuses.extend(report.run);
+                report.status
+            }
+            None => PinningStatus {
                 enabled: false,
                 inactive_reason: self.pinning_disabled_reason.clone(),
                 ..PinningStatus::default()
-            }
+            },
         };
 
         // The selftest's result from start: the agent runs no crypto of its own afterwards.
@@ -303,4 +216,39 @@ impl Collectors {
             cost,
         }
     }
+}
+
+/// The collectors' metric families: each collector's last run.
+pub fn encode_metrics(collectors: &[CollectorStatus], f: &mut FamilyWriter) -> fmt::Result {
+    f.gauge(
+        "sovereign_collector_up",
+        "Whether the collector's last run read its source without error.",
+        None,
+        &collectors
+            .iter()
+            .map(|c| (vec![("collector", c.name.clone())], flag(c.up)))
+            .collect::<Vec<_>>(),
+    )?;
+    f.gauge(
+        "sovereign_collector_scrape_duration",
+        "How long the collector's last run took.",
+        Some(Unit::Seconds),
+        &collectors
+            .iter()
+            .map(|c| (vec![("collector", c.name.clone())], c.duration_seconds))
+            .collect::<Vec<_>>(),
+    )?;
+    f.gauge(
+        "sovereign_collector_last_success_timestamp",
+        "Unix time of the collector's last successful run.",
+        Some(Unit::Seconds),
+        &collectors
+            .iter()
+            .filter_map(|c| {
+                c.last_success_unix_seconds
+                    .map(|t| (vec![("collector", c.name.clone())], t))
+            })
+            .collect::<Vec<_>>(),
+    )?;
+    Ok(())
 }

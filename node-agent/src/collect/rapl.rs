@@ -1,8 +1,11 @@
 //! CPU package energy from the powercap (RAPL) sysfs counters. AMD Zen exposes its
 //! package energy through the same `intel-rapl` powercap driver.
 
+use crate::metric_family::{FamilyWriter, one, opt, watts};
 use crate::snapshot::CpuEnergy;
+use prometheus_client::registry::Unit;
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Accumulates package energy across reads, handling counter wrap-around.
@@ -87,6 +90,23 @@ impl RaplReader {
             zones: zones.len() as u32,
         })
     }
+}
+
+/// The CPU energy collector's metric families.
+pub fn encode_metrics(e: &CpuEnergy, f: &mut FamilyWriter) -> fmt::Result {
+    f.counter(
+        "sovereign_cpu_package_energy",
+        "CPU package energy (RAPL) since the agent started.",
+        Some(Unit::Joules),
+        &one(vec![], e.joules_total),
+    )?;
+    f.gauge(
+        "sovereign_cpu_package_power",
+        "CPU package power over the last collection interval (RAPL).",
+        Some(watts()),
+        &opt(vec![], e.power_watts),
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,11 +5,15 @@
 //! consensus_batch_height (rs/consensus/src/consensus/metrics.rs), crypto_duration_seconds
 //! with domain="ni_dkg" (rs/crypto/internal/logmon/src/metrics.rs).
 
+use crate::metric_family::{FamilyWriter, flag, one, opt};
+use crate::snapshot::ReplicaStatus;
 use crate::snapshot::{HistogramTotals, ReplicaHealth};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use prometheus_client::registry::Unit;
 use prometheus_parse::{Sample, Scrape, Value};
+use std::fmt;
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
@@ -207,4 +211,71 @@ impl ReplicaScraper {
         }
         Ok(health)
     }
+}
+
+/// The replica collector's metric families.
+pub fn encode_metrics(r: &ReplicaStatus, f: &mut FamilyWriter) -> fmt::Result {
+    f.gauge(
+        "sovereign_replica_up",
+        "Whether the replica's metrics endpoint answered and parsed.",
+        None,
+        &one(vec![], flag(r.up)),
+    )?;
+    if let Some(h) = &r.health {
+        f.gauge(
+            "sovereign_replica_finalized_height",
+            "Highest finalized block height in the replica's validated pool.",
+            None,
+            &opt(vec![], h.finalized_height),
+        )?;
+        f.gauge(
+            "sovereign_replica_certified_height",
+            "Height of the replica's latest certified state.",
+            None,
+            &opt(vec![], h.certified_height),
+        )?;
+        f.gauge(
+            "sovereign_replica_certification_lag_blocks",
+            "Finalized height minus certified height.",
+            None,
+            &opt(vec![], h.certification_lag_blocks()),
+        )?;
+        f.counter(
+            "sovereign_replica_checkpoint_op_duration",
+            "Time the replica spent in checkpoint operations, by op.",
+            Some(Unit::Seconds),
+            &h.checkpoint_ops
+                .iter()
+                .map(|o| (vec![("op", o.label.clone())], o.sum_seconds))
+                .collect::<Vec<_>>(),
+        )?;
+        f.counter(
+            "sovereign_replica_checkpoint_ops",
+            "Checkpoint operations the replica ran, by op.",
+            None,
+            &h.checkpoint_ops
+                .iter()
+                .map(|o| (vec![("op", o.label.clone())], o.count))
+                .collect::<Vec<_>>(),
+        )?;
+        f.counter(
+            "sovereign_replica_ni_dkg_duration",
+            "Time the replica spent in NI-DKG crypto calls, by method.",
+            Some(Unit::Seconds),
+            &h.ni_dkg_ops
+                .iter()
+                .map(|o| (vec![("method", o.label.clone())], o.sum_seconds))
+                .collect::<Vec<_>>(),
+        )?;
+        f.counter(
+            "sovereign_replica_ni_dkg_calls",
+            "NI-DKG crypto calls of the replica, by method.",
+            None,
+            &h.ni_dkg_ops
+                .iter()
+                .map(|o| (vec![("method", o.label.clone())], o.count))
+                .collect::<Vec<_>>(),
+        )?;
+    }
+    Ok(())
 }

@@ -3,10 +3,11 @@
 #![allow(dead_code)]
 
 use hardware_profiles::ProfileSet;
-use node_agent::collect::{Collectors, ManualClock, ReplicaSource};
+use node_agent::assessment::NodeAssessment;
+use node_agent::clock::ManualClock;
+use node_agent::collect::{Collectors, ReplicaSource};
 use node_agent::config::CostConfig;
 use node_agent::cost::{CostParams, CostTracker};
-use node_agent::assessment::NodeAssessment;
 use node_agent::probe::{NvmlMode, probe};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixDatagram;
@@ -57,7 +58,10 @@ pub fn fixed_collectors(node: NodeAssessment, clock: Arc<ManualClock>) -> Collec
     ] {
         op.backend = gpu_crypto::BackendChoice::Cpu;
     }
-    let crypto = node_agent::selftest_child::outcome(&policy, node_agent::selftest_child::run_selftest(policy));
+    let crypto = node_agent::selftest_child::outcome(
+        &policy,
+        node_agent::selftest_child::run_selftest(policy),
+    );
     assert!(crypto.selftest.passed, "{:?}", crypto.selftest.checks);
     let config = CostConfig::default();
     let cost = CostTracker::new(CostParams::new(&node.cost, &config));
