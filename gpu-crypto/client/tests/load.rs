@@ -56,6 +56,15 @@ fn assert_matches_cpu(client: &Client, seed: u64) {
         reference.g1_decompress(&compressed).expect("reference")
     );
 
+    let g2: Vec<[u8; 96]> = gpu_crypto::corpus::g2_decompress_corpus()
+        .iter()
+        .map(|e| e.bytes)
+        .collect();
+    assert_eq!(
+        client.g2_decompress(&g2).expect("g2 decompress"),
+        reference.g2_decompress(&g2).expect("reference")
+    );
+
     let points: Vec<G1Affine> = (0..40).map(|_| random_point(&mut rng)).collect();
     let scalars: Vec<Scalar> = (0..40).map(|_| random_scalar(&mut rng)).collect();
     let msms = [

@@ -687,19 +687,21 @@ fn g2_real_rhs_x(rng: &mut ChaCha20Rng, count: usize) -> Vec<[u8; 96]> {
         rng.fill_bytes(&mut b_bytes);
         b_bytes[0] &= 0x0f; // below p
         let mut b = blst_fp::default();
-        let (mut t, mut u, mut a) = (blst_fp::default(), blst_fp::default(), blst_fp::default());
+        let (mut b2, mut b3, mut num) = (blst_fp::default(), blst_fp::default(), blst_fp::default());
+        let (mut den, mut den_inv, mut a2) =
+            (blst_fp::default(), blst_fp::default(), blst_fp::default());
+        let mut a = blst_fp::default();
         let mut a_bytes = [0u8; 48];
-        // SAFETY: every blst call reads and writes valid field elements (inputs may alias
-        // outputs in blst's API).
+        // SAFETY: every blst call reads and writes valid, distinct field elements.
         let root = unsafe {
             blst::blst_fp_from_bendian(&mut b, b_bytes.as_ptr());
-            blst::blst_fp_sqr(&mut t, &b);
-            blst::blst_fp_mul(&mut t, &t, &b);
-            blst::blst_fp_sub(&mut t, &t, &four); // b^3 - 4
-            blst::blst_fp_mul(&mut u, &three, &b);
-            blst::blst_fp_inverse(&mut u, &u); // 1 / (3b)
-            blst::blst_fp_mul(&mut t, &t, &u);
-            let root = blst::blst_fp_sqrt(&mut a, &t);
+            blst::blst_fp_sqr(&mut b2, &b);
+            blst::blst_fp_mul(&mut b3, &b2, &b);
+            blst::blst_fp_sub(&mut num, &b3, &four); // b^3 - 4
+            blst::blst_fp_mul(&mut den, &three, &b);
+            blst::blst_fp_inverse(&mut den_inv, &den); // 1 / (3b)
+            blst::blst_fp_mul(&mut a2, &num, &den_inv);
+            let root = blst::blst_fp_sqrt(&mut a, &a2);
             blst::blst_bendian_from_fp(a_bytes.as_mut_ptr(), &a);
             root
         };
