@@ -483,10 +483,7 @@ pub fn g2_decompress_corpus() -> Vec<G2CorpusEntry> {
         big.push((format!("random >= p #{i}"), x));
     }
     let valid_enc = valid_points[1].to_compressed();
-    let mut valid_c1 = [0u8; 48];
     let mut valid_c0 = [0u8; 48];
-    valid_c1.copy_from_slice(&valid_enc[..48]);
-    valid_c1[0] &= 0x1f;
     valid_c0.copy_from_slice(&valid_enc[48..]);
     let mut small = [0u8; 48];
     small[47] = 1;
