@@ -121,8 +121,16 @@ fn decompress_g2_corpus_matches_expected_line_for_line() {
         "--backend auto"
     );
     // Every reason and valid points are in the file.
-    for word in ["ok ", "err not-compressed", "err bad-infinity", "err non-canonical"] {
-        assert!(expected.contains(word), "{word} missing from the expected output");
+    for word in [
+        "ok ",
+        "err not-compressed",
+        "err bad-infinity",
+        "err non-canonical",
+    ] {
+        assert!(
+            expected.contains(word),
+            "{word} missing from the expected output"
+        );
     }
 }
 

@@ -684,7 +684,8 @@ fn g2_real_rhs_x(rng: &mut ChaCha20Rng, count: usize) -> Vec<[u8; 96]> {
         rng.fill_bytes(&mut b_bytes);
         b_bytes[0] &= 0x0f; // below p
         let mut b = blst_fp::default();
-        let (mut b2, mut b3, mut num) = (blst_fp::default(), blst_fp::default(), blst_fp::default());
+        let (mut b2, mut b3, mut num) =
+            (blst_fp::default(), blst_fp::default(), blst_fp::default());
         let (mut den, mut den_inv, mut a2) =
             (blst_fp::default(), blst_fp::default(), blst_fp::default());
         let mut a = blst_fp::default();

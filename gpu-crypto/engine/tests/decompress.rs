@@ -216,7 +216,10 @@ fn g2_corpus_verdicts_match_ic_bls12_381_blst_and_intent() {
             })
         })
         .count();
-    assert!(special >= 8, "only {special} entries with a real or imaginary y");
+    assert!(
+        special >= 8,
+        "only {special} entries with a real or imaginary y"
+    );
 }
 
 #[test]

@@ -314,7 +314,11 @@ fn compare_g2(points: &[[u8; 96]], gpu: &[Result<G2Affine, DecodeError>], what: 
             hex::encode(b)
         );
         if let Ok(p) = g {
-            assert_eq!(p.to_compressed(), *b, "{what}: item {i} does not round-trip");
+            assert_eq!(
+                p.to_compressed(),
+                *b,
+                "{what}: item {i} does not round-trip"
+            );
         }
     }
 }
@@ -336,7 +340,9 @@ fn g2_shared_corpus_matches_its_expected_verdicts() {
     compare_g2(&points, &out, "corpus");
     // Every entry alone (batch of one), in the order of the corpus.
     for (e, b) in corpus.iter().zip(&points).take(200) {
-        let one = gpu.g2_decompress(std::slice::from_ref(b)).expect("GPU call");
+        let one = gpu
+            .g2_decompress(std::slice::from_ref(b))
+            .expect("GPU call");
         assert_eq!(one, vec![e.expected], "{} alone", e.label);
     }
     eprintln!("{} G2 corpus entries equal", corpus.len());

@@ -4,7 +4,9 @@
 
 use super::input::{fields, hex_array, hex_bytes, lines};
 use anyhow::{Context, bail, ensure};
-use gpu_crypto::{BlsItem, BlsScheme, DecodeError, Engine, EngineError, G1Affine, G2Affine, Scalar};
+use gpu_crypto::{
+    BlsItem, BlsScheme, DecodeError, Engine, EngineError, G1Affine, G2Affine, Scalar,
+};
 use ic_state_manifest::{Manifest, ManifestVersion};
 use std::fmt::Write as _;
 use std::path::Path;

@@ -336,10 +336,7 @@ impl GpuBackend {
                 program_index(&sources::G1_DECOMPRESS_LATENCY)?,
                 "g1_decompress_latency",
             )?,
-            g2_decompress: function(
-                program_index(&sources::G2_DECOMPRESS)?,
-                "g2_decompress",
-            )?,
+            g2_decompress: function(program_index(&sources::G2_DECOMPRESS)?, "g2_decompress")?,
             sha256_prefixed: function(1, "sha256_prefixed")?,
             sha256_prefixed_alu: function(1, "sha256_prefixed_alu")?,
             sha256_prefixed_shr_fma: function(1, "sha256_prefixed_shr_fma")?,
