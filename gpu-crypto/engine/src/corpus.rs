@@ -1,7 +1,9 @@
-//! A deterministic adversarial corpus for 48-byte compressed G1 decoding, shared by the
-//! CPU, GPU and CLI tests: every flag combination on every kind of x, x >= p, x with no
-//! square root, curve points outside the prime-order subgroup, infinity encodings with
-//! each stray bit, valid points with both sort-flag values, and seeded random bytes.
+//! Deterministic adversarial corpora for 48-byte compressed G1 and 96-byte compressed G2
+//! decoding ([`g1_decompress_corpus`], [`g2_decompress_corpus`]), shared by the CPU, GPU and
+//! CLI tests: every flag combination on every kind of x, x >= p (in either coordinate for
+//! G2), x with no square root, curve points outside the prime-order subgroup, infinity
+//! encodings with each stray bit, valid points with both sort-flag values, and seeded
+//! random bytes.
 //!
 //! Each entry's expected verdict is computed at generation from `ic_bls12_381` (its
 //! `from_compressed` decides accept and the point; the rejection reason follows the
@@ -10,7 +12,9 @@
 //! corpus covers what it claims to.
 //!
 //! `testdata/decompress/corpus.txt` and `expected.txt` are [`corpus_file`] and
-//! [`expected_file`] of this corpus (a test keeps them identical).
+//! [`expected_file`] of the G1 corpus, `g2-corpus.txt` and `g2-expected.txt`
+//! [`g2_corpus_file`] and [`g2_expected_file`] of the G2 corpus (a test keeps them
+//! identical).
 
 use crate::field::MODULUS_LIMBS;
 use ff::Field;
