@@ -1,9 +1,11 @@
 //! `bench`: what each operation costs on this machine, through the public [`Engine`] API,
 //! as a versioned JSON document for the subnet planner (`provision plan --bench`).
 //!
-//! Shapes are the replica's: decompression and 32 MSMs of n*16 points per NI-DKG dealing
-//! (n = subnet size), G2 decompression (NI-DKG dealings' and BLS public keys' points, up
-//! to 2^16 points), single MSMs of 2^12 and 2^16 points, BLS verification of distinct
+//! Shapes follow the replica's: decompression of n*16 points and batches of 32 MSMs of n*16
+//! points (n = subnet size; uniform 255-bit scalars over distinct bases, so the count of a
+//! dealing's chunking-proof MSMs but not their 8-bit, shared-base shape: docs/nidkg.md), G2
+//! decompression (NI-DKG dealings' and BLS public keys' points, up to 2^16 points), single
+//! MSMs of 2^12 and 2^16 points, BLS verification of distinct
 //! messages and of one message under many keys (consensus shares), SHA-256 of 1 MiB state
 //! chunks under the manifest's domain separator. The CPU path is always measured (the
 //! planner's "without GPU" figures); the GPU path too when `--backend` is `gpu` or `auto`
@@ -196,7 +198,8 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
         let size = n * 16;
         let p = points.get(..size).context("msm points")?;
         let s = scalars.get(..size).context("msm scalars")?;
-        // The 32 MSMs of one dealing share the points here; the work per MSM is the same.
+        // 32 MSMs over the same points with full-width scalars: the generic MSM's cost at
+        // this count and size (the chunking proof's 8-bit scalars are not modelled here).
         let batch: Vec<MsmInput<'_>> = (0..32)
             .map(|_| MsmInput {
                 points: p,
