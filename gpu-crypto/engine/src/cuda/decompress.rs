@@ -137,7 +137,7 @@ pub(crate) fn convert(
 /// 2^16 points are about two waves of the kernel on an H200 (132 SMs x 256 threads); the
 /// two streams let the next segment's kernel fill the SMs that the current one's last
 /// wave leaves idle, and the last segment's host decoding (after the GPU is done) is short.
-pub(crate) const SEGMENT: usize = 1 << 16;
+const SEGMENT: usize = 1 << 16;
 
 pub(crate) fn run(
     gpu: &GpuBackend,
