@@ -54,7 +54,7 @@ struct Plan {
 const FULL: Plan = Plan {
     subnet_sizes: &[13, 28, 40],
     decompress_extra: &[4096],
-    decompress_g2: &[32, 4096, 1 << 16],
+    decompress_g2: &[8, 32, 4096, 1 << 16],
     msm_sizes: &[1 << 12, 1 << 16],
     bls_distinct: &[64, 256],
     bls_same_message: &[28, 100],
