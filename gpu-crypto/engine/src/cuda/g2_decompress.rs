@@ -20,7 +20,7 @@ const OUT: usize = 192;
 
 /// Points per pipeline segment. A G2 point costs the kernel more than twice a G1 point, so
 /// half of G1's segment keeps a segment's kernel in the milliseconds while a batch of 2^16
-/// points (8.8 ms end to end on the H200) still overlaps one segment's transfers and host
+/// points (8.5 ms end to end on the H200) still overlaps one segment's transfers and host
 /// decoding with the other's kernel.
 const SEGMENT: usize = 1 << 15;
 
