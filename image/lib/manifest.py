@@ -178,8 +178,7 @@ def cmd_release(a):
         "verity": {"root_hash": a.roothash, "salt": env["VERITY_SALT"], "uuid": env["VERITY_UUID"],
                    "hash": "sha256", "data_block_size": 4096, "hash_block_size": 4096},
         "inputs": {
-            "debian": {"suite": env["DEBIAN_SUITE"], "mirror": env["DEBIAN_MIRROR"],
-                       "security_mirror": env["DEBIAN_SECURITY_MIRROR"],
+            "debian": {"suite": env["DEBIAN_SUITE"],
                        "lock_file": "packages.lock", "lock_sha256": sha256_file(os.path.join(out, "packages.lock")),
                        "packages": packages},
             "cargo_lock_sha256": sha256_file(os.path.join(a.repo, "Cargo.lock")),

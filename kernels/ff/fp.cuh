@@ -127,6 +127,23 @@ __device__ __forceinline__ void fp_neg(fp_t& r, const fp_t& a) {
     fp_sub(r, z, a);
 }
 
+// r = a / 2 (the same in Montgomery form: (aR)/2 = (a/2)R): a + p when a is odd, then a
+// shift right. a < p < 2^381, so a + p fits in the 12 limbs.
+__device__ __forceinline__ void fp_half(fp_t& r, const fp_t& a) {
+    const u32 P[FP_LIMBS] = FP_P_ARRAY;
+    const u32 mask = 0u - (a.l[0] & 1);
+    fp_t s;
+    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(s.l[0]) : "r"(a.l[0]), "r"(P[0] & mask));
+#pragma unroll
+    for (int i = 1; i < FP_LIMBS - 1; i++)
+        asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(s.l[i]) : "r"(a.l[i]), "r"(P[i] & mask));
+    asm volatile("addc.u32 %0, %1, %2;" : "=r"(s.l[FP_LIMBS - 1]) : "r"(a.l[FP_LIMBS - 1]),
+                 "r"(P[FP_LIMBS - 1] & mask));
+#pragma unroll
+    for (int i = 0; i < FP_LIMBS - 1; i++) r.l[i] = __funnelshift_r(s.l[i], s.l[i + 1], 1);
+    r.l[FP_LIMBS - 1] = s.l[FP_LIMBS - 1] >> 1;
+}
+
 // Montgomery multiplication with two independent carry chains (the even/odd-limb scheme
 // of sppark's mont_t): a * b[i] is split into the products of a's even limbs, whose
 // halves land on `even`, and of its odd limbs, on `odd` (one limb up), and the same for

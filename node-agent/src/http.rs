@@ -301,8 +301,8 @@ pub fn public_reason(error: &attestation::collect::CollectError) -> &'static str
 
 /// `GET /v1/attestation?nonce=<64 hex>`: a fresh evidence bundle bound to the nonce
 /// (docs/attestation.md). Collection blocks (ioctl, NVML), so it runs off the async workers,
-/// within [`AttestationGate`]: beyond its slots 503, beyond its rate 429, both with
-/// `Retry-After`; past its deadline 503.
+/// within [`AttestationGate`]: beyond its slots 503, beyond its rate 429, past its deadline
+/// or after a failed collection 503, each with `Retry-After`.
 async fn attestation_evidence(
     State(state): State<AppState>,
     RawQuery(query): RawQuery,
@@ -363,10 +363,13 @@ async fn attestation_evidence(
         },
         Ok(Ok(Err(e))) => {
             tracing::warn!(error = %e, "attestation evidence could not be collected");
-            text(
+            // A collection that failed (an NVML child past its own deadline among them)
+            // may succeed later: the caller is told when to retry, as for the gate's 503s.
+            retry_after(
                 StatusCode::SERVICE_UNAVAILABLE,
-                format!(
-                    "cannot collect evidence: {} (details in the node's log)\n",
+                gate.timeout,
+                &format!(
+                    "cannot collect evidence: {} (details in the node's log)",
                     public_reason(&e)
                 ),
             )

@@ -4,8 +4,6 @@
 
 mod common;
 
-use axum::Router;
-use axum::routing::get;
 use common::*;
 use node_agent::clock::ManualClock;
 use node_agent::collect::gpu::RecordedGpuSource;
@@ -127,29 +125,6 @@ fn screenshot(url: &str, name: &str) -> PathBuf {
     assert!(png.len() > 50_000, "screenshot only {} bytes", png.len());
     eprintln!("screenshot: {}", path.display());
     path
-}
-
-/// Serves the recorded replica pages: t0 until `moved` is set, t1 after.
-fn serve_replica(rt: &tokio::runtime::Runtime, moved: Arc<AtomicBool>) -> String {
-    let t0 = read_testdata("replica/metrics-t0.txt");
-    let t1 = read_testdata("replica/metrics-t1.txt");
-    let app = Router::new().route(
-        "/metrics",
-        get(move || {
-            let page = if moved.load(Ordering::Relaxed) {
-                t1.clone()
-            } else {
-                t0.clone()
-            };
-            async move { page }
-        }),
-    );
-    rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        format!("http://{addr}/metrics")
-    })
 }
 
 #[test]

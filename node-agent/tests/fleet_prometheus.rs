@@ -15,8 +15,6 @@
 
 mod common;
 
-use axum::Router;
-use axum::routing::get;
 use bytes::Bytes;
 use common::*;
 use http_body_util::{BodyExt, Empty};
@@ -508,33 +506,11 @@ fn every_panel_query_and_alert_expression_evaluates_against_the_fleet() {
 
     // The replica: recorded page t0 until the switch, then t1 (heights and counters grow).
     let switched = Arc::new(AtomicBool::new(false));
-    let replica_addr = {
-        let t0 = read_testdata("replica/metrics-t0.txt");
-        let t1 = read_testdata("replica/metrics-t1.txt");
-        let switched = switched.clone();
-        let app = Router::new().route(
-            "/metrics",
-            get(move || {
-                let page = if switched.load(Ordering::Relaxed) {
-                    t1.clone()
-                } else {
-                    t0.clone()
-                };
-                async move { page }
-            }),
-        );
-        rt.block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-            addr
-        })
-    };
+    let replica_url = serve_replica(&rt, switched.clone());
 
     // Three agents on fixture trees; the research box's replica does not answer.
     let with_replica =
         |url: &str| TEST_CONFIG.replace("metrics_url = \"\"", &format!("metrics_url = \"{url}\""));
-    let replica_url = format!("http://{replica_addr}/metrics");
     let dead_url = format!("http://127.0.0.1:{}/metrics", free_port());
     let mut agents = Vec::new();
     for (fixture, tree, url) in [

@@ -57,8 +57,8 @@ pub struct BenchMachine {
 /// One shape of one operation on one backend.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchEntry {
-    /// `decompress`, `msm`, `msm_batch`, `bls_verify_distinct`, `bls_verify_same_message`,
-    /// `sha256_1mib`.
+    /// `decompress` (G1), `decompress_g2`, `msm`, `msm_batch`, `bls_verify_distinct`,
+    /// `bls_verify_same_message`, `sha256_1mib`.
     pub op: String,
     /// The backend the entry was measured for: `cpu` or `gpu`.
     pub backend: String,

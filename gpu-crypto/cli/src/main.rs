@@ -77,6 +77,23 @@ impl From<BackendArg> for BackendChoice {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum GroupArg {
+    /// G1: 48-byte compressed points (BLS signatures).
+    G1,
+    /// G2: 96-byte compressed points (BLS public keys, NI-DKG).
+    G2,
+}
+
+impl From<GroupArg> for cli::ops::Group {
+    fn from(arg: GroupArg) -> cli::ops::Group {
+        match arg {
+            GroupArg::G1 => cli::ops::Group::G1,
+            GroupArg::G2 => cli::ops::Group::G2,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum SchemeArg {
     /// Threshold signatures (random beacon, certification): tag ..._RO_NUL_.
     Threshold,
@@ -95,11 +112,15 @@ impl From<SchemeArg> for BlsScheme {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Decompress G1 points: one 96-hex-digit compressed point per line (`-` reads stdin);
-    /// prints `ok <192 hex digits, uncompressed>` or `err <reason>` per line.
+    /// Decompress and validate points: one compressed point per line (`-` reads stdin), 96
+    /// hex digits for G1, 192 for G2; prints `ok <hex of the uncompressed point>` (192 or
+    /// 384 hex digits) or `err <reason>` per line.
     Decompress {
         /// The input file, or `-` for standard input.
         file: PathBuf,
+        /// The group of the points.
+        #[arg(long, value_enum, default_value_t = GroupArg::G1)]
+        group: GroupArg,
     },
     /// Multi-scalar multiplication: lines `<96 hex compressed point> <64 hex big-endian
     /// scalar>`; prints the compressed result (96 hex digits). Any bad line is an error.
@@ -301,9 +322,13 @@ fn print(text: &str) -> anyhow::Result<()> {
 fn run(args: Args) -> anyhow::Result<ExitCode> {
     let read = |file: &Path| cli::input::read_input(file);
     match &args.command {
-        Command::Decompress { file } => {
+        Command::Decompress { file, group } => {
             let engine = engine_of(&args)?;
-            print(&cli::ops::decompress(&engine, &read(file)?)?)?
+            print(&cli::ops::decompress(
+                &engine,
+                &read(file)?,
+                (*group).into(),
+            )?)?
         }
         Command::Msm { file } => {
             let engine = engine_of(&args)?;

@@ -102,6 +102,94 @@ fn decompress_corpus_on_the_gpu_matches_expected() {
 }
 
 #[test]
+fn decompress_g2_corpus_matches_expected_line_for_line() {
+    let corpus = testdata("decompress/g2-corpus.txt");
+    let expected = std::fs::read_to_string(testdata("decompress/g2-expected.txt"))
+        .expect("testdata/decompress/g2-expected.txt");
+    let corpus = corpus.to_str().expect("UTF-8 path");
+    let got = run_ok(&["decompress", "--group", "g2", corpus, "--backend", "cpu"]);
+    let expected_lines: Vec<&str> = expected.lines().collect();
+    let got_lines: Vec<&str> = got.lines().collect();
+    for (i, (g, e)) in got_lines.iter().zip(&expected_lines).enumerate() {
+        assert_eq!(g, e, "line {}", i + 1);
+    }
+    assert_eq!(got_lines.len(), expected_lines.len(), "line count");
+    assert_eq!(got, expected, "byte-identical output");
+    assert_eq!(
+        run_ok(&["decompress", "--group", "g2", corpus]),
+        expected,
+        "--backend auto"
+    );
+    // Every reason and valid points are in the file.
+    for word in [
+        "ok ",
+        "err not-compressed",
+        "err bad-infinity",
+        "err non-canonical",
+    ] {
+        assert!(
+            expected.contains(word),
+            "{word} missing from the expected output"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: runs the CLI with --backend gpu"]
+fn decompress_g2_corpus_on_the_gpu_matches_expected() {
+    assert!(gpu_ready(), "this test needs a usable GPU");
+    let corpus = testdata("decompress/g2-corpus.txt");
+    let expected = std::fs::read_to_string(testdata("decompress/g2-expected.txt"))
+        .expect("testdata/decompress/g2-expected.txt");
+    let corpus = corpus.to_str().expect("UTF-8 path");
+    assert_eq!(
+        run_ok(&["--backend", "gpu", "decompress", "--group", "g2", corpus]),
+        expected,
+        "--backend gpu"
+    );
+}
+
+#[test]
+fn decompress_g2_answers_every_line_including_bad_ones() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let g = hex::encode(G2Affine::generator().to_compressed());
+    let neg = hex::encode((-G2Affine::generator()).to_compressed());
+    let not_compressed = format!("1{}", &g[1..]); // clears the compression flag
+    let mut infinity_stray = hex::encode(G2Affine::identity().to_compressed());
+    infinity_stray.replace_range(191.., "1"); // the last bit of x.c0
+    let p_hex = "1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf6730d2a0f6b0f6241eabfffeb153ffffb9feffffffffaaab";
+    let c0_is_p = format!("{}{p_hex}", &g[..96]);
+    let g1 = hex::encode(G1Affine::generator().to_compressed());
+    let input = format!(
+        "{g}\n{neg}\nzz\n\n{not_compressed}\n{infinity_stray}\n{c0_is_p}\n{g1}\n{g}00\n{}\n",
+        hex::encode(G2Affine::identity().to_compressed())
+    );
+    let path = write(dir.path(), "points.txt", &input);
+    let out = run_ok(&["decompress", "--group", "g2", &path, "--backend", "cpu"]);
+    let ok = |p: G2Affine| format!("ok {}", hex::encode(p.to_uncompressed()));
+    let expected = [
+        ok(G2Affine::generator()),
+        ok(-G2Affine::generator()),
+        "err bad-hex".into(),
+        "err bad-hex".into(),
+        "err not-compressed".into(),
+        "err bad-infinity".into(),
+        "err non-canonical".into(),
+        "err bad-hex".into(), // a G1 point is 96 hex digits, not 192
+        "err bad-hex".into(),
+        ok(G2Affine::identity()),
+    ];
+    assert_eq!(out.lines().collect::<Vec<_>>(), expected);
+    // A G2 point given as G1 is a bad line too.
+    assert_eq!(
+        run_ok(&["decompress", &path, "--backend", "cpu"])
+            .lines()
+            .next(),
+        Some("err bad-hex")
+    );
+}
+
+#[test]
 fn decompress_answers_every_line_including_bad_ones() {
     let dir = tempfile::tempdir().expect("tempdir");
     let g = hex::encode(G1Affine::generator().to_compressed());

@@ -8,7 +8,7 @@
 //! quiet fallback. A policy that pins an operation to the GPU is never served by that
 //! fallback: the client then fails to open instead.
 
-use gpu_crypto::{Engine, G1Affine, G1Projective, MsmInput};
+use gpu_crypto::{Engine, G1Affine, G1Projective, G2Affine, MsmInput};
 use gpu_crypto_api::abi::{self, ABI_VERSION, Status};
 use gpu_crypto_api::{
     BackendChoice, BlsItem, BlsScheme, DecodeError, DomainSeparator, EngineError, Operation,
@@ -172,6 +172,8 @@ struct Library {
     report_json: EngineJson,
     stats_json: EngineJson,
     decompress: Decompress,
+    /// `gpu_crypto_g2_decompress` (the same signature as G1's, 96 and 192-byte records).
+    g2_decompress: Decompress,
     msm_batch: MsmBatch,
     verify_batch: VerifyBatch,
     sha256_chunks: Sha256Chunks,
@@ -261,6 +263,7 @@ impl Library {
         let report_json = unsafe { symbol(&library, path, "gpu_crypto_engine_report_json") }?;
         let stats_json = unsafe { symbol(&library, path, "gpu_crypto_engine_stats_json") }?;
         let decompress = unsafe { symbol(&library, path, "gpu_crypto_g1_decompress") }?;
+        let g2_decompress = unsafe { symbol(&library, path, "gpu_crypto_g2_decompress") }?;
         let msm_batch = unsafe { symbol(&library, path, "gpu_crypto_g1_msm_batch") }?;
         let verify_batch = unsafe { symbol(&library, path, "gpu_crypto_bls_verify_batch") }?;
         let sha256_chunks = unsafe { symbol(&library, path, "gpu_crypto_sha256_chunks") }?;
@@ -288,6 +291,7 @@ impl Library {
             report_json,
             stats_json,
             decompress,
+            g2_decompress,
             msm_batch,
             verify_batch,
             sha256_chunks,
@@ -481,6 +485,53 @@ impl Client {
             .enumerate()
             .map(|(i, (bytes, &code))| match code {
                 0 => point_from_library(OP, i, bytes).map(Ok),
+                c => DecodeError::from_code(c)
+                    .map(Err)
+                    .ok_or_else(|| ClientError::BadResult {
+                        operation: OP,
+                        detail: format!("item {i}: unknown decode code {c}"),
+                    }),
+            })
+            .collect()
+    }
+
+    /// As `Engine::g2_decompress`.
+    pub fn g2_decompress(
+        &self,
+        points: &[[u8; 96]],
+    ) -> Result<Vec<Result<G2Affine, DecodeError>>, ClientError> {
+        const OP: &str = "g2_decompress";
+        let lib = match &self.backend {
+            Backend::Cpu(engine) => return Ok(engine.g2_decompress(points)?),
+            Backend::Library(lib) => lib,
+        };
+        let n = points.len();
+        let mut uncompressed = vec![[0u8; 192]; n];
+        let mut codes = vec![0u8; n];
+        // SAFETY: n * 96 readable bytes in, n * 192 and n writable bytes out.
+        let code = unsafe {
+            (lib.g2_decompress)(
+                lib.handle(),
+                points.as_ptr().cast::<u8>(),
+                n,
+                uncompressed.as_mut_ptr().cast::<u8>(),
+                codes.as_mut_ptr(),
+            )
+        };
+        lib.check(OP, code)?;
+        uncompressed
+            .iter()
+            .zip(&codes)
+            .enumerate()
+            .map(|(i, (bytes, &code))| match code {
+                // The library validated the point; the unchecked decoding still rejects
+                // non-canonical coordinates and bad flags.
+                0 => Option::from(G2Affine::from_uncompressed_unchecked(bytes))
+                    .map(Ok)
+                    .ok_or_else(|| ClientError::BadResult {
+                        operation: OP,
+                        detail: format!("item {i}: not an uncompressed G2 encoding"),
+                    }),
                 c => DecodeError::from_code(c)
                     .map(Err)
                     .ok_or_else(|| ClientError::BadResult {

@@ -106,7 +106,9 @@ fn msm_batch(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4));
     for n in IC_NODE_COUNTS {
         let count = n * 16;
-        // NI-DKG: 32 MSMs of n*16 points each.
+        // 32 MSMs of n*16 points with uniform 255-bit scalars over distinct bases: the
+        // count of a dealing's chunking-proof MSMs, not their shape (8-bit scalars, shared
+        // bases; the nidkg crate's benches measure that).
         let data: Vec<(Vec<G1Affine>, Vec<Scalar>)> = (0..32)
             .map(|_| (points(count, &mut rng), scalars(count, &mut rng)))
             .collect();

@@ -9,7 +9,7 @@
 //! * blst's multi-threaded Pippenger (`<[blst_p1_affine] as MultiPoint>::mult`, what
 //!   `p1_affines::mult` calls) on all host cores, on the same points already converted;
 //! * the crate's CPU path (`cpu::g1_msm_batch`, end to end from `ic_bls12_381` types), for
-//!   the crossover and the NI-DKG batch shape.
+//!   the crossover and batches of 32 MSMs of n*16 points (uniform 255-bit scalars).
 //!
 //! Every result is compared with blst's (or the CPU path's) before its time is printed.
 //! Prints, last, the table with the ratios. `GPU_BENCH_QUICK=1` shrinks the sizes;
@@ -291,7 +291,9 @@ fn main() {
         });
     }
 
-    // NI-DKG shape: 32 MSMs of n*16 points for n = 13, 28 (448 points), 40.
+    // 32 MSMs of n*16 points (n = 13, 28, 40) with uniform 255-bit scalars over distinct
+    // bases: the count of a dealing's chunking-proof MSMs, not their shape (8-bit scalars
+    // over shared bases; see docs/nidkg.md).
     let mut batch_rows = Vec::new();
     for per in [13 * 16, 448, 40 * 16] {
         let msms: Vec<MsmInput<'_>> = (0..32)

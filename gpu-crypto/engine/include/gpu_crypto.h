@@ -57,7 +57,8 @@ typedef enum gpu_crypto_status {
     GPU_CRYPTO_ERR_INTERNAL = 10
 } gpu_crypto_status;
 
-/* Per-item codes of gpu_crypto_g1_decompress (DecodeError::code). 0 is a valid point.
+/* Per-item codes of gpu_crypto_g1_decompress and gpu_crypto_g2_decompress
+ * (DecodeError::code). 0 is a valid point.
  * Reasons are assigned in this order of precedence, identically on every backend. */
 #define GPU_CRYPTO_DECODE_OK 0u
 #define GPU_CRYPTO_DECODE_NOT_COMPRESSED 1u  /* compression flag (bit 7 of byte 0) clear */
@@ -124,6 +125,18 @@ int32_t gpu_crypto_engine_stats_json(const gpu_crypto_engine *engine, char *buf,
  * ic_bls12_381's G1Affine::from_compressed accepts.
  */
 int32_t gpu_crypto_g1_decompress(const gpu_crypto_engine *engine, const uint8_t *input_compressed,
+                                 size_t n,
+                                 uint8_t *out_uncompressed, uint8_t *out_codes);
+
+/*
+ * Decompresses n compressed G2 points (96 bytes each: x.c1 with the flags, then x.c0)
+ * with full validation. Writes out_uncompressed (n * 192 bytes: x.c1, x.c0, y.c1, y.c0;
+ * zeros for a rejected item) and out_codes (n bytes: GPU_CRYPTO_DECODE_*, the same codes
+ * and precedence as G1; either coordinate >= p is NON_CANONICAL). Accepts exactly what
+ * ic_bls12_381's G2Affine::from_compressed accepts. Runs under the policy's decompress
+ * entry (its crossover counts points of either group).
+ */
+int32_t gpu_crypto_g2_decompress(const gpu_crypto_engine *engine, const uint8_t *input_compressed,
                                  size_t n,
                                  uint8_t *out_uncompressed, uint8_t *out_codes);
 

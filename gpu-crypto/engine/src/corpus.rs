@@ -1,7 +1,9 @@
-//! A deterministic adversarial corpus for 48-byte compressed G1 decoding, shared by the
-//! CPU, GPU and CLI tests: every flag combination on every kind of x, x >= p, x with no
-//! square root, curve points outside the prime-order subgroup, infinity encodings with
-//! each stray bit, valid points with both sort-flag values, and seeded random bytes.
+//! Deterministic adversarial corpora for 48-byte compressed G1 and 96-byte compressed G2
+//! decoding ([`g1_decompress_corpus`], [`g2_decompress_corpus`]), shared by the CPU, GPU and
+//! CLI tests: every flag combination on every kind of x, x >= p (in either coordinate for
+//! G2), x with no square root, curve points outside the prime-order subgroup, infinity
+//! encodings with each stray bit, valid points with both sort-flag values, and seeded
+//! random bytes.
 //!
 //! Each entry's expected verdict is computed at generation from `ic_bls12_381` (its
 //! `from_compressed` decides accept and the point; the rejection reason follows the
@@ -10,13 +12,15 @@
 //! corpus covers what it claims to.
 //!
 //! `testdata/decompress/corpus.txt` and `expected.txt` are [`corpus_file`] and
-//! [`expected_file`] of this corpus (a test keeps them identical).
+//! [`expected_file`] of the G1 corpus, `g2-corpus.txt` and `g2-expected.txt`
+//! [`g2_corpus_file`] and [`g2_expected_file`] of the G2 corpus (a test keeps them
+//! identical).
 
 use crate::field::MODULUS_LIMBS;
 use ff::Field;
 use gpu_crypto_api::DecodeError;
 use group::Group;
-use ic_bls12_381::{G1Affine, G1Projective, Scalar};
+use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
@@ -337,6 +341,382 @@ fn add_at_limb(x: &[u8; 48], limb: usize, v: u8) -> [u8; 48] {
         let s = u16::from(*byte) + carry;
         *byte = s as u8;
         carry = s >> 8;
+    }
+    out
+}
+
+/// Seed of the G2 corpus's random choices; changing it changes the G2 files.
+pub const G2_CORPUS_SEED: [u8; 32] = *b"sovereign-node g2 corpus seed v1";
+
+/// One entry of the 96-byte compressed G2 corpus ([`g2_decompress_corpus`]).
+#[derive(Debug, Clone)]
+pub struct G2CorpusEntry {
+    /// What the entry is, e.g. `x.c0=p flags=0x80`.
+    pub label: String,
+    pub bytes: [u8; 96],
+    /// `ic_bls12_381`'s verdict, computed at generation ([`g2_reference_verdict`]).
+    pub expected: Result<G2Affine, DecodeError>,
+    /// For entries built to hit one case: the verdict they were built for. `None` for
+    /// random bytes.
+    pub intended: Option<Result<(), DecodeError>>,
+}
+
+/// `ic_bls12_381`'s verdict on a compressed G2 encoding: `G2Affine::from_compressed`
+/// decides accept and the point; a rejection gets the first reason, in [`DecodeError`]'s
+/// precedence, that its decoding steps show (either coordinate `>= p` is non-canonical).
+pub fn g2_reference_verdict(bytes: &[u8; 96]) -> Result<G2Affine, DecodeError> {
+    if let Some(point) = Option::<G2Affine>::from(G2Affine::from_compressed(bytes)) {
+        return Ok(point);
+    }
+    let flags = bytes[0];
+    if flags & COMPRESSION == 0 {
+        return Err(DecodeError::NotCompressed);
+    }
+    if flags & INFINITY != 0 {
+        return Err(DecodeError::BadInfinity);
+    }
+    let mut c1 = [0u8; 48];
+    let mut c0 = [0u8; 48];
+    c1.copy_from_slice(&bytes[..48]);
+    c0.copy_from_slice(&bytes[48..]);
+    c1[0] &= 0x1f;
+    if !limbs_below_modulus(&c1) || !limbs_below_modulus(&c0) {
+        return Err(DecodeError::NonCanonical);
+    }
+    if Option::<G2Affine>::from(G2Affine::from_compressed_unchecked(bytes)).is_none() {
+        return Err(DecodeError::NotOnCurve);
+    }
+    Err(DecodeError::NotInSubgroup)
+}
+
+/// The line the CLI prints for a G2 verdict: `ok <384 hex uncompressed>` or `err <reason>`.
+pub fn g2_expected_line(verdict: &Result<G2Affine, DecodeError>) -> String {
+    match verdict {
+        Ok(point) => format!("ok {}", hex::encode(point.to_uncompressed())),
+        Err(e) => format!("err {}", e.reason_word()),
+    }
+}
+
+/// The CLI's G2 input format: 192 hex characters per line.
+pub fn g2_corpus_file(entries: &[G2CorpusEntry]) -> String {
+    entries
+        .iter()
+        .map(|e| hex::encode(e.bytes) + "\n")
+        .collect()
+}
+
+/// The CLI's expected G2 output, one [`g2_expected_line`] per entry.
+pub fn g2_expected_file(entries: &[G2CorpusEntry]) -> String {
+    entries
+        .iter()
+        .map(|e| g2_expected_line(&e.expected) + "\n")
+        .collect()
+}
+
+/// x = (c0, c1) as the encoding's 96 bytes (c1 first), flags clear.
+fn g2_x_bytes(c0: &[u8; 48], c1: &[u8; 48]) -> [u8; 96] {
+    let mut out = [0u8; 96];
+    out[..48].copy_from_slice(c1);
+    out[48..].copy_from_slice(c0);
+    out
+}
+
+/// The G2 corpus, identical on every call: every flag combination on every kind of x,
+/// either coordinate `>= p`, x with no square root, points of the twist outside G2
+/// (random x with a root, and x with x.c1 = 0 or with a real right-hand side, where the
+/// square root and the sort flag take their special branches), infinity with each stray
+/// bit, valid points with both sort-flag values, and seeded random bytes.
+pub fn g2_decompress_corpus() -> Vec<G2CorpusEntry> {
+    let mut rng = ChaCha20Rng::from_seed(G2_CORPUS_SEED);
+    let mut corpus = G2Corpus::default();
+
+    let mut valid_points = vec![G2Affine::generator()];
+    for _ in 0..14 {
+        valid_points.push(G2Affine::from(G2Projective::random(&mut rng)));
+    }
+    valid_points.push(G2Affine::from(
+        G2Projective::generator() * -Scalar::ONE.double(),
+    ));
+    for (i, p) in valid_points.iter().enumerate() {
+        let enc = p.to_compressed();
+        corpus.push(format!("valid#{i}"), enc, Some(Ok(())));
+        let mut flipped = enc;
+        flipped[0] ^= SORT;
+        corpus.push(
+            format!("valid#{i} sort-flag flipped"),
+            flipped,
+            Some(Ok(())),
+        );
+    }
+
+    let identity = G2Affine::identity().to_compressed();
+    corpus.push("identity".into(), identity, Some(Ok(())));
+    for bit in 0..768 {
+        let (byte, mask) = (bit / 8, 0x80u8 >> (bit % 8));
+        if byte == 0 && (mask == COMPRESSION || mask == INFINITY) {
+            continue;
+        }
+        let mut enc = identity;
+        enc[byte] |= mask;
+        corpus.push(
+            format!("infinity with stray bit {bit}"),
+            enc,
+            Some(Err(DecodeError::BadInfinity)),
+        );
+    }
+    let mut no_compression = identity;
+    no_compression[0] &= !COMPRESSION;
+    corpus.push(
+        "infinity without compression flag".into(),
+        no_compression,
+        Some(Err(DecodeError::NotCompressed)),
+    );
+
+    // Either coordinate >= p, the other canonical (zero, small, a valid point's) or not.
+    let p = field_bytes_from_limbs(&MODULUS_LIMBS);
+    let mut big: Vec<(String, [u8; 48])> = vec![
+        ("p".into(), p),
+        ("p+1".into(), add_small(&p, 1)),
+        ("p+2^64".into(), add_at_limb(&p, 1, 1)),
+        ("2^381-1".into(), [0xff; 48]),
+    ];
+    for i in 0..2 {
+        let mut x = [0u8; 48];
+        rng.fill_bytes(&mut x);
+        x[0] = 0x1b + (i as u8);
+        big.push((format!("random >= p #{i}"), x));
+    }
+    let valid_enc = valid_points[1].to_compressed();
+    let mut valid_c0 = [0u8; 48];
+    valid_c0.copy_from_slice(&valid_enc[48..]);
+    let mut small = [0u8; 48];
+    small[47] = 1;
+    let canonical: [(&str, [u8; 48]); 3] = [("0", [0u8; 48]), ("1", small), ("valid", valid_c0)];
+    for (label, b) in &big {
+        for (other, c) in &canonical {
+            for (c1, c0, name) in [
+                (b, c, format!("x.c1={label} x.c0={other}")),
+                (c, b, format!("x.c1={other} x.c0={label}")),
+            ] {
+                for sort in [0, SORT] {
+                    let mut enc = g2_x_bytes(c0, c1);
+                    enc[0] = (enc[0] & 0x1f) | COMPRESSION | sort;
+                    corpus.push(
+                        format!("{name} flags={:#04x}", enc[0] & 0xe0),
+                        enc,
+                        Some(Err(DecodeError::NonCanonical)),
+                    );
+                }
+            }
+        }
+        let mut enc = g2_x_bytes(b, b);
+        enc[0] = (enc[0] & 0x1f) | COMPRESSION;
+        corpus.push(
+            format!("x.c1=x.c0={label}"),
+            enc,
+            Some(Err(DecodeError::NonCanonical)),
+        );
+    }
+    let mut p_minus_one = p;
+    p_minus_one[47] -= 1;
+    for (c0, c1, label) in [
+        (&p_minus_one, &[0u8; 48], "x.c0=p-1"),
+        (&[0u8; 48], &p_minus_one, "x.c1=p-1"),
+        (&p_minus_one, &p_minus_one, "x.c0=x.c1=p-1"),
+    ] {
+        let mut enc = g2_x_bytes(c0, c1);
+        enc[0] |= COMPRESSION;
+        corpus.push(label.into(), enc, None);
+    }
+
+    // No square root, and on the twist but outside G2: small x in Fp (x.c1 = 0), small
+    // x.c1 with x.c0 = 0, then random x.
+    let mut no_root = Vec::new();
+    let mut off_subgroup = Vec::new();
+    for v in 0u8..=24 {
+        let mut c = [0u8; 48];
+        c[47] = v;
+        g2_classify_x(g2_x_bytes(&c, &[0u8; 48]), &mut no_root, &mut off_subgroup);
+        if v > 0 {
+            g2_classify_x(g2_x_bytes(&[0u8; 48], &c), &mut no_root, &mut off_subgroup);
+        }
+    }
+    while no_root.len() < 24 || off_subgroup.len() < 40 {
+        let mut c0 = [0u8; 48];
+        let mut c1 = [0u8; 48];
+        rng.fill_bytes(&mut c0);
+        rng.fill_bytes(&mut c1);
+        c0[0] &= 0x0f;
+        c1[0] &= 0x0f;
+        g2_classify_x(g2_x_bytes(&c0, &c1), &mut no_root, &mut off_subgroup);
+    }
+    // x with x^3 + 4(u + 1) in Fp (its imaginary part cancels): the square root's input
+    // has a1 = 0, and the root is real or imaginary.
+    off_subgroup.extend(g2_real_rhs_x(&mut rng, 8));
+    for (i, x) in no_root.iter().take(24).enumerate() {
+        for sort in [0, SORT] {
+            let mut enc = *x;
+            enc[0] |= COMPRESSION | sort;
+            corpus.push(
+                format!("no square root #{i} flags={:#04x}", enc[0] & 0xe0),
+                enc,
+                Some(Err(DecodeError::NotOnCurve)),
+            );
+        }
+    }
+    for (i, x) in off_subgroup.iter().enumerate() {
+        for sort in [0, SORT] {
+            let mut enc = *x;
+            enc[0] |= COMPRESSION | sort;
+            corpus.push(
+                format!("on the twist, not in G2 #{i} flags={:#04x}", enc[0] & 0xe0),
+                enc,
+                Some(Err(DecodeError::NotInSubgroup)),
+            );
+        }
+    }
+
+    // All 8 flag combinations on each kind of x.
+    let mut valid_x = valid_enc;
+    valid_x[0] &= 0x1f;
+    let mut p_x = g2_x_bytes(&[0u8; 48], &p);
+    p_x[0] &= 0x1f;
+    let kinds: [(&str, [u8; 96], Result<(), DecodeError>); 5] = [
+        ("valid x", valid_x, Ok(())),
+        ("x=0", [0u8; 96], g2_plain_verdict(&[0u8; 96])),
+        ("x.c1=p", p_x, Err(DecodeError::NonCanonical)),
+        ("x without root", no_root[0], Err(DecodeError::NotOnCurve)),
+        (
+            "x off subgroup",
+            off_subgroup[0],
+            Err(DecodeError::NotInSubgroup),
+        ),
+    ];
+    for (name, x, when_plain) in kinds {
+        for flags in 0u8..8 {
+            let flags = flags << 5;
+            let mut enc = x;
+            enc[0] = (enc[0] & 0x1f) | flags;
+            let x_is_zero = x.iter().all(|&b| b == 0);
+            let intended = if flags & COMPRESSION == 0 {
+                Err(DecodeError::NotCompressed)
+            } else if flags & INFINITY != 0 {
+                if flags & SORT == 0 && x_is_zero {
+                    Ok(())
+                } else {
+                    Err(DecodeError::BadInfinity)
+                }
+            } else {
+                when_plain
+            };
+            corpus.push(format!("{name} flags={flags:#04x}"), enc, Some(intended));
+        }
+    }
+
+    for i in 0..128 {
+        let mut enc = [0u8; 96];
+        rng.fill_bytes(&mut enc);
+        corpus.push(format!("random bytes #{i}"), enc, None);
+    }
+    for i in 0..128 {
+        let mut enc = [0u8; 96];
+        rng.fill_bytes(&mut enc);
+        enc[0] = (enc[0] & !INFINITY) | COMPRESSION;
+        if rng.gen_bool(0.5) {
+            enc[0] &= !SORT;
+        }
+        // Half of them below p in both coordinates, so they reach the curve checks.
+        if i % 2 == 0 {
+            enc[0] &= 0xef;
+            enc[48] &= 0x0f;
+        }
+        corpus.push(format!("random compressed #{i}"), enc, None);
+    }
+    corpus.entries
+}
+
+#[derive(Default)]
+struct G2Corpus {
+    entries: Vec<G2CorpusEntry>,
+}
+
+impl G2Corpus {
+    fn push(&mut self, label: String, bytes: [u8; 96], intended: Option<Result<(), DecodeError>>) {
+        self.entries.push(G2CorpusEntry {
+            label,
+            expected: g2_reference_verdict(&bytes),
+            bytes,
+            intended,
+        });
+    }
+}
+
+/// The verdict on a canonical x with only the compression flag set, as `Result<(), _>`.
+fn g2_plain_verdict(x: &[u8; 96]) -> Result<(), DecodeError> {
+    let mut enc = *x;
+    enc[0] |= COMPRESSION;
+    g2_reference_verdict(&enc).map(drop)
+}
+
+/// Sorts a canonical x (flags clear) into "no root" or "on the twist but not in G2".
+fn g2_classify_x(x: [u8; 96], no_root: &mut Vec<[u8; 96]>, off_subgroup: &mut Vec<[u8; 96]>) {
+    let mut enc = x;
+    enc[0] |= COMPRESSION;
+    match Option::<G2Affine>::from(G2Affine::from_compressed_unchecked(&enc)) {
+        None => no_root.push(x),
+        Some(p) if !bool::from(p.is_torsion_free()) => off_subgroup.push(x),
+        Some(_) => {}
+    }
+}
+
+/// `count` canonical x = a + b u on the twist, outside G2, whose x^3 + 4(u + 1) lies in
+/// Fp: Im(x^3) = 3 a^2 b - b^3 = -4, i.e. a^2 = (b^3 - 4) / (3 b), for random b (blst's
+/// Fp arithmetic).
+fn g2_real_rhs_x(rng: &mut ChaCha20Rng, count: usize) -> Vec<[u8; 96]> {
+    use blst::blst_fp;
+    let small = |v: u64| {
+        let mut r = blst_fp::default();
+        let limbs = [v, 0, 0, 0, 0, 0];
+        // SAFETY: blst reads six limbs and writes one field element.
+        unsafe { blst::blst_fp_from_uint64(&mut r, limbs.as_ptr()) };
+        r
+    };
+    let (three, four) = (small(3), small(4));
+    let mut out = Vec::new();
+    while out.len() < count {
+        let mut b_bytes = [0u8; 48];
+        rng.fill_bytes(&mut b_bytes);
+        b_bytes[0] &= 0x0f; // below p
+        let mut b = blst_fp::default();
+        let (mut b2, mut b3, mut num) =
+            (blst_fp::default(), blst_fp::default(), blst_fp::default());
+        let (mut den, mut den_inv, mut a2) =
+            (blst_fp::default(), blst_fp::default(), blst_fp::default());
+        let mut a = blst_fp::default();
+        let mut a_bytes = [0u8; 48];
+        // SAFETY: every blst call reads and writes valid, distinct field elements.
+        let root = unsafe {
+            blst::blst_fp_from_bendian(&mut b, b_bytes.as_ptr());
+            blst::blst_fp_sqr(&mut b2, &b);
+            blst::blst_fp_mul(&mut b3, &b2, &b);
+            blst::blst_fp_sub(&mut num, &b3, &four); // b^3 - 4
+            blst::blst_fp_mul(&mut den, &three, &b);
+            blst::blst_fp_inverse(&mut den_inv, &den); // 1 / (3b)
+            blst::blst_fp_mul(&mut a2, &num, &den_inv);
+            let root = blst::blst_fp_sqrt(&mut a, &a2);
+            blst::blst_bendian_from_fp(a_bytes.as_mut_ptr(), &a);
+            root
+        };
+        if !root || b_bytes.iter().all(|&v| v == 0) {
+            continue;
+        }
+        let x = g2_x_bytes(&a_bytes, &b_bytes);
+        let mut enc = x;
+        enc[0] |= COMPRESSION;
+        match Option::<G2Affine>::from(G2Affine::from_compressed_unchecked(&enc)) {
+            Some(p) if !bool::from(p.is_torsion_free()) => out.push(x),
+            _ => {}
+        }
     }
     out
 }

@@ -12,7 +12,7 @@ use gpu_crypto_api::{
     BackendChoice, BlsItem, DecodeError, DomainSeparator, EngineError, EngineReport, Fallback,
     GpuStatus, KernelLoadCount, Operation, OperationPath, Policy, VerifyError,
 };
-use ic_bls12_381::{G1Affine, G1Projective, Scalar};
+use ic_bls12_381::{G1Affine, G1Projective, G2Affine, Scalar};
 use std::sync::Arc;
 
 enum Route<'a> {
@@ -237,6 +237,22 @@ impl Engine {
             points.len(),
             || cpu::g1_decompress(points),
             |g| g.g1_decompress(points),
+        )
+    }
+
+    /// Decompresses and fully validates 96-byte compressed G2 points; accepts and rejects
+    /// exactly what `ic_bls12_381::G2Affine::from_compressed` does, with the reason per item.
+    /// Routed, counted and recomputed after a GPU failure under the `decompress` entry of
+    /// the policy (its crossover counts points of either group).
+    pub fn g2_decompress(
+        &self,
+        points: &[[u8; 96]],
+    ) -> Result<Vec<Result<G2Affine, DecodeError>>, EngineError> {
+        self.dispatch(
+            Operation::Decompress,
+            points.len(),
+            || cpu::g2_decompress(points),
+            |g| g.g2_decompress(points),
         )
     }
 

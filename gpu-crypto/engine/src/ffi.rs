@@ -365,6 +365,51 @@ pub unsafe extern "C" fn gpu_crypto_g1_decompress(
     })
 }
 
+/// Decompresses `n` G2 points of 96 bytes; writes `n * 192` bytes of uncompressed points
+/// (zero for a rejected item) and `n` codes (0 valid, else `DecodeError::code`). Accepts
+/// exactly what `ic_bls12_381`'s `G2Affine::from_compressed` accepts.
+///
+/// # Safety
+/// `engine` a live handle; `input` `n * 96` readable bytes; `out_uncompressed` `n * 192` and
+/// `out_codes` `n` writable bytes, overlapping no input.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gpu_crypto_g2_decompress(
+    engine: *const GpuCryptoEngine,
+    input_compressed: *const u8,
+    n: usize,
+    out_uncompressed: *mut u8,
+    out_codes: *mut u8,
+) -> i32 {
+    entry(|| {
+        // SAFETY (all blocks): forwarded caller contract; sizes checked by the helpers.
+        let engine = unsafe { engine_ref(engine) }?;
+        let points = unsafe { input(input_compressed.cast::<[u8; 96]>(), n, "input") }?;
+        let out_points =
+            unsafe { output(out_uncompressed.cast::<[u8; 192]>(), n, "out_uncompressed") }?;
+        let out_codes = unsafe { output(out_codes, n, "out_codes") }?;
+        let results = engine.g2_decompress(points)?;
+        if results.len() != n {
+            return Err(Failure::new(
+                Status::Internal,
+                format!("{} results for {n} points", results.len()),
+            ));
+        }
+        for ((result, point), code) in results.iter().zip(out_points).zip(out_codes) {
+            match result {
+                Ok(p) => {
+                    *point = p.to_uncompressed();
+                    *code = 0;
+                }
+                Err(e) => {
+                    *point = [0; 192];
+                    *code = e.code();
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Parses uncompressed points with full validation (on the curve, in the subgroup).
 fn parse_points(bytes: &[[u8; 96]]) -> Result<Vec<G1Affine>, Failure> {
     let parsed: Vec<Option<G1Affine>> = bytes

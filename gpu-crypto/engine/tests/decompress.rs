@@ -166,6 +166,77 @@ fn corpus_verdicts_match_ic_bls12_381_blst_and_intent() {
 }
 
 #[test]
+fn g2_corpus_verdicts_match_ic_bls12_381_blst_and_intent() {
+    let corpus = corpus::g2_decompress_corpus();
+    assert!(
+        corpus.len() > 1000,
+        "G2 corpus unexpectedly small: {}",
+        corpus.len()
+    );
+    let mut reasons_seen = BTreeSet::new();
+    let mut accepted = 0;
+    for entry in &corpus {
+        let ours = check_g2(&entry.bytes);
+        assert_eq!(
+            ours, entry.expected,
+            "{}: ours vs generated expectation",
+            entry.label
+        );
+        if let Some(intended) = entry.intended {
+            assert_eq!(
+                ours.map(|_| ()),
+                intended,
+                "{}: not the case it was built for",
+                entry.label
+            );
+        }
+        match ours {
+            Ok(_) => accepted += 1,
+            Err(e) => {
+                reasons_seen.insert(e.code());
+            }
+        }
+    }
+    assert!(accepted >= 34, "too few valid G2 entries: {accepted}");
+    let all: BTreeSet<u8> = DecodeError::ALL.iter().map(|e| e.code()).collect();
+    assert_eq!(
+        reasons_seen, all,
+        "the G2 corpus must exercise every rejection reason"
+    );
+    // The square root's special inputs are there: points of the twist whose y has a zero
+    // coordinate (x^3 + 4(u + 1) in Fp).
+    let special = corpus
+        .iter()
+        .filter(|e| {
+            let mut enc = e.bytes;
+            enc[0] = (enc[0] & 0x1f) | 0x80;
+            Option::<G2Affine>::from(G2Affine::from_compressed_unchecked(&enc)).is_some_and(|p| {
+                let u = p.to_uncompressed();
+                u[96..144].iter().all(|&b| b == 0) || u[144..].iter().all(|&b| b == 0)
+            })
+        })
+        .count();
+    assert!(
+        special >= 8,
+        "only {special} entries with a real or imaginary y"
+    );
+}
+
+#[test]
+fn g2_batch_paths_equal_single_decodes() {
+    let corpus = corpus::g2_decompress_corpus();
+    let bytes: Vec<[u8; 96]> = corpus.iter().map(|e| e.bytes).collect();
+    let expected: Vec<_> = corpus.iter().map(|e| e.expected).collect();
+    assert_eq!(cpu::g2_decompress(&bytes), expected);
+    for chunk in bytes.chunks(5).zip(expected.chunks(5)) {
+        assert_eq!(cpu::g2_decompress(chunk.0), chunk.1);
+    }
+    let engine = Engine::cpu_only();
+    assert_eq!(engine.g2_decompress(&bytes).expect("cpu engine"), expected);
+    assert_eq!(engine.g2_decompress(&[]).expect("cpu engine"), vec![]);
+}
+
+#[test]
 fn batch_paths_equal_single_decodes() {
     let corpus = corpus::g1_decompress_corpus();
     let bytes: Vec<[u8; 48]> = corpus.iter().map(|e| e.bytes).collect();
@@ -190,9 +261,12 @@ fn testdata(name: &str) -> std::path::PathBuf {
 #[test]
 fn corpus_files_match_generator() {
     let corpus = corpus::g1_decompress_corpus();
+    let g2 = corpus::g2_decompress_corpus();
     let files = [
         ("corpus.txt", corpus::corpus_file(&corpus)),
         ("expected.txt", corpus::expected_file(&corpus)),
+        ("g2-corpus.txt", corpus::g2_corpus_file(&g2)),
+        ("g2-expected.txt", corpus::g2_expected_file(&g2)),
     ];
     for (name, generated) in files {
         let path = testdata(name);

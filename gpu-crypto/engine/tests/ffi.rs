@@ -190,6 +190,79 @@ fn decompress_matches_the_engine_and_checks_pointers() {
 }
 
 #[test]
+fn g2_decompress_matches_the_engine_and_checks_pointers() {
+    let handle = Handle::new("\"cpu\"");
+    let inputs: Vec<[u8; 96]> = gpu_crypto::corpus::g2_decompress_corpus()
+        .iter()
+        .map(|e| e.bytes)
+        .collect();
+    let n = inputs.len();
+    let mut out = vec![[0xaau8; 192]; n];
+    let mut codes = vec![0xaau8; n];
+    // SAFETY: sizes as documented.
+    let code = unsafe {
+        ffi::gpu_crypto_g2_decompress(
+            handle.0,
+            inputs.as_ptr().cast(),
+            n,
+            out.as_mut_ptr().cast(),
+            codes.as_mut_ptr(),
+        )
+    };
+    assert_eq!(code, Status::Ok as i32);
+    let reference = Engine::cpu_only()
+        .g2_decompress(&inputs)
+        .expect("reference");
+    let mut rejected = 0;
+    for (i, r) in reference.iter().enumerate() {
+        match r {
+            Ok(p) => {
+                assert_eq!(codes[i], 0, "item {i}");
+                assert_eq!(out[i], p.to_uncompressed(), "item {i}");
+            }
+            Err(e) => {
+                rejected += 1;
+                assert_eq!(codes[i], e.code(), "item {i}");
+                assert_eq!(out[i], [0u8; 192], "item {i}: zero for a rejected item");
+            }
+        }
+    }
+    assert!(rejected > 0 && rejected < n, "the corpus has both kinds");
+
+    let mut codes = vec![0xaau8; 2];
+    let mut out = vec![[0xaau8; 192]; 2];
+    // SAFETY: NULL input with n > 0 is what is checked; other pointers valid.
+    let code = unsafe {
+        ffi::gpu_crypto_g2_decompress(
+            handle.0,
+            ptr::null(),
+            2,
+            out.as_mut_ptr().cast(),
+            codes.as_mut_ptr(),
+        )
+    };
+    assert_eq!(code, Status::NullPointer as i32);
+    assert_eq!(codes, [0xaa, 0xaa]);
+    assert!(out.iter().all(|p| *p == [0xaa; 192]));
+    // SAFETY: rejected before any access.
+    let code = unsafe {
+        ffi::gpu_crypto_g2_decompress(
+            handle.0,
+            inputs.as_ptr().cast(),
+            usize::MAX / 16,
+            out.as_mut_ptr().cast(),
+            codes.as_mut_ptr(),
+        )
+    };
+    assert_eq!(code, Status::Length as i32);
+    // SAFETY: nothing is accessed.
+    let code = unsafe {
+        ffi::gpu_crypto_g2_decompress(handle.0, ptr::null(), 0, ptr::null_mut(), ptr::null_mut())
+    };
+    assert_eq!(code, Status::Ok as i32);
+}
+
+#[test]
 fn msm_batch_matches_the_engine_and_rejects_bad_inputs_whole() {
     let handle = Handle::new("\"cpu\"");
     let mut rng = ChaCha20Rng::seed_from_u64(2);

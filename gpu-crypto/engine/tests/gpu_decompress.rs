@@ -1,12 +1,14 @@
-//! GPU batch G1 decompression against the CPU reference, item by item: random valid
-//! points, the adversarial corpus, random bytes, several batch sizes (including the
-//! parallel host conversion path) and the engine with the GPU pinned.
+//! GPU batch G1 and G2 decompression against the CPU reference, item by item: random
+//! valid points, the adversarial corpora, random bytes, several batch sizes (including the
+//! parallel host conversion path and several pipeline segments) and the engine with the
+//! GPU pinned.
 
 mod gpu_common;
 
 use gpu_common::*;
 use gpu_crypto::gpu::{DecompressKernel, LATENCY_KERNEL_MAX_POINTS};
-use gpu_crypto::{BackendChoice, DecodeError, Engine, G1Affine, Policy};
+use gpu_crypto::{BackendChoice, DecodeError, Engine, G1Affine, G2Affine, Policy};
+use ic_bls12_381::G2Projective;
 use rand::RngCore;
 
 fn compare(points: &[[u8; 48]], gpu: &[Result<G1Affine, DecodeError>], what: &str) {
@@ -249,4 +251,181 @@ fn the_switch_picks_the_latency_kernel_for_small_batches() {
         DecompressKernel::for_batch(LATENCY_KERNEL_MAX_POINTS + 1),
         DecompressKernel::Throughput
     );
+}
+
+// ---- G2 (96-byte compressed points, kernels/ops/g2_decompress.cu) ----
+
+/// `n` distinct valid G2 points, compressed: R + i Q (one addition each, one batch
+/// normalisation), so large batches take milliseconds to build.
+fn valid_g2_points(r: &mut rand_chacha::ChaCha20Rng, n: usize) -> Vec<[u8; 96]> {
+    use group::Group;
+    let start = G2Projective::random(&mut *r);
+    let step = G2Projective::random(&mut *r);
+    let mut projective = Vec::with_capacity(n);
+    let mut p = start;
+    for _ in 0..n {
+        projective.push(p);
+        p += step;
+    }
+    let mut affine = vec![G2Affine::identity(); n];
+    G2Projective::batch_normalize(&projective, &mut affine);
+    affine.iter().map(G2Affine::to_compressed).collect()
+}
+
+/// A random canonical x (both coordinates below p) with the given flags.
+fn random_g2_x(r: &mut impl RngCore, flags: u8) -> [u8; 96] {
+    let mut b = [0u8; 96];
+    loop {
+        r.fill_bytes(&mut b);
+        b[0] &= 0x1f;
+        b[48] &= 0x1f;
+        if b[..48] < P_BE[..] && b[48..] < P_BE[..] {
+            b[0] |= flags;
+            return b;
+        }
+    }
+}
+
+/// Random canonical x until the CPU says "on the twist, not in G2", alternating the sort
+/// flag.
+fn non_subgroup_g2_points(r: &mut rand_chacha::ChaCha20Rng, n: usize) -> Vec<[u8; 96]> {
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let b = random_g2_x(r, if out.len() % 2 == 0 { 0x80 } else { 0xa0 });
+        if gpu_crypto::cpu::g2_decompress_one(&b) == Err(DecodeError::NotInSubgroup) {
+            out.push(b);
+        }
+    }
+    out
+}
+
+/// The GPU's results equal the CPU path's (`cpu::g2_decompress`, ic_bls12_381's
+/// from_compressed with the reasons) and the corpus's independent reference verdict,
+/// item by item; accepted points round-trip to their encoding.
+fn compare_g2(points: &[[u8; 96]], gpu: &[Result<G2Affine, DecodeError>], what: &str) {
+    assert_eq!(points.len(), gpu.len(), "{what}: result count");
+    let cpu = gpu_crypto::cpu::g2_decompress(points);
+    for (i, ((b, g), c)) in points.iter().zip(gpu).zip(&cpu).enumerate() {
+        assert_eq!(g, c, "{what}: item {i} input {}", hex::encode(b));
+        assert_eq!(
+            *g,
+            gpu_crypto::corpus::g2_reference_verdict(b),
+            "{what}: item {i} input {}",
+            hex::encode(b)
+        );
+        if let Ok(p) = g {
+            assert_eq!(
+                p.to_compressed(),
+                *b,
+                "{what}: item {i} does not round-trip"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
+fn g2_shared_corpus_matches_its_expected_verdicts() {
+    let gpu = gpu();
+    let corpus = gpu_crypto::corpus::g2_decompress_corpus();
+    let points: Vec<[u8; 96]> = corpus.iter().map(|e| e.bytes).collect();
+    let out = gpu.g2_decompress(&points).expect("GPU call");
+    assert_eq!(out.len(), corpus.len());
+    for (e, g) in corpus.iter().zip(&out) {
+        assert_eq!(*g, e.expected, "{}: {}", e.label, hex::encode(e.bytes));
+    }
+    for e in DecodeError::ALL {
+        assert!(out.contains(&Err(e)), "corpus never produced {e:?}");
+    }
+    compare_g2(&points, &out, "corpus");
+    // Every entry alone (batch of one), in the order of the corpus.
+    for (e, b) in corpus.iter().zip(&points).take(200) {
+        let one = gpu
+            .g2_decompress(std::slice::from_ref(b))
+            .expect("GPU call");
+        assert_eq!(one, vec![e.expected], "{} alone", e.label);
+    }
+    eprintln!("{} G2 corpus entries equal", corpus.len());
+}
+
+#[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
+fn g2_random_valid_points_and_adversarial_items_at_many_batch_sizes() {
+    let gpu = gpu();
+    let mut r = rng(12);
+    let outside = non_subgroup_g2_points(&mut r, 64);
+    let pool = valid_g2_points(&mut r, 4097);
+    for &n in &[0usize, 1, 2, 31, 32, 33, 127, 128, 129, 1000, 4097] {
+        let mut points = pool[..n].to_vec();
+        // Half the items corrupted: random bytes, a random canonical x (no root or off
+        // the subgroup), a point of the twist outside G2, a flipped flag bit, x.c0 >= p.
+        for (i, p) in points.iter_mut().enumerate() {
+            match i % 10 {
+                1 => r.fill_bytes(p),
+                3 => *p = random_g2_x(&mut r, 0x80),
+                5 => *p = outside[i % outside.len()],
+                7 => p[0] ^= [0x80, 0x40, 0x20][i % 3],
+                9 => p[48..].copy_from_slice(&P_BE),
+                _ => {}
+            }
+        }
+        let out = gpu.g2_decompress(&points).expect("GPU call");
+        compare_g2(&points, &out, &format!("batch of {n}"));
+    }
+    let out = gpu.g2_decompress(&outside).expect("GPU call");
+    assert!(out.iter().all(|x| *x == Err(DecodeError::NotInSubgroup)));
+}
+
+#[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
+fn g2_batches_of_several_pipeline_segments() {
+    let gpu = gpu();
+    let mut r = rng(13);
+    // Three segments of 2^15 points and a partial fourth, invalid items in every segment;
+    // then a batch of just over one segment on the same (reused) buffers and streams, then
+    // small batches (stale results from the large ones would show as mismatches).
+    let n = 3 * 32768 + 777;
+    let mut points = valid_g2_points(&mut r, n);
+    for (i, p) in points.iter_mut().enumerate() {
+        match i % 1000 {
+            3 => r.fill_bytes(p),
+            500 => *p = random_g2_x(&mut r, 0x80),
+            999 => p[0] &= 0x7f,
+            _ => {}
+        }
+    }
+    for len in [n, 32768 + 5, 17, 1] {
+        let out = gpu.g2_decompress(&points[..len]).expect("GPU call");
+        compare_g2(&points[..len], &out, &format!("batch of {len}"));
+        if len > 1000 {
+            assert!(out.iter().any(|x| x.is_err()) && out.iter().any(|x| x.is_ok()));
+        }
+    }
+    assert!(gpu.g2_decompress(&[]).expect("empty").is_empty());
+}
+
+#[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
+fn g2_engine_pinned_to_gpu_decompresses_on_gpu() {
+    gpu();
+    let mut policy = Policy::cpu_only();
+    policy.decompress.backend = BackendChoice::Gpu;
+    policy.fallback = gpu_crypto::Fallback::Never;
+    let engine = Engine::new(policy).expect("engine with the GPU");
+    let mut r = rng(14);
+    let mut points = valid_g2_points(&mut r, 300);
+    points[7][0] &= 0x7f;
+    let out = engine.g2_decompress(&points).expect("engine call");
+    compare_g2(&points, &out, "engine");
+    let stats = engine.stats();
+    let on_gpu: u64 = stats
+        .operations
+        .iter()
+        .filter(|c| {
+            c.operation == gpu_crypto::Operation::Decompress
+                && c.executed == gpu_crypto_api::stats::Executed::Gpu
+        })
+        .map(|c| c.items)
+        .sum();
+    assert_eq!(on_gpu, 300, "stats: {stats:?}");
 }

@@ -4,7 +4,8 @@
 //! tables (ff/fp_rns_tables.cuh) must be what their generator writes; the per-lane constants
 //! of the product, the zero test and the conversions are also re-derived here from their
 //! defining congruences (the residues of M^2, b and BETA mod p and the CRT words need
-//! integers wider than 128 bits: the generator checks them, and the GPU tests use them).
+//! integers wider than 128 bits: the generator checks them, and the GPU tests use them);
+//! and the G2 subgroup test's psi constants must be what their generator derives.
 
 use gpu_crypto::cpu::P_BYTES;
 
@@ -158,6 +159,26 @@ fn rns_tables_are_what_their_generator_writes() {
         .args([script, "--check"])
         .output()
         .expect("python3 (needed to check kernels/ff/fp_rns_tables.cuh)");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The psi endomorphism's constants of the G2 subgroup test (ec/g2_subgroup.cuh) are their
+/// definitions (u + 1)^-((p-1)/3) and (u + 1)^-((p-1)/2), recomputed by the generator.
+#[test]
+fn g2_psi_constants_match_their_definitions() {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../kernels/ec/g2_psi_constants.py"
+    );
+    let out = std::process::Command::new("python3")
+        .args([script, "--check"])
+        .output()
+        .expect("python3 (needed to check kernels/ec/g2_subgroup.cuh)");
     assert!(
         out.status.success(),
         "{}{}",

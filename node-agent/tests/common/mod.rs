@@ -14,6 +14,7 @@ use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// 2025-11-30T00:00:00Z: the fixed clock of the golden output.
@@ -248,3 +249,27 @@ metrics_url = ""
 [pinning]
 enabled = false
 "#;
+
+/// Serves the recorded replica pages (testdata/replica/metrics-t0.txt until `moved` is set,
+/// metrics-t1.txt after: heights and counters grow) on loopback; returns the page's URL.
+pub fn serve_replica(rt: &tokio::runtime::Runtime, moved: Arc<AtomicBool>) -> String {
+    let t0 = read_testdata("replica/metrics-t0.txt");
+    let t1 = read_testdata("replica/metrics-t1.txt");
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let page = if moved.load(Ordering::Relaxed) {
+                t1.clone()
+            } else {
+                t0.clone()
+            };
+            async move { page }
+        }),
+    );
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        format!("http://{addr}/metrics")
+    })
+}

@@ -4,7 +4,9 @@
 
 use super::input::{fields, hex_array, hex_bytes, lines};
 use anyhow::{Context, bail, ensure};
-use gpu_crypto::{BlsItem, BlsScheme, Engine, G1Affine, Scalar};
+use gpu_crypto::{
+    BlsItem, BlsScheme, DecodeError, Engine, EngineError, G1Affine, G2Affine, Scalar,
+};
 use ic_state_manifest::{Manifest, ManifestVersion};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -12,16 +14,46 @@ use std::path::Path;
 /// At most this many bad lines are listed in an error message (the count is always given).
 const MAX_LISTED_ERRORS: usize = 20;
 
-/// `decompress`: one compressed G1 point (96 hex digits) per line; one answer per line,
-/// `ok <192 hex digits of the uncompressed point>` or `err <reason>`.
-pub fn decompress(engine: &Engine, data: &[u8]) -> anyhow::Result<String> {
+/// Which group `decompress` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// 48-byte compressed G1 points (96 hex digits), 96-byte uncompressed answers.
+    G1,
+    /// 96-byte compressed G2 points (192 hex digits), 192-byte uncompressed answers.
+    G2,
+}
+
+/// `decompress`: one compressed point per line (96 hex digits for G1, 192 for G2); one
+/// answer per line, `ok <hex of the uncompressed point>` or `err <reason>`.
+pub fn decompress(engine: &Engine, data: &[u8], group: Group) -> anyhow::Result<String> {
+    match group {
+        Group::G1 => decompress_lines::<48, _>(
+            data,
+            |points| engine.g1_decompress(points),
+            |p: &G1Affine| hex::encode(p.to_uncompressed()),
+        ),
+        Group::G2 => decompress_lines::<96, _>(
+            data,
+            |points| engine.g2_decompress(points),
+            |p: &G2Affine| hex::encode(p.to_uncompressed()),
+        ),
+    }
+}
+
+/// The line handling both groups share: parse, decompress the well-formed lines in one
+/// batch, answer every line in order.
+fn decompress_lines<const N: usize, P>(
+    data: &[u8],
+    run: impl FnOnce(&[[u8; N]]) -> Result<Vec<Result<P, DecodeError>>, EngineError>,
+    encode: impl Fn(&P) -> String,
+) -> anyhow::Result<String> {
     let lines = lines(data);
-    let parsed: Vec<Option<[u8; 48]>> = lines
+    let parsed: Vec<Option<[u8; N]>> = lines
         .iter()
-        .map(|line| hex_array::<48>(line.trim_ascii()))
+        .map(|line| hex_array::<N>(line.trim_ascii()))
         .collect();
-    let points: Vec<[u8; 48]> = parsed.iter().flatten().copied().collect();
-    let results = engine.g1_decompress(&points).context("decompress")?;
+    let points: Vec<[u8; N]> = parsed.iter().flatten().copied().collect();
+    let results = run(&points).context("decompress")?;
     ensure!(
         results.len() == points.len(),
         "internal: {} results for {} points",
@@ -29,12 +61,12 @@ pub fn decompress(engine: &Engine, data: &[u8]) -> anyhow::Result<String> {
         points.len()
     );
     let mut results = results.into_iter();
-    let mut out = String::with_capacity(lines.len() * 196);
+    let mut out = String::with_capacity(lines.len() * (4 * N + 4));
     for point in &parsed {
         match (point, point.and_then(|_| results.next())) {
             (None, _) => out.push_str("err bad-hex\n"),
             (Some(_), Some(Ok(p))) => {
-                let _ = writeln!(out, "ok {}", hex::encode(p.to_uncompressed()));
+                let _ = writeln!(out, "ok {}", encode(&p));
             }
             (Some(_), Some(Err(e))) => {
                 let _ = writeln!(out, "err {}", e.reason_word());

@@ -86,18 +86,20 @@ impl GpuBackend {
     }
 }
 /// Poison of the code bytes: not a valid code, so an unwritten item is caught.
-const CODE_POISON: u8 = 0xff;
+pub(crate) const CODE_POISON: u8 = 0xff;
 /// Items above which the host-side conversion runs on all cores: about 0.3 us per item
 /// (two field elements into Montgomery form), so 448 items took 0.15 ms on one core.
 pub(crate) const PARALLEL_CONVERT: usize = 128;
 
+/// A worker's decompression buffers, shared by the G1 and G2 pipelines (one call at a
+/// time per worker).
 pub(crate) struct DecompressBuffers {
-    host_in: PinnedBuffer,
-    host_out: PinnedBuffer,
-    device: DeviceBuffer,
+    pub(crate) host_in: PinnedBuffer,
+    pub(crate) host_out: PinnedBuffer,
+    pub(crate) device: DeviceBuffer,
     /// The second stream of the segment pipeline (the worker's stream is the first);
     /// created on the first batch of more than one segment.
-    second: Option<Arc<CudaStream>>,
+    pub(crate) second: Option<Arc<CudaStream>>,
 }
 
 impl DecompressBuffers {

@@ -14,6 +14,7 @@ pub mod bench;
 mod bls;
 pub mod compile;
 mod decompress;
+mod g2_decompress;
 mod hash_to_g1;
 pub mod kernel_cache;
 mod marks;
@@ -85,6 +86,7 @@ pub(crate) struct Kernels {
     pub(crate) g1_decompress: CudaFunction,
     /// Small batches: one point over two warps (decompress.rs picks by batch size).
     pub(crate) g1_decompress_latency: CudaFunction,
+    pub(crate) g2_decompress: CudaFunction,
     pub(crate) sha256_prefixed: CudaFunction,
     /// The same hash with every addition on the integer ALU (bench comparison only).
     pub(crate) sha256_prefixed_alu: CudaFunction,
@@ -334,6 +336,7 @@ impl GpuBackend {
                 program_index(&sources::G1_DECOMPRESS_LATENCY)?,
                 "g1_decompress_latency",
             )?,
+            g2_decompress: function(program_index(&sources::G2_DECOMPRESS)?, "g2_decompress")?,
             sha256_prefixed: function(1, "sha256_prefixed")?,
             sha256_prefixed_alu: function(1, "sha256_prefixed_alu")?,
             sha256_prefixed_shr_fma: function(1, "sha256_prefixed_shr_fma")?,
@@ -424,6 +427,24 @@ impl GpuBackend {
         points: &[[u8; 48]],
     ) -> Result<Vec<Result<G1Affine, DecodeError>>, GpuError> {
         self.g1_decompress_with(points, DecompressKernel::for_batch(points.len()))
+    }
+
+    /// Decompresses and fully validates compressed G2 points on the GPU (flags, canonical
+    /// coordinates, the twist's equation, the subgroup); one result per point, identical to
+    /// `cpu::g2_decompress`.
+    pub fn g2_decompress(
+        &self,
+        points: &[[u8; 96]],
+    ) -> Result<Vec<Result<G2Affine, DecodeError>>, GpuError> {
+        if points.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut w = self.worker();
+        let result = g2_decompress::run(self, &mut w, points);
+        if result.is_err() {
+            w.quiesce();
+        }
+        result
     }
 
     /// `SHA-256(prefix || chunk)` for every chunk, identical to `cpu::sha256_prefixed`.

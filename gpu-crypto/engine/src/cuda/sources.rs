@@ -59,6 +59,22 @@ pub const HEADERS: &[(&str, &str)] = &[
         include_str!("../../../../kernels/ops/g1_decompress.cuh"),
     ),
     ("ff/fp2.cuh", include_str!("../../../../kernels/ff/fp2.cuh")),
+    (
+        "ff/fp2_sqrt.cuh",
+        include_str!("../../../../kernels/ff/fp2_sqrt.cuh"),
+    ),
+    (
+        "ec/g2_jacobian.cuh",
+        include_str!("../../../../kernels/ec/g2_jacobian.cuh"),
+    ),
+    (
+        "ec/g2_subgroup.cuh",
+        include_str!("../../../../kernels/ec/g2_subgroup.cuh"),
+    ),
+    (
+        "ops/g2_decompress.cuh",
+        include_str!("../../../../kernels/ops/g2_decompress.cuh"),
+    ),
     ("ff/fp6.cuh", include_str!("../../../../kernels/ff/fp6.cuh")),
     (
         "ff/fp12.cuh",
@@ -109,6 +125,13 @@ pub const G1_DECOMPRESS_LATENCY: KernelProgram = KernelProgram {
     name: "ops/g1_decompress_latency.cu",
     source: include_str!("../../../../kernels/ops/g1_decompress_latency.cu"),
     functions: &["g1_decompress_latency"],
+};
+
+/// Batch G2 decompression with the subgroup check: one thread per point.
+pub const G2_DECOMPRESS: KernelProgram = KernelProgram {
+    name: "ops/g2_decompress.cu",
+    source: include_str!("../../../../kernels/ops/g2_decompress.cu"),
+    functions: &["g2_decompress"],
 };
 
 /// Benchmark-only: latency of dependent chains of Fp operations (one warp).
@@ -204,6 +227,7 @@ pub const PROGRAMS: &[KernelProgram] = &[
     BLS_PAIRING,
     G1_DECOMPRESS_LATENCY,
     HASH_TO_G1,
+    G2_DECOMPRESS,
 ];
 
 /// Programs only the benchmarks load; they must compile like the others.

@@ -50,6 +50,17 @@ int main(void) {
     CHECK(codes[0] == GPU_CRYPTO_DECODE_OK && memcmp(out, want, 96) == 0);
     CHECK(codes[1] == GPU_CRYPTO_DECODE_NOT_COMPRESSED);
 
+    /* G2: the identity, and the identity with a stray bit in x.c0. */
+    uint8_t g2_in[2 * 96], g2_out[2 * 192], g2_codes[2];
+    memset(g2_in, 0, sizeof g2_in);
+    g2_in[0] = 0xc0;
+    g2_in[96] = 0xc0;
+    g2_in[96 + 95] = 0x01;
+    CHECK(gpu_crypto_g2_decompress(engine, g2_in, 2, g2_out, g2_codes) == GPU_CRYPTO_OK);
+    CHECK(g2_codes[0] == GPU_CRYPTO_DECODE_OK && g2_out[0] == 0x40);
+    for (int i = 1; i < 192; i++) CHECK(g2_out[i] == 0);
+    CHECK(g2_codes[1] == GPU_CRYPTO_DECODE_BAD_INFINITY);
+
     /* A NULL input with n > 0 fails and leaves the outputs alone. */
     memset(codes, 0xee, sizeof codes);
     CHECK(gpu_crypto_g1_decompress(engine, NULL, 2, out, codes) == GPU_CRYPTO_ERR_NULL_POINTER);
