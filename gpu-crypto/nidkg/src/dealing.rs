@@ -4,7 +4,8 @@
 //! polynomial, the shares, the encryption randomness) with `ic_bls12_381`'s
 //! constant-time arithmetic only, on the CPU.
 
-use crate::encoding::{Component, ElementKind, dealing_layout, scalar_to_be};
+use crate::component::Component;
+use crate::encoding::{ElementKind, dealing_layout, scalar_to_be};
 use crate::error::DealError;
 use crate::oracle::{
     DOMAIN_CHUNKING_FIRST, DOMAIN_CHUNKING_SECOND, DOMAIN_CIPHERTEXT_IDENTITY,

@@ -1,6 +1,6 @@
 //! Errors of dealing verification, creation and decryption.
 
-use crate::encoding::Component;
+use crate::component::Component;
 use thiserror::Error;
 
 /// Which equation of the chunking proof failed.

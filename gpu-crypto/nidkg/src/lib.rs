@@ -14,6 +14,7 @@
 //! [`deal`] and [`verify`] are the entry points of the `gpu-crypto nidkg` subcommands.
 
 pub mod batch;
+pub mod component;
 pub mod dealing;
 pub mod decrypt;
 pub mod encoding;
@@ -25,9 +26,10 @@ pub mod params;
 pub mod verify;
 
 pub use batch::{BatchOps, CpuBatchOps, PairingBatch};
+pub use component::Component;
 pub use dealing::{Dealing, create_dealing};
 pub use decrypt::decrypt_share;
-pub use encoding::{Component, DealingFile};
+pub use encoding::DealingFile;
 pub use error::{ChunkingCheck, DealError, DecryptError, SharingCheck, VerifyError};
 pub use keys::{ReceiverPublicKey, ReceiverSecretKey, generate_receiver_key};
 pub use params::{ThresholdKind, dealing_size};

@@ -2,7 +2,7 @@
 //! evaluations; every corrupted component is rejected and named.
 
 use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use nidkg::encoding::{Component, DealingFile};
+use nidkg::{Component, DealingFile};
 use nidkg::params::{NUM_CHUNKS, NUM_ZK_REPETITIONS, chunking_bound_z};
 use nidkg::{
     BatchOps, ChunkingCheck, CpuBatchOps, DecryptError, DemoSetup, SharingCheck, ThresholdKind,

@@ -8,12 +8,13 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read as _, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::archive::{Partition, read_partition};
 use crate::bundle::Bundle;
+use crate::fs::{io_at, parent_of, sync_dir};
 use crate::{ConfigError, NODE_CONFIG, PARTITION_BYTES, REPLICA_CONFIG};
 
 /// `schema` of status.json.
@@ -288,47 +289,6 @@ pub enum ApplyError {
     /// DIR could not be written; the previous DIR (if any) is unchanged.
     #[error("writing the applied configuration: {0}")]
     Write(ConfigError),
-}
-
-fn io_at(path: &Path) -> impl FnOnce(std::io::Error) -> ConfigError + '_ {
-    move |source| ConfigError::Io {
-        path: path.to_owned(),
-        source,
-    }
-}
-
-/// fsync of a directory (its entries are durable).
-pub fn sync_dir(dir: &Path) -> Result<(), ConfigError> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_at(dir))
-}
-
-/// Writes `path` through a temporary file in its directory: write, fsync, rename.
-pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<(), ConfigError> {
-    let dir = parent_of(path);
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map_err(io_at(path))
-}
-
-fn parent_of(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
-        _ => PathBuf::from("."),
-    }
 }
 
 /// Makes `dir` hold exactly `files` (relative path -> bytes, mode 0644, directories 0755),

@@ -14,7 +14,7 @@ use crate::bundle::Bundle;
 use crate::{ConfigError, PARTITION_BYTES, allowed_list, allowed_members, member_limit};
 
 /// The archive of `files` (name -> bytes). [`Bundle::archive`] is the way to call it.
-pub(crate) fn write_archive(files: &BTreeMap<String, Vec<u8>>) -> Result<Vec<u8>, ConfigError> {
+fn write_archive(files: &BTreeMap<String, Vec<u8>>) -> Result<Vec<u8>, ConfigError> {
     let archive_err = |name: &str, e: std::io::Error| ConfigError::Archive(format!("{name}: {e}"));
     let mut builder = tar::Builder::new(Vec::new());
     let order = [crate::SUMS, crate::SIGNATURE].into_iter().chain(
@@ -52,6 +52,14 @@ pub(crate) fn write_archive(files: &BTreeMap<String, Vec<u8>>) -> Result<Vec<u8>
     Ok(archive)
 }
 
+impl Bundle {
+    /// The deterministic ustar archive of the bundle, as `provision flash` writes it to the
+    /// sn-config partition.
+    pub fn archive(&self) -> Result<Vec<u8>, ConfigError> {
+        write_archive(&self.files())
+    }
+}
+
 /// What a partition (or a file holding its bytes) contains.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Partition {
@@ -81,27 +89,6 @@ fn describe_entry_type(byte: u8) -> String {
         0 => "pre-POSIX (type NUL) file".into(),
         b => format!("tar entry of type {:?}", b as char),
     }
-}
-
-/// Names a file type found in a bundle directory, for errors.
-pub(crate) fn describe_file_type(t: std::fs::FileType) -> String {
-    use std::os::unix::fs::FileTypeExt as _;
-    if t.is_symlink() {
-        "symbolic link"
-    } else if t.is_dir() {
-        "directory"
-    } else if t.is_fifo() {
-        "FIFO"
-    } else if t.is_char_device() {
-        "character device"
-    } else if t.is_block_device() {
-        "block device"
-    } else if t.is_socket() {
-        "socket"
-    } else {
-        "special file"
-    }
-    .into()
 }
 
 fn check_name(name: &str) -> Result<(), ConfigError> {

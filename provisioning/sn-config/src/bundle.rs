@@ -182,7 +182,7 @@ impl Bundle {
             if !meta.file_type().is_file() {
                 return Err(ConfigError::NotRegularFile {
                     member: name,
-                    what: crate::archive::describe_file_type(meta.file_type()),
+                    what: crate::fs::describe_file_type(meta.file_type()),
                 });
             }
             check_size(&name, meta.len())?;
@@ -199,9 +199,9 @@ impl Bundle {
             source,
         })?;
         for (name, bytes) in self.files() {
-            crate::apply::write_file_atomic(&dir.join(name), &bytes)?;
+            crate::fs::write_file_atomic(&dir.join(name), &bytes)?;
         }
-        crate::apply::sync_dir(dir)
+        crate::fs::sync_dir(dir)
     }
 
     /// Every file of the bundle: SHA256SUMS, SHA256SUMS.sig and the content members.
@@ -238,11 +238,6 @@ impl Bundle {
     /// member; the signer is bound next to it (see the crate documentation).
     pub fn digest(&self) -> [u8; 32] {
         Sha256::digest(&self.sums).into()
-    }
-
-    /// The deterministic ustar archive of the bundle (see [`crate::archive`]).
-    pub fn archive(&self) -> Result<Vec<u8>, ConfigError> {
-        crate::archive::write_archive(&self.files())
     }
 }
 

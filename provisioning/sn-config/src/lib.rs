@@ -27,6 +27,7 @@ pub mod apply;
 pub mod archive;
 pub mod bundle;
 mod error;
+pub mod fs;
 pub mod node;
 pub mod sign;
 

@@ -243,7 +243,7 @@ fn run(args: Args) -> Result<u8, Failure> {
             let key = sn_config::sign::generate_key(&out).map_err(|e| fail(4)(e.into()))?;
             let public = hex::encode(key.verifying_key().to_bytes());
             let pub_path = PathBuf::from(format!("{}.pub", out.display()));
-            sn_config::apply::write_file_atomic(&pub_path, format!("{public}\n").as_bytes())
+            sn_config::fs::write_file_atomic(&pub_path, format!("{public}\n").as_bytes())
                 .map_err(|e| fail(4)(e.into()))?;
             println!(
                 "wrote {} (private, mode 0600) and {}; configuration signer {public}",
