@@ -144,12 +144,10 @@ impl NodeConfiguration {
                 v.bundle_digest.as_deref().unwrap_or("?"),
                 v.signer.as_deref().unwrap_or("?")
             ),
+            // The partition's path stays in /v1/status (`source`): this line also goes to
+            // the public /readyz, whose bodies name no local path.
             "failed" => format!(
-                "configuration refused{}: {}",
-                v.source
-                    .as_deref()
-                    .map(|s| format!(" ({s})"))
-                    .unwrap_or_default(),
+                "configuration refused: {}",
                 v.reason.as_deref().unwrap_or("no reason recorded")
             ),
             _ => format!(

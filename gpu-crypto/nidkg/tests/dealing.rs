@@ -2,12 +2,12 @@
 //! evaluations; every corrupted component is rejected and named.
 
 use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use nidkg::{Component, DealingFile};
 use nidkg::params::{NUM_CHUNKS, NUM_ZK_REPETITIONS, chunking_bound_z};
 use nidkg::{
     BatchOps, ChunkingCheck, CpuBatchOps, DecryptError, DemoSetup, SharingCheck, ThresholdKind,
     VerifyError, create_dealing, decrypt_share, generate_receiver_key, verify_against, verify_with,
 };
+use nidkg::{Component, DealingFile};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use std::sync::OnceLock;
