@@ -325,6 +325,49 @@ impl Library {
         String::from_utf8_lossy(&buf[..end]).into_owned()
     }
 
+    /// One decompression call into the library (`f`: its G1 or G2 entry) and its per-item
+    /// results: code 0 with the uncompressed point (the library validated it; the unchecked
+    /// decoding still rejects non-canonical coordinates and bad flags), else the item's
+    /// decode error. Anything else is a bad result of the library, never a silent item.
+    fn decompress_batch<P, const IN: usize, const OUT: usize>(
+        &self,
+        operation: &'static str,
+        f: Decompress,
+        points: &[[u8; IN]],
+        group: &str,
+        from_uncompressed: impl Fn(&[u8; OUT]) -> Option<P>,
+    ) -> Result<Vec<Result<P, DecodeError>>, ClientError> {
+        let n = points.len();
+        let mut uncompressed = vec![[0u8; OUT]; n];
+        let mut codes = vec![0u8; n];
+        // SAFETY: n * IN readable bytes in, n * OUT and n writable bytes out, as the
+        // library's decompression entries take them.
+        let code = unsafe {
+            f(
+                self.handle(),
+                points.as_ptr().cast::<u8>(),
+                n,
+                uncompressed.as_mut_ptr().cast::<u8>(),
+                codes.as_mut_ptr(),
+            )
+        };
+        self.check(operation, code)?;
+        let bad = |detail: String| ClientError::BadResult { operation, detail };
+        uncompressed
+            .iter()
+            .zip(&codes)
+            .enumerate()
+            .map(|(i, (bytes, &code))| match code {
+                0 => from_uncompressed(bytes)
+                    .map(Ok)
+                    .ok_or_else(|| bad(format!("item {i}: not an uncompressed {group} encoding"))),
+                c => DecodeError::from_code(c)
+                    .map(Err)
+                    .ok_or_else(|| bad(format!("item {i}: unknown decode code {c}"))),
+            })
+            .collect()
+    }
+
     fn check(&self, operation: &'static str, code: i32) -> Result<(), ClientError> {
         if code == Status::Ok as i32 {
             return Ok(());
@@ -465,34 +508,9 @@ impl Client {
             Backend::Cpu(engine) => return Ok(engine.g1_decompress(points)?),
             Backend::Library(lib) => lib,
         };
-        let n = points.len();
-        let mut uncompressed = vec![[0u8; 96]; n];
-        let mut codes = vec![0u8; n];
-        // SAFETY: n * 48 readable bytes in, n * 96 and n writable bytes out.
-        let code = unsafe {
-            (lib.decompress)(
-                lib.handle(),
-                points.as_ptr().cast::<u8>(),
-                n,
-                uncompressed.as_mut_ptr().cast::<u8>(),
-                codes.as_mut_ptr(),
-            )
-        };
-        lib.check(OP, code)?;
-        uncompressed
-            .iter()
-            .zip(&codes)
-            .enumerate()
-            .map(|(i, (bytes, &code))| match code {
-                0 => point_from_library(OP, i, bytes).map(Ok),
-                c => DecodeError::from_code(c)
-                    .map(Err)
-                    .ok_or_else(|| ClientError::BadResult {
-                        operation: OP,
-                        detail: format!("item {i}: unknown decode code {c}"),
-                    }),
-            })
-            .collect()
+        lib.decompress_batch(OP, lib.decompress, points, "G1", |bytes: &[u8; 96]| {
+            Option::from(G1Affine::from_uncompressed_unchecked(bytes))
+        })
     }
 
     /// As `Engine::g2_decompress`.
@@ -505,41 +523,9 @@ impl Client {
             Backend::Cpu(engine) => return Ok(engine.g2_decompress(points)?),
             Backend::Library(lib) => lib,
         };
-        let n = points.len();
-        let mut uncompressed = vec![[0u8; 192]; n];
-        let mut codes = vec![0u8; n];
-        // SAFETY: n * 96 readable bytes in, n * 192 and n writable bytes out.
-        let code = unsafe {
-            (lib.g2_decompress)(
-                lib.handle(),
-                points.as_ptr().cast::<u8>(),
-                n,
-                uncompressed.as_mut_ptr().cast::<u8>(),
-                codes.as_mut_ptr(),
-            )
-        };
-        lib.check(OP, code)?;
-        uncompressed
-            .iter()
-            .zip(&codes)
-            .enumerate()
-            .map(|(i, (bytes, &code))| match code {
-                // The library validated the point; the unchecked decoding still rejects
-                // non-canonical coordinates and bad flags.
-                0 => Option::from(G2Affine::from_uncompressed_unchecked(bytes))
-                    .map(Ok)
-                    .ok_or_else(|| ClientError::BadResult {
-                        operation: OP,
-                        detail: format!("item {i}: not an uncompressed G2 encoding"),
-                    }),
-                c => DecodeError::from_code(c)
-                    .map(Err)
-                    .ok_or_else(|| ClientError::BadResult {
-                        operation: OP,
-                        detail: format!("item {i}: unknown decode code {c}"),
-                    }),
-            })
-            .collect()
+        lib.decompress_batch(OP, lib.g2_decompress, points, "G2", |bytes: &[u8; 192]| {
+            Option::from(G2Affine::from_uncompressed_unchecked(bytes))
+        })
     }
 
     /// As `Engine::g1_msm_batch`.

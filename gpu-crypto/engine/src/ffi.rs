@@ -7,8 +7,8 @@
 //! the calling thread is kept for `gpu_crypto_last_error`.
 
 use crate::{
-    BackendChoice, BlsItem, DomainSeparator, Engine, EngineError, G1Affine, MsmInput, Policy,
-    Scalar,
+    BackendChoice, BlsItem, DecodeError, DomainSeparator, Engine, EngineError, G1Affine, G2Affine,
+    MsmInput, Policy, Scalar,
 };
 pub use gpu_crypto_api::abi::{ABI_VERSION, Status};
 use gpu_crypto_api::abi::{scheme_of_code, verify_code};
@@ -343,25 +343,7 @@ pub unsafe extern "C" fn gpu_crypto_g1_decompress(
             unsafe { output(out_uncompressed.cast::<[u8; 96]>(), n, "out_uncompressed") }?;
         let out_codes = unsafe { output(out_codes, n, "out_codes") }?;
         let results = engine.g1_decompress(points)?;
-        if results.len() != n {
-            return Err(Failure::new(
-                Status::Internal,
-                format!("{} results for {n} points", results.len()),
-            ));
-        }
-        for ((result, point), code) in results.iter().zip(out_points).zip(out_codes) {
-            match result {
-                Ok(p) => {
-                    *point = p.to_uncompressed();
-                    *code = 0;
-                }
-                Err(e) => {
-                    *point = [0; 96];
-                    *code = e.code();
-                }
-            }
-        }
-        Ok(())
+        write_decoded(&results, out_points, out_codes, G1Affine::to_uncompressed)
     })
 }
 
@@ -388,26 +370,31 @@ pub unsafe extern "C" fn gpu_crypto_g2_decompress(
             unsafe { output(out_uncompressed.cast::<[u8; 192]>(), n, "out_uncompressed") }?;
         let out_codes = unsafe { output(out_codes, n, "out_codes") }?;
         let results = engine.g2_decompress(points)?;
-        if results.len() != n {
-            return Err(Failure::new(
-                Status::Internal,
-                format!("{} results for {n} points", results.len()),
-            ));
-        }
-        for ((result, point), code) in results.iter().zip(out_points).zip(out_codes) {
-            match result {
-                Ok(p) => {
-                    *point = p.to_uncompressed();
-                    *code = 0;
-                }
-                Err(e) => {
-                    *point = [0; 192];
-                    *code = e.code();
-                }
-            }
-        }
-        Ok(())
+        write_decoded(&results, out_points, out_codes, G2Affine::to_uncompressed)
     })
+}
+
+/// Writes per-item decompression results to the caller's buffers: the uncompressed point
+/// and code 0, or zeros and the item's `DecodeError::code`.
+fn write_decoded<P, const N: usize>(
+    results: &[Result<P, DecodeError>],
+    out_points: &mut [[u8; N]],
+    out_codes: &mut [u8],
+    uncompressed: impl Fn(&P) -> [u8; N],
+) -> Result<(), Failure> {
+    if results.len() != out_points.len() {
+        return Err(Failure::new(
+            Status::Internal,
+            format!("{} results for {} points", results.len(), out_points.len()),
+        ));
+    }
+    for ((result, point), code) in results.iter().zip(out_points).zip(out_codes) {
+        (*point, *code) = match result {
+            Ok(p) => (uncompressed(p), 0),
+            Err(e) => ([0; N], e.code()),
+        };
+    }
+    Ok(())
 }
 
 /// Parses uncompressed points with full validation (on the curve, in the subgroup).
