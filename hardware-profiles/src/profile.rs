@@ -80,7 +80,10 @@ struct RawCrypto {
     #[serde(default)]
     gpu_device: Option<Spanned<u64>>,
     decompress: RawOperation,
+    decompress_g2: RawOperation,
     msm: RawOperation,
+    msm_shared_u8: RawOperation,
+    pairing_products: RawOperation,
     bls_verify: RawOperation,
     checkpoint_hashing: RawOperation,
 }
@@ -610,7 +613,22 @@ impl Validator<'_> {
                 &raw.decompress,
                 defaults::DECOMPRESS_GPU_MIN_BATCH,
             )?,
+            decompress_g2: operation(
+                "decompress_g2",
+                &raw.decompress_g2,
+                defaults::DECOMPRESS_G2_GPU_MIN_BATCH,
+            )?,
             msm: operation("msm", &raw.msm, defaults::MSM_GPU_MIN_BATCH)?,
+            msm_shared_u8: operation(
+                "msm_shared_u8",
+                &raw.msm_shared_u8,
+                defaults::MSM_SHARED_U8_GPU_MIN_BATCH,
+            )?,
+            pairing_products: operation(
+                "pairing_products",
+                &raw.pairing_products,
+                defaults::PAIRING_PRODUCTS_GPU_MIN_BATCH,
+            )?,
             bls_verify: operation(
                 "bls_verify",
                 &raw.bls_verify,

@@ -73,13 +73,7 @@ impl Selection {
 
 fn cpu_paths(mut policy: Policy) -> Policy {
     for op in Operation::ALL {
-        let op_policy = match op {
-            Operation::Decompress => &mut policy.decompress,
-            Operation::Msm => &mut policy.msm,
-            Operation::BlsVerify => &mut policy.bls_verify,
-            Operation::Sha256 => &mut policy.sha256,
-        };
-        op_policy.backend = BackendChoice::Cpu;
+        policy.operation_mut(op).backend = BackendChoice::Cpu;
     }
     policy
 }

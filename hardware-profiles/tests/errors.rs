@@ -16,7 +16,10 @@ gpu = "required"
 [crypto]
 fallback = "never"
 decompress = { backend = "auto", gpu_min_batch = 256 }
+decompress_g2 = { backend = "auto" }
 msm = { backend = "auto", gpu_min_batch = 4096 }
+msm_shared_u8 = { backend = "auto" }
+pairing_products = { backend = "cpu" }
 bls_verify = { backend = "auto" }
 checkpoint_hashing = { backend = "gpu", gpu_min_batch = 64 }
 
@@ -100,10 +103,10 @@ fn unknown_key() {
         InvalidKind::UnknownKey,
         "unknown field `gpu_count`",
     );
-    let text = with_line(20, "execution = { threads = 6, cpu = \"2-7\" }");
+    let text = with_line(23, "execution = { threads = 6, cpu = \"2-7\" }");
     assert_invalid(
         &text,
-        20,
+        23,
         28,
         InvalidKind::UnknownKey,
         "unknown field `cpu`",
@@ -112,18 +115,18 @@ fn unknown_key() {
 
 #[test]
 fn wrong_type() {
-    let text = with_line(20, "execution = { threads = \"six\", cpus = \"2-7\" }");
+    let text = with_line(23, "execution = { threads = \"six\", cpus = \"2-7\" }");
     assert_invalid(
         &text,
-        20,
+        23,
         25,
         InvalidKind::WrongType,
         "invalid type: string",
     );
-    let text = with_line(14, "msm = { backend = \"fpga\", gpu_min_batch = 4096 }");
+    let text = with_line(15, "msm = { backend = \"fpga\", gpu_min_batch = 4096 }");
     assert_invalid(
         &text,
-        14,
+        15,
         19,
         InvalidKind::WrongType,
         "unknown variant `fpga`",
@@ -132,14 +135,14 @@ fn wrong_type() {
 
 #[test]
 fn missing_key() {
-    let text = with_line(29, "");
+    let text = with_line(32, "");
     let (_, line, _, kind, reason) = invalid(&text);
     assert_eq!(kind, InvalidKind::MissingKey);
     assert!(
         reason.contains("missing field `power_price_eur_per_kwh`"),
         "{reason}"
     );
-    assert_eq!(line, 26, "points at the [cost] table");
+    assert_eq!(line, 29, "points at the [cost] table");
 }
 
 #[test]
@@ -152,10 +155,10 @@ fn syntax_error() {
 
 #[test]
 fn overlapping_cpu_sets() {
-    let text = with_line(21, "query = { threads = 2, cpus = \"7-8\" }");
+    let text = with_line(24, "query = { threads = 2, cpus = \"7-8\" }");
     assert_invalid(
         &text,
-        21,
+        24,
         31,
         InvalidKind::CpuOverlap,
         "pools.query.cpus `7-8` overlaps pools.execution.cpus `2-7` on CPUs 7",
@@ -164,10 +167,10 @@ fn overlapping_cpu_sets() {
 
 #[test]
 fn cpu_set_beyond_the_machine() {
-    let text = with_line(24, "p2p_http = { threads = 5, cpus = \"12-16\" }");
+    let text = with_line(27, "p2p_http = { threads = 5, cpus = \"12-16\" }");
     assert_invalid(
         &text,
-        24,
+        27,
         34,
         InvalidKind::CpuBeyondMachine,
         "names CPU 16, but the profile's machine has at most 16 logical CPUs (0-15)",
@@ -188,19 +191,19 @@ fn pinned_cpus_need_a_machine_size() {
 
 #[test]
 fn pool_size_must_match_cpu_set() {
-    let text = with_line(20, "execution = { threads = 8, cpus = \"2-7\" }");
+    let text = with_line(23, "execution = { threads = 8, cpus = \"2-7\" }");
     assert_invalid(
         &text,
-        20,
+        23,
         35,
         InvalidKind::PoolSizeMismatch,
         "pools.execution: 8 threads on 6 CPUs (2-7)",
     );
     // The P2P/HTTP pool may oversubscribe its CPUs, but not leave some unused.
-    let text = with_line(24, "p2p_http = { threads = 1, cpus = \"12-13\" }");
+    let text = with_line(27, "p2p_http = { threads = 1, cpus = \"12-13\" }");
     assert_invalid(
         &text,
-        24,
+        27,
         34,
         InvalidKind::PoolSizeMismatch,
         "1 threads cannot use 2 CPUs",
@@ -217,34 +220,34 @@ fn thresholds_out_of_range() {
         InvalidKind::OutOfRange,
         "crypto.decompress.gpu_min_batch 0 is outside 1..=16777216",
     );
-    let text = with_line(14, "msm = { backend = \"auto\", gpu_min_batch = 16777217 }");
+    let text = with_line(15, "msm = { backend = \"auto\", gpu_min_batch = 16777217 }");
     assert_invalid(
         &text,
-        14,
+        15,
         43,
         InvalidKind::OutOfRange,
         "16777217 is outside",
     );
-    let text = with_line(28, "amortisation_months = 0");
+    let text = with_line(31, "amortisation_months = 0");
     assert_invalid(
         &text,
-        28,
+        31,
         23,
         InvalidKind::OutOfRange,
         "amortisation_months 0",
     );
-    let text = with_line(29, "power_price_eur_per_kwh = -0.1");
+    let text = with_line(32, "power_price_eur_per_kwh = -0.1");
     assert_invalid(
         &text,
-        29,
+        32,
         27,
         InvalidKind::OutOfRange,
         "power_price_eur_per_kwh -0.1",
     );
-    let text = with_line(21, "query = { threads = 0, cpus = \"8,9\" }");
+    let text = with_line(24, "query = { threads = 0, cpus = \"8,9\" }");
     assert_invalid(
         &text,
-        21,
+        24,
         21,
         InvalidKind::OutOfRange,
         "threads 0 is outside 1..=1024",
@@ -261,10 +264,10 @@ fn thresholds_out_of_range() {
 
 #[test]
 fn bad_values() {
-    let text = with_line(21, "query = { threads = 2, cpus = \"8-x\" }");
+    let text = with_line(24, "query = { threads = 2, cpus = \"8-x\" }");
     assert_invalid(
         &text,
-        21,
+        24,
         31,
         InvalidKind::BadSyntaxValue,
         "`8-x` is not a CPU id or range",
@@ -355,7 +358,7 @@ fn load_dir_reports_the_bad_file_by_path() {
     .unwrap();
     std::fs::write(dir.path().join("notes.txt"), "not a profile").unwrap();
     let err = ProfileSet::load_dir(dir.path()).unwrap_err();
-    let expected = format!("{}:19:", dir.path().join("worse.toml").display());
+    let expected = format!("{}:22:", dir.path().join("worse.toml").display());
     assert!(err.to_string().starts_with(&expected), "{err}");
     assert_eq!(err.kind(), Some(InvalidKind::UnknownKey));
 }

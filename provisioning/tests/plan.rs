@@ -27,7 +27,10 @@ gpu = "preferred"
 [crypto]
 fallback = "never"
 decompress = { backend = "auto", gpu_min_batch = 256 }
+decompress_g2 = { backend = "auto" }
 msm = { backend = "auto", gpu_min_batch = 256 }
+msm_shared_u8 = { backend = "auto" }
+pairing_products = { backend = "auto" }
 bls_verify = { backend = "auto", gpu_min_batch = 256 }
 checkpoint_hashing = { backend = "auto", gpu_min_batch = 64 }
 

@@ -99,6 +99,12 @@ pub enum EngineError {
     GpuFailed { op: Operation, reason: String },
     #[error("{op}: no GPU implementation of this operation exists; use the cpu or auto backend")]
     NoGpuImplementation { op: Operation },
+    #[error("pairing product {product} names G2 point {index} of a table of {g2_points}")]
+    PairingIndex {
+        product: usize,
+        index: usize,
+        g2_points: usize,
+    },
     #[error("domain separator is {len} bytes; at most 255 fit its one-byte length prefix")]
     DomainSeparatorTooLong { len: usize },
     #[error("invalid policy: {0}")]

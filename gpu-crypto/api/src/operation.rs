@@ -8,16 +8,28 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Operation {
+    /// G1 decompression with the subgroup check (48-byte points).
     Decompress,
+    /// G2 decompression with the subgroup check (96-byte points).
+    DecompressG2,
+    /// G1 MSMs with full scalars, one or many per call.
     Msm,
+    /// G1 MSMs over one set of shared bases with 8-bit scalars (NI-DKG's chunking proof).
+    MsmSharedU8,
+    /// Products of pairings compared with the identity of GT (NI-DKG's ciphertext
+    /// integrity).
+    PairingProducts,
     BlsVerify,
     Sha256,
 }
 
 impl Operation {
-    pub const ALL: [Operation; 4] = [
+    pub const ALL: [Operation; 7] = [
         Operation::Decompress,
+        Operation::DecompressG2,
         Operation::Msm,
+        Operation::MsmSharedU8,
+        Operation::PairingProducts,
         Operation::BlsVerify,
         Operation::Sha256,
     ];
@@ -25,7 +37,10 @@ impl Operation {
     pub fn name(self) -> &'static str {
         match self {
             Operation::Decompress => "decompress",
+            Operation::DecompressG2 => "decompress_g2",
             Operation::Msm => "msm",
+            Operation::MsmSharedU8 => "msm_shared_u8",
+            Operation::PairingProducts => "pairing_products",
             Operation::BlsVerify => "bls_verify",
             Operation::Sha256 => "sha256",
         }

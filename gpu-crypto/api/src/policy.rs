@@ -52,7 +52,8 @@ pub enum Fallback {
 pub struct OperationPolicy {
     pub backend: BackendChoice,
     /// Under `Auto`, batches with fewer items than this run on the CPU (the GPU only
-    /// wins with batches). Items: points (decompress, msm: all points of the batch),
+    /// wins with batches). Items: points (decompress, decompress_g2; msm: all points of
+    /// the batch), scalars (msm_shared_u8: rows times bases), products (pairing_products),
     /// distinct messages (bls_verify, see [`bls_distinct_messages`]), chunks (sha256).
     pub gpu_min_batch: usize,
 }
@@ -62,7 +63,10 @@ pub struct OperationPolicy {
 #[serde(deny_unknown_fields)]
 pub struct Policy {
     pub decompress: OperationPolicy,
+    pub decompress_g2: OperationPolicy,
     pub msm: OperationPolicy,
+    pub msm_shared_u8: OperationPolicy,
+    pub pairing_products: OperationPolicy,
     pub bls_verify: OperationPolicy,
     pub sha256: OperationPolicy,
     pub fallback: Fallback,
@@ -91,7 +95,10 @@ impl Policy {
         };
         Policy {
             decompress: op(defaults::DECOMPRESS_GPU_MIN_BATCH),
+            decompress_g2: op(defaults::DECOMPRESS_G2_GPU_MIN_BATCH),
             msm: op(defaults::MSM_GPU_MIN_BATCH),
+            msm_shared_u8: op(defaults::MSM_SHARED_U8_GPU_MIN_BATCH),
+            pairing_products: op(defaults::PAIRING_PRODUCTS_GPU_MIN_BATCH),
             bls_verify: op(defaults::BLS_VERIFY_GPU_MIN_BATCH),
             sha256: op(defaults::SHA256_GPU_MIN_BATCH),
             fallback: if backend == BackendChoice::Gpu {
@@ -106,9 +113,24 @@ impl Policy {
     pub fn operation(&self, op: Operation) -> &OperationPolicy {
         match op {
             Operation::Decompress => &self.decompress,
+            Operation::DecompressG2 => &self.decompress_g2,
             Operation::Msm => &self.msm,
+            Operation::MsmSharedU8 => &self.msm_shared_u8,
+            Operation::PairingProducts => &self.pairing_products,
             Operation::BlsVerify => &self.bls_verify,
             Operation::Sha256 => &self.sha256,
+        }
+    }
+
+    pub fn operation_mut(&mut self, op: Operation) -> &mut OperationPolicy {
+        match op {
+            Operation::Decompress => &mut self.decompress,
+            Operation::DecompressG2 => &mut self.decompress_g2,
+            Operation::Msm => &mut self.msm,
+            Operation::MsmSharedU8 => &mut self.msm_shared_u8,
+            Operation::PairingProducts => &mut self.pairing_products,
+            Operation::BlsVerify => &mut self.bls_verify,
+            Operation::Sha256 => &mut self.sha256,
         }
     }
 
@@ -140,6 +162,15 @@ pub mod defaults {
     /// (docs/results/crossover-decompress-sha256-h200). The small-batch kernel moves the
     /// H200's crossover to a few points; its profile says 16.
     pub const DECOMPRESS_GPU_MIN_BATCH: usize = 256;
+    /// G2 points: CPU faster at 32 points (1.24 vs 2.19 ms), GPU faster at 4,096 (2.74 vs
+    /// 105 ms) (docs/results/g2-decompress-h200); the GPU's floor is one thread's Fp2
+    /// square root and subgroup check, about 2.2 ms.
+    pub const DECOMPRESS_G2_GPU_MIN_BATCH: usize = 128;
+    /// Scalars (rows times shared bases) of one shared-base 8-bit MSM batch.
+    pub const MSM_SHARED_U8_GPU_MIN_BATCH: usize = 4096;
+    /// Pairing products per batch: the GPU runs one product per thread (a whole Miller
+    /// loop and final exponentiation each), so only many products fill it.
+    pub const PAIRING_PRODUCTS_GPU_MIN_BATCH: usize = 256;
     /// One MSM: GPU faster from 128 points, CPU faster at 64 (docs/results/msm-h200); 256
     /// keeps a margin over the GPU's floor of about 0.6 ms.
     pub const MSM_GPU_MIN_BATCH: usize = 256;

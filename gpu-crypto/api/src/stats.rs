@@ -12,6 +12,21 @@ pub enum Executed {
     Gpu,
 }
 
+impl Executed {
+    pub fn name(self) -> &'static str {
+        match self {
+            Executed::Cpu => "cpu",
+            Executed::Gpu => "gpu",
+        }
+    }
+}
+
+impl std::fmt::Display for Executed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OperationCount {
     pub operation: Operation,

@@ -9,9 +9,7 @@ mod cli;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
-use gpu_crypto::{
-    BackendChoice, BlsScheme, Engine, EngineError, Operation, OperationPolicy, Policy,
-};
+use gpu_crypto::{BackendChoice, BlsScheme, Engine, EngineError, Operation, Policy};
 use ic_state_manifest::ManifestVersion;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -202,9 +200,9 @@ pub(crate) enum NidkgCommand {
         out: PathBuf,
     },
     /// Verify a dealing file (deserialisation with subgroup checks, ciphertext integrity,
-    /// chunking proof, sharing proof). Exit 0 accepted, 1 rejected (the failing component is
-    /// printed), 2 unusable input. `--backend gpu` is refused: NI-DKG verification has no GPU
-    /// path yet; `auto` and `cpu` run on the CPU, on every core, and say so.
+    /// chunking proof, sharing proof) through the engine under `--backend` or `--policy`;
+    /// prints where each batch ran. Exit 0 accepted, 1 rejected (the failing component is
+    /// printed), 2 unusable input, 3 no verdict (the backend failed).
     Verify {
         /// The dealing file, or `-` for standard input.
         file: PathBuf,
@@ -249,11 +247,12 @@ impl Command {
     /// must not stop the command); `--policy` is used as written.
     fn operations(&self) -> &'static [Operation] {
         match self {
-            Command::Decompress { .. } => &[Operation::Decompress],
+            Command::Decompress { .. } => &[Operation::Decompress, Operation::DecompressG2],
             Command::Msm { .. } => &[Operation::Decompress, Operation::Msm],
             Command::Verify { .. } => &[Operation::BlsVerify],
             Command::Manifest { .. } => &[Operation::Sha256],
-            Command::ManifestHash { .. } | Command::Nidkg(_) => &[],
+            Command::Nidkg(_) => &gpu_crypto::NIDKG_OPERATIONS,
+            Command::ManifestHash { .. } => &[],
             Command::Selftest { .. } | Command::Status | Command::Bench { .. } => &Operation::ALL,
         }
     }
@@ -273,19 +272,10 @@ fn policy_of(args: &Args) -> anyhow::Result<Policy> {
     let used = args.command.operations();
     for op in Operation::ALL {
         if !used.contains(&op) {
-            operation_mut(&mut policy, op).backend = BackendChoice::Cpu;
+            policy.operation_mut(op).backend = BackendChoice::Cpu;
         }
     }
     Ok(policy)
-}
-
-fn operation_mut(policy: &mut Policy, op: Operation) -> &mut OperationPolicy {
-    match op {
-        Operation::Decompress => &mut policy.decompress,
-        Operation::Msm => &mut policy.msm,
-        Operation::BlsVerify => &mut policy.bls_verify,
-        Operation::Sha256 => &mut policy.sha256,
-    }
 }
 
 fn engine_of(args: &Args) -> anyhow::Result<Engine> {
@@ -304,7 +294,7 @@ fn selftest_engine(args: &Args) -> anyhow::Result<(Engine, Vec<(Operation, Strin
             Ok(engine) => return Ok((engine, not_run)),
             Err(e @ EngineError::NoGpuImplementation { op }) => {
                 not_run.push((op, e.to_string()));
-                operation_mut(&mut policy, op).backend = BackendChoice::Cpu;
+                policy.operation_mut(op).backend = BackendChoice::Cpu;
             }
             Err(e) => return Err(e).context("cannot start the engine under this policy"),
         }
@@ -376,7 +366,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             json.push('\n');
             print(&json)?;
         }
-        Command::Nidkg(cmd) => return cli::nidkg::run(cmd, args.backend.map(BackendChoice::from)),
+        Command::Nidkg(cmd) => return cli::nidkg::run(cmd, || engine_of(&args)),
         Command::Status => {
             let engine = engine_of(&args)?;
             let mut json =

@@ -16,7 +16,7 @@ struct OpCounters {
 /// Thread-safe counters shared by all callers of one engine.
 #[derive(Default)]
 pub(crate) struct Counters {
-    ops: [OpCounters; 4],
+    ops: [OpCounters; Operation::ALL.len()],
     /// (operation, reason kind) -> count. A short, bounded set of reason kinds.
     fallbacks: Mutex<BTreeMap<(Operation, String), u64>>,
     gpu_errors: Mutex<BTreeMap<(Operation, String), u64>>,
@@ -25,9 +25,12 @@ pub(crate) struct Counters {
 fn op_index(op: Operation) -> usize {
     match op {
         Operation::Decompress => 0,
-        Operation::Msm => 1,
-        Operation::BlsVerify => 2,
-        Operation::Sha256 => 3,
+        Operation::DecompressG2 => 1,
+        Operation::Msm => 2,
+        Operation::MsmSharedU8 => 3,
+        Operation::PairingProducts => 4,
+        Operation::BlsVerify => 5,
+        Operation::Sha256 => 6,
     }
 }
 

@@ -5,14 +5,14 @@
 use crate::counters::Counters;
 use crate::cpu;
 use crate::cuda::{GpuBackend, GpuError, kernel_cache};
-use crate::input::MsmInput;
+use crate::input::{MsmInput, PairingProducts};
 use gpu_crypto_api::policy::bls_distinct_messages;
 use gpu_crypto_api::stats::{Executed, StatsSnapshot};
 use gpu_crypto_api::{
     BackendChoice, BlsItem, DecodeError, DomainSeparator, EngineError, EngineReport, Fallback,
     GpuStatus, KernelLoadCount, Operation, OperationPath, Policy, VerifyError,
 };
-use ic_bls12_381::{G1Affine, G1Projective, G2Affine, Scalar};
+use ic_bls12_381::{G1Affine, G1Projective, G2Affine, Gt, Scalar};
 use std::sync::Arc;
 
 enum Route<'a> {
@@ -242,14 +242,12 @@ impl Engine {
 
     /// Decompresses and fully validates 96-byte compressed G2 points; accepts and rejects
     /// exactly what `ic_bls12_381::G2Affine::from_compressed` does, with the reason per item.
-    /// Routed, counted and recomputed after a GPU failure under the `decompress` entry of
-    /// the policy (its crossover counts points of either group).
     pub fn g2_decompress(
         &self,
         points: &[[u8; 96]],
     ) -> Result<Vec<Result<G2Affine, DecodeError>>, EngineError> {
         self.dispatch(
-            Operation::Decompress,
+            Operation::DecompressG2,
             points.len(),
             || cpu::g2_decompress(points),
             |g| g.g2_decompress(points),
@@ -285,6 +283,69 @@ impl Engine {
             items,
             || cpu::g1_msm_batch(msms),
             |g| g.g1_msm_batch(msms),
+        )
+    }
+
+    /// `rows` MSMs over one set of bases with 8-bit scalars: result `k` is
+    /// `sum_p scalars[k * bases.len() + p] * bases[p]` (NI-DKG's chunking proof: 32 MSMs
+    /// over its `16n` chunk ciphertexts with the 8-bit challenges).
+    pub fn g1_msm_shared_u8(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[u8],
+        rows: usize,
+    ) -> Result<Vec<G1Projective>, EngineError> {
+        let expected = rows.checked_mul(bases.len());
+        if expected != Some(scalars.len()) {
+            return Err(EngineError::LengthMismatch {
+                op: Operation::MsmSharedU8,
+                points: expected.unwrap_or(usize::MAX),
+                scalars: scalars.len(),
+            });
+        }
+        self.dispatch(
+            Operation::MsmSharedU8,
+            scalars.len(),
+            || cpu::g1_msm_shared_u8(bases, scalars, rows),
+            |_| Err(GpuError::Unsupported),
+        )
+    }
+
+    /// Whether each product of pairings is the identity of GT, as `ic_bls12_381`'s
+    /// `multi_miller_loop(..).final_exponentiation() == Gt::identity()` (pairs with an
+    /// identity point contribute 1). Routed by the number of products: the GPU runs one
+    /// product per thread, so it needs many products to win.
+    pub fn pairing_products_are_identity(
+        &self,
+        input: PairingProducts<'_>,
+    ) -> Result<Vec<bool>, EngineError> {
+        for (product, pairs) in input.products.iter().enumerate() {
+            if let Some((_, index)) = pairs.iter().find(|(_, i)| *i >= input.g2.len()) {
+                return Err(EngineError::PairingIndex {
+                    product,
+                    index: *index,
+                    g2_points: input.g2.len(),
+                });
+            }
+        }
+        self.dispatch(
+            Operation::PairingProducts,
+            input.products.len(),
+            || cpu::pairing_products_are_identity(input),
+            |g| {
+                let groups: Vec<Vec<(G1Affine, G2Affine)>> = input
+                    .products
+                    .iter()
+                    .map(|pairs| pairs.iter().map(|(p, i)| (*p, input.g2[*i])).collect())
+                    .collect();
+                let groups: Vec<&[(G1Affine, G2Affine)]> =
+                    groups.iter().map(Vec::as_slice).collect();
+                let one = Gt::identity().to_bytes();
+                Ok(g.pairing_products(&groups)?
+                    .iter()
+                    .map(|gt| *gt == one)
+                    .collect())
+            },
         )
     }
 

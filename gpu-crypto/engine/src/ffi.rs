@@ -52,9 +52,9 @@ impl From<EngineError> for Failure {
             EngineError::GpuUnavailable { .. } => Status::GpuUnavailable,
             EngineError::GpuFailed { .. } => Status::GpuFailed,
             EngineError::NoGpuImplementation { .. } => Status::NoGpuImplementation,
-            EngineError::DomainSeparatorTooLong { .. } | EngineError::Policy(_) => {
-                Status::InvalidArgument
-            }
+            EngineError::PairingIndex { .. }
+            | EngineError::DomainSeparatorTooLong { .. }
+            | EngineError::Policy(_) => Status::InvalidArgument,
         };
         Failure::new(status, e.to_string())
     }

@@ -6,6 +6,8 @@
 //! shares with its users (policy, operations, errors, reports) live in `gpu_crypto_api` and
 //! are re-exported here.
 //!
+//! [`NidkgBatchOps`] serves the `nidkg` verifier's batches from an engine.
+//!
 //! Modules: [`cpu`] (the reference paths every GPU result is judged against), [`corpus`]
 //! (the adversarial decoding corpus of the tests and the selftest), [`selftest`], [`ffi`]
 //! (the C ABI of `libgpu_crypto.so`), [`kernels`] (precompilation of the GPU programs for an
@@ -23,6 +25,7 @@ mod field;
 pub mod gpu;
 mod input;
 pub mod kernels;
+mod nidkg_batch;
 pub mod selftest;
 
 pub use engine::Engine;
@@ -32,4 +35,5 @@ pub use gpu_crypto_api::{
     VerifyError,
 };
 pub use ic_bls12_381::{G1Affine, G1Projective, G2Affine, Scalar};
-pub use input::MsmInput;
+pub use input::{MsmInput, PairingProducts};
+pub use nidkg_batch::{NIDKG_OPERATIONS, NidkgBatchOps};

@@ -9,7 +9,7 @@
 
 use crate::{
     BackendChoice, BlsItem, BlsScheme, DecodeError, DomainSeparator, Engine, G1Affine,
-    G1Projective, G2Affine, GpuStatus, MsmInput, Operation, Scalar, VerifyError,
+    G1Projective, G2Affine, GpuStatus, MsmInput, Operation, PairingProducts, Scalar, VerifyError,
 };
 pub use gpu_crypto_api::selftest::{OperationCheck, SelftestReport};
 use ic_bls12_381::hash_to_curve::{ExpandMsgXmd, HashToCurve};
@@ -43,7 +43,12 @@ pub fn run(
         } else {
             match op {
                 Operation::Decompress => check_decompress(engine, &reference, &mut rng, size),
+                Operation::DecompressG2 => check_decompress_g2(engine, &reference, &mut rng, size),
                 Operation::Msm => check_msm(engine, &reference, &mut rng, size),
+                Operation::MsmSharedU8 => check_msm_shared_u8(engine, &reference, &mut rng, size),
+                Operation::PairingProducts => {
+                    check_pairing_products(engine, &reference, &mut rng, size)
+                }
                 Operation::BlsVerify => check_bls(engine, &reference, &mut rng, size),
                 Operation::Sha256 => check_sha256(engine, &reference, &mut rng, size),
             }
@@ -78,14 +83,14 @@ fn random_point(rng: &mut ChaCha20Rng) -> G1Affine {
 }
 
 /// What a compressed encoding was built to decode to, where the builder knows.
-enum Expect {
-    Point(G1Affine),
+enum Expect<P> {
+    Point(P),
     Reject(DecodeError),
     /// Random bytes: the reference decides; only the two engines are compared.
     Unknown,
 }
 
-fn decompress_inputs(rng: &mut ChaCha20Rng, size: usize) -> Vec<([u8; 48], Expect)> {
+fn decompress_inputs(rng: &mut ChaCha20Rng, size: usize) -> Vec<([u8; 48], Expect<G1Affine>)> {
     let mut inputs = Vec::new();
     inputs.push((
         G1Affine::identity().to_compressed(),
@@ -132,20 +137,35 @@ fn decompress_inputs(rng: &mut ChaCha20Rng, size: usize) -> Vec<([u8; 48], Expec
     inputs
 }
 
-fn check_decompress(
+fn g2_decompress_inputs(rng: &mut ChaCha20Rng, size: usize) -> Vec<([u8; 96], Expect<G2Affine>)> {
+    let mut inputs: Vec<([u8; 96], Expect<G2Affine>)> = (0..size)
+        .map(|_| {
+            let p = G2Affine::from(G2Affine::generator() * random_scalar(rng));
+            (p.to_compressed(), Expect::Point(p))
+        })
+        .collect();
+    for entry in crate::corpus::g2_decompress_corpus() {
+        let expect = match entry.expected {
+            Ok(p) => Expect::Point(p),
+            Err(e) => Expect::Reject(e),
+        };
+        inputs.push((entry.bytes, expect));
+    }
+    inputs
+}
+
+/// Compares the engine's decoding with the reference's, item by item, and the reference
+/// with how each input was built.
+fn compare_decoded<P: PartialEq + std::fmt::Debug, const N: usize>(
+    mut check: OperationCheck,
+    inputs: &[([u8; N], Expect<P>)],
+    decode: impl Fn(&Engine, &[[u8; N]]) -> Result<Vec<Result<P, DecodeError>>, crate::EngineError>,
     engine: &Engine,
     reference: &Engine,
-    rng: &mut ChaCha20Rng,
-    size: usize,
 ) -> OperationCheck {
-    let mut check = OperationCheck::new(Operation::Decompress);
-    let inputs = decompress_inputs(rng, size);
-    let bytes: Vec<[u8; 48]> = inputs.iter().map(|(b, _)| *b).collect();
+    let bytes: Vec<[u8; N]> = inputs.iter().map(|(b, _)| *b).collect();
     check.items = bytes.len();
-    let (got, want) = match (
-        engine.g1_decompress(&bytes),
-        reference.g1_decompress(&bytes),
-    ) {
+    let (got, want) = match (decode(engine, &bytes), decode(reference, &bytes)) {
         (Ok(g), Ok(w)) => (g, w),
         (Err(e), _) | (_, Err(e)) => {
             check.problems.push(format!("call failed: {e}"));
@@ -169,8 +189,8 @@ fn check_decompress(
             ));
         }
         let as_built = match expect {
-            Expect::Point(p) => *w == Ok(*p),
-            Expect::Reject(e) => *w == Err(*e),
+            Expect::Point(p) => w.as_ref() == Ok(p),
+            Expect::Reject(e) => w.as_ref().err() == Some(e),
             Expect::Unknown => true,
         };
         if !as_built {
@@ -179,6 +199,159 @@ fn check_decompress(
                 hex::encode(input)
             ));
         }
+    }
+    check
+}
+
+fn check_decompress(
+    engine: &Engine,
+    reference: &Engine,
+    rng: &mut ChaCha20Rng,
+    size: usize,
+) -> OperationCheck {
+    compare_decoded(
+        OperationCheck::new(Operation::Decompress),
+        &decompress_inputs(rng, size),
+        |e, b| e.g1_decompress(b),
+        engine,
+        reference,
+    )
+}
+
+fn check_decompress_g2(
+    engine: &Engine,
+    reference: &Engine,
+    rng: &mut ChaCha20Rng,
+    size: usize,
+) -> OperationCheck {
+    compare_decoded(
+        OperationCheck::new(Operation::DecompressG2),
+        &g2_decompress_inputs(rng, size),
+        |e, b| e.g2_decompress(b),
+        engine,
+        reference,
+    )
+}
+
+/// 32 rows (the chunking proof's repetitions) over `size / 32` shared bases with 8-bit
+/// scalars, with an identity base, a base and its negation, a repeated base, an all-zero
+/// row and an all-255 row; the first rows also against the naive sum.
+fn check_msm_shared_u8(
+    engine: &Engine,
+    reference: &Engine,
+    rng: &mut ChaCha20Rng,
+    size: usize,
+) -> OperationCheck {
+    const ROWS: usize = 32;
+    let mut check = OperationCheck::new(Operation::MsmSharedU8);
+    let n = (size / ROWS).max(8);
+    let mut bases: Vec<G1Affine> = (0..n).map(|_| random_point(rng)).collect();
+    bases[0] = G1Affine::identity();
+    bases[1] = -bases[2];
+    bases[3] = bases[4];
+    let mut scalars = vec![0u8; ROWS * n];
+    rng.fill(&mut scalars[..]);
+    scalars[..n].fill(0);
+    scalars[n..2 * n].fill(u8::MAX);
+    check.items = scalars.len();
+    let (got, want) = match (
+        engine.g1_msm_shared_u8(&bases, &scalars, ROWS),
+        reference.g1_msm_shared_u8(&bases, &scalars, ROWS),
+    ) {
+        (Ok(g), Ok(w)) => (g, w),
+        (Err(e), _) | (_, Err(e)) => {
+            check.problems.push(format!("call failed: {e}"));
+            return check;
+        }
+    };
+    if got.len() != ROWS || want.len() != ROWS {
+        check.problems.push(format!(
+            "{} and {} results for {ROWS} rows",
+            got.len(),
+            want.len()
+        ));
+        return check;
+    }
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        if g != w {
+            check.problems.push(format!(
+                "row {k}: engine {}, reference {}",
+                hex::encode(G1Affine::from(g).to_compressed()),
+                hex::encode(G1Affine::from(w).to_compressed())
+            ));
+        }
+    }
+    for (k, w) in want.iter().enumerate().take(3) {
+        let naive: G1Projective = bases
+            .iter()
+            .zip(&scalars[k * n..(k + 1) * n])
+            .map(|(p, s)| G1Projective::from(p) * Scalar::from(u64::from(*s)))
+            .sum();
+        if *w != naive {
+            check
+                .problems
+                .push(format!("row {k}: reference differs from the naive sum"));
+        }
+    }
+    check
+}
+
+/// `size` products of three pairs over a shared G2 table, built so that even products
+/// are the identity of GT (`e(aP, bQ) e(-abP, Q) e(0, bQ)`) and odd ones are not (`ab + 1`).
+fn check_pairing_products(
+    engine: &Engine,
+    reference: &Engine,
+    rng: &mut ChaCha20Rng,
+    size: usize,
+) -> OperationCheck {
+    let mut check = OperationCheck::new(Operation::PairingProducts);
+    let table_len = size.clamp(1, 8);
+    let b: Vec<Scalar> = (0..table_len).map(|_| random_scalar(rng)).collect();
+    let mut g2 = vec![G2Affine::generator()];
+    g2.extend(b.iter().map(|b| G2Affine::from(G2Affine::generator() * b)));
+    let mut products = Vec::with_capacity(size + 1);
+    let mut expect = Vec::with_capacity(size + 1);
+    for k in 0..size {
+        let j = k % table_len;
+        let a = random_scalar(rng);
+        let mut ab = a * b[j];
+        if k % 2 == 1 {
+            ab += Scalar::one();
+        }
+        products.push(vec![
+            (G1Affine::from(G1Affine::generator() * a), 1 + j),
+            (G1Affine::from(G1Affine::generator() * -ab), 0),
+            (G1Affine::identity(), 1 + j),
+        ]);
+        expect.push(k % 2 == 0);
+    }
+    // The empty product is 1.
+    products.push(Vec::new());
+    expect.push(true);
+    check.items = products.len();
+    let input = PairingProducts {
+        g2: &g2,
+        products: &products,
+    };
+    let (got, want) = match (
+        engine.pairing_products_are_identity(input),
+        reference.pairing_products_are_identity(input),
+    ) {
+        (Ok(g), Ok(w)) => (g, w),
+        (Err(e), _) | (_, Err(e)) => {
+            check.problems.push(format!("call failed: {e}"));
+            return check;
+        }
+    };
+    if got != want {
+        check
+            .problems
+            .push(format!("engine {got:?}, reference {want:?}"));
+    }
+    if want != expect {
+        check
+            .problems
+            .push("reference differs from how the products were built".to_string());
     }
     check
 }

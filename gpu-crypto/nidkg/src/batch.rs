@@ -6,6 +6,7 @@
 //! creation never calls them: its secret scalars stay in `ic_bls12_381`'s constant-time
 //! arithmetic on the CPU.
 
+use crate::error::BackendError;
 use crate::msm::{SharedBaseTable, msm_shared_bases_u8, msm_vartime, msm_with_table};
 use ic_bls12_381::{
     G1Affine, G1Projective, G2Affine, G2Prepared, G2Projective, Gt, Scalar, multi_miller_loop,
@@ -22,17 +23,18 @@ pub struct PairingBatch {
     pub products: Vec<Vec<(G1Affine, usize)>>,
 }
 
-/// The verifier's batch operations. Results are per item and in input order.
+/// The verifier's batch operations. Results are per item and in input order; an `Err` is
+/// the backend's failure, never a verdict on the inputs.
 pub trait BatchOps: Sync {
     /// Backend name for reports (`cpu-1t`, `cpu-rayon`, ...).
     fn name(&self) -> String;
 
     /// Decompresses G1 points with the subgroup check; `None` for an encoding that is not
     /// a canonical point of the prime-order subgroup.
-    fn g1_decompress(&self, points: &[[u8; 48]]) -> Vec<Option<G1Affine>>;
+    fn g1_decompress(&self, points: &[[u8; 48]]) -> Result<Vec<Option<G1Affine>>, BackendError>;
 
     /// Decompresses G2 points with the subgroup check.
-    fn g2_decompress(&self, points: &[[u8; 96]]) -> Vec<Option<G2Affine>>;
+    fn g2_decompress(&self, points: &[[u8; 96]]) -> Result<Vec<Option<G2Affine>>, BackendError>;
 
     /// `rows` MSMs over one set of bases with 8-bit scalars: result `k` is
     /// `sum_p scalars[k * bases.len() + p] * bases[p]` (the chunking proof's 32 MSMs of
@@ -42,7 +44,7 @@ pub trait BatchOps: Sync {
         bases: &[G1Affine],
         scalars: &[u8],
         rows: usize,
-    ) -> Vec<G1Projective>;
+    ) -> Result<Vec<G1Projective>, BackendError>;
 
     /// `rows` MSMs over one set of bases with full scalars, laid out as in
     /// [`BatchOps::g1_msm_shared_u8`] (the chunking proof's `n` MSMs over the randomizers).
@@ -51,20 +53,26 @@ pub trait BatchOps: Sync {
         bases: &[G1Affine],
         scalars: &[Scalar],
         rows: usize,
-    ) -> Vec<G1Projective>;
+    ) -> Result<Vec<G1Projective>, BackendError>;
 
     /// Independent G1 MSMs with full scalars.
-    fn g1_msm(&self, msms: &[(Vec<G1Affine>, Vec<Scalar>)]) -> Vec<G1Projective>;
+    fn g1_msm(
+        &self,
+        msms: &[(Vec<G1Affine>, Vec<Scalar>)],
+    ) -> Result<Vec<G1Projective>, BackendError>;
 
     /// One G2 MSM with full scalars.
-    fn g2_msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> G2Projective;
+    fn g2_msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective, BackendError>;
 
     /// `sum_j 2^(16 (15 - j)) * points[j]` for each row of 16 points: recombining
     /// big-endian chunks (the sharing proof's combined ciphertexts and randomizer).
-    fn g1_recombine_chunks(&self, rows: &[&[G1Affine]]) -> Vec<G1Projective>;
+    fn g1_recombine_chunks(&self, rows: &[&[G1Affine]]) -> Result<Vec<G1Projective>, BackendError>;
 
     /// Whether each pairing product is the identity of GT.
-    fn pairing_products_are_identity(&self, batch: &PairingBatch) -> Vec<bool>;
+    fn pairing_products_are_identity(
+        &self,
+        batch: &PairingBatch,
+    ) -> Result<Vec<bool>, BackendError>;
 }
 
 /// The CPU backend on `ic_bls12_381`: one thread, or rayon's pool.
@@ -103,13 +111,13 @@ impl BatchOps for CpuBatchOps {
         }
     }
 
-    fn g1_decompress(&self, points: &[[u8; 48]]) -> Vec<Option<G1Affine>> {
+    fn g1_decompress(&self, points: &[[u8; 48]]) -> Result<Vec<Option<G1Affine>>, BackendError> {
         // from_compressed checks canonicity, the curve equation and the subgroup.
-        self.map(points, |b| Option::from(G1Affine::from_compressed(b)))
+        Ok(self.map(points, |b| Option::from(G1Affine::from_compressed(b))))
     }
 
-    fn g2_decompress(&self, points: &[[u8; 96]]) -> Vec<Option<G2Affine>> {
-        self.map(points, |b| Option::from(G2Affine::from_compressed(b)))
+    fn g2_decompress(&self, points: &[[u8; 96]]) -> Result<Vec<Option<G2Affine>>, BackendError> {
+        Ok(self.map(points, |b| Option::from(G2Affine::from_compressed(b))))
     }
 
     fn g1_msm_shared_u8(
@@ -117,14 +125,14 @@ impl BatchOps for CpuBatchOps {
         bases: &[G1Affine],
         scalars: &[u8],
         rows: usize,
-    ) -> Vec<G1Projective> {
+    ) -> Result<Vec<G1Projective>, BackendError> {
         assert_eq!(
             scalars.len(),
             rows * bases.len(),
             "one scalar per base and row"
         );
         let row_slices: Vec<&[u8]> = scalars.chunks(bases.len().max(1)).take(rows).collect();
-        self.map(&row_slices, |row| msm_shared_bases_u8(bases, row))
+        Ok(self.map(&row_slices, |row| msm_shared_bases_u8(bases, row)))
     }
 
     fn g1_msm_shared(
@@ -132,7 +140,7 @@ impl BatchOps for CpuBatchOps {
         bases: &[G1Affine],
         scalars: &[Scalar],
         rows: usize,
-    ) -> Vec<G1Projective> {
+    ) -> Result<Vec<G1Projective>, BackendError> {
         assert_eq!(
             scalars.len(),
             rows * bases.len(),
@@ -141,38 +149,47 @@ impl BatchOps for CpuBatchOps {
         let row_slices: Vec<&[Scalar]> = scalars.chunks(bases.len().max(1)).take(rows).collect();
         // The bases are shared by every row: one table of multiples serves them all.
         let table = SharedBaseTable::new(bases);
-        self.map(&row_slices, |row| msm_with_table(&table, row))
+        Ok(self.map(&row_slices, |row| msm_with_table(&table, row)))
     }
 
-    fn g1_msm(&self, msms: &[(Vec<G1Affine>, Vec<Scalar>)]) -> Vec<G1Projective> {
-        self.map(msms, |(points, scalars)| {
+    fn g1_msm(
+        &self,
+        msms: &[(Vec<G1Affine>, Vec<Scalar>)],
+    ) -> Result<Vec<G1Projective>, BackendError> {
+        Ok(self.map(msms, |(points, scalars)| {
             msm_vartime::<G1Projective>(points, scalars)
-        })
+        }))
     }
 
-    fn g2_msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> G2Projective {
-        msm_vartime::<G2Projective>(bases, scalars)
+    fn g2_msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective, BackendError> {
+        Ok(msm_vartime::<G2Projective>(bases, scalars))
     }
 
-    fn g1_recombine_chunks(&self, rows: &[&[G1Affine]]) -> Vec<G1Projective> {
-        self.map(rows, |row| {
-            let mut acc = G1Projective::identity();
-            for p in row.iter() {
-                for _ in 0..crate::params::CHUNK_BITS {
-                    acc = acc.double();
-                }
-                acc = acc.add_mixed(p);
-            }
-            acc
-        })
+    fn g1_recombine_chunks(&self, rows: &[&[G1Affine]]) -> Result<Vec<G1Projective>, BackendError> {
+        Ok(self.map(rows, |row| recombine_chunks(row)))
     }
 
-    fn pairing_products_are_identity(&self, batch: &PairingBatch) -> Vec<bool> {
+    fn pairing_products_are_identity(
+        &self,
+        batch: &PairingBatch,
+    ) -> Result<Vec<bool>, BackendError> {
         let prepared: Vec<G2Prepared> = self.map(&batch.g2, |q| G2Prepared::from(*q));
-        self.map(&batch.products, |product| {
+        Ok(self.map(&batch.products, |product| {
             let terms: Vec<(&G1Affine, &G2Prepared)> =
                 product.iter().map(|(p, i)| (p, &prepared[*i])).collect();
             multi_miller_loop(&terms).final_exponentiation() == Gt::identity()
-        })
+        }))
     }
+}
+
+/// `sum_j 2^(16 (15 - j)) * row[j]`: Horner over the big-endian chunks.
+pub fn recombine_chunks(row: &[G1Affine]) -> G1Projective {
+    let mut acc = G1Projective::identity();
+    for p in row {
+        for _ in 0..crate::params::CHUNK_BITS {
+            acc = acc.double();
+        }
+        acc = acc.add_mixed(p);
+    }
+    acc
 }

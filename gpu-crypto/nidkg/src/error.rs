@@ -27,6 +27,17 @@ pub enum SharingCheck {
     Ciphertexts,
 }
 
+/// A backend could not compute one of the verifier's batches (an unusable GPU, a GPU
+/// failure the policy does not recompute on the CPU): no verdict on the dealing.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{operation} failed: {reason}")]
+pub struct BackendError {
+    /// The batch operation (`g1_decompress`, `pairing_products`, ...).
+    pub operation: &'static str,
+    /// What the backend reported.
+    pub reason: String,
+}
+
 /// Why a dealing was rejected or could not be examined.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum VerifyError {
@@ -78,6 +89,9 @@ pub enum VerifyError {
     /// The sharing proof does not verify.
     #[error("sharing proof fails ({0:?})")]
     SharingProof(SharingCheck),
+    /// The backend failed: the dealing was neither accepted nor rejected.
+    #[error("could not verify: {0}")]
+    Backend(#[from] BackendError),
 }
 
 impl VerifyError {
@@ -91,6 +105,11 @@ impl VerifyError {
         )
     }
 
+    /// True when the backend failed, so the dealing got no verdict.
+    pub fn is_backend_failure(&self) -> bool {
+        matches!(self, VerifyError::Backend(_))
+    }
+
     /// The rejected component's name, as the CLI prints it.
     pub fn component(&self) -> String {
         match self {
@@ -102,6 +121,7 @@ impl VerifyError {
             VerifyError::CiphertextIntegrity { row } => format!("ciphertext_integrity[{row}]"),
             VerifyError::ChunkingProof(_) => "chunking_proof".to_string(),
             VerifyError::SharingProof(_) => "sharing_proof".to_string(),
+            VerifyError::Backend(e) => format!("backend({})", e.operation),
         }
     }
 }

@@ -30,7 +30,7 @@ pub use component::Component;
 pub use dealing::{Dealing, create_dealing};
 pub use decrypt::decrypt_share;
 pub use encoding::DealingFile;
-pub use error::{ChunkingCheck, DealError, DecryptError, SharingCheck, VerifyError};
+pub use error::{BackendError, ChunkingCheck, DealError, DecryptError, SharingCheck, VerifyError};
 pub use keys::{ReceiverPublicKey, ReceiverSecretKey, generate_receiver_key};
 pub use params::{ThresholdKind, dealing_size};
 pub use verify::{PhaseTimes, Report, verify_dealing};

@@ -17,7 +17,7 @@ use crate::dealing::{
     ciphertext_identity_hash, powers, sharing_challenge, sharing_instance_hash,
 };
 use crate::encoding::{ElementKind, EncodedElements, scalar_from_be};
-use crate::error::{ChunkingCheck, SharingCheck, VerifyError};
+use crate::error::{BackendError, ChunkingCheck, SharingCheck, VerifyError};
 use crate::params::{NUM_CHUNKS, NUM_ZK_REPETITIONS, SysParams, chunking_bound_z};
 use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use std::time::{Duration, Instant};
@@ -70,6 +70,23 @@ pub struct DecodedDealing {
     pub dealing: Dealing,
 }
 
+/// A backend's results, checked to be one per item: a short answer must never read as
+/// "nothing failed".
+fn exactly<T>(
+    operation: &'static str,
+    expected: usize,
+    results: Vec<T>,
+) -> Result<Vec<T>, BackendError> {
+    if results.len() == expected {
+        Ok(results)
+    } else {
+        Err(BackendError {
+            operation,
+            reason: format!("{} results for {expected} items", results.len()),
+        })
+    }
+}
+
 /// Phase 1: splits and decodes; every point subgroup-checked, every scalar range-checked.
 pub fn deserialize<B: BatchOps + ?Sized>(
     ops: &B,
@@ -79,8 +96,16 @@ pub fn deserialize<B: BatchOps + ?Sized>(
 ) -> Result<DecodedDealing, VerifyError> {
     let encoded = EncodedElements::split(receiver_keys, t, dealing)?;
     let n = encoded.n;
-    let g1 = ops.g1_decompress(&encoded.g1);
-    let g2 = ops.g2_decompress(&encoded.g2);
+    let g1 = exactly(
+        "g1_decompress",
+        encoded.g1.len(),
+        ops.g1_decompress(&encoded.g1)?,
+    )?;
+    let g2 = exactly(
+        "g2_decompress",
+        encoded.g2.len(),
+        ops.g2_decompress(&encoded.g2)?,
+    )?;
     let failure = |kind: ElementKind, flat: usize| {
         let (component, index) = encoded.locate(kind, flat);
         VerifyError::Deserialize { component, index }
@@ -133,7 +158,11 @@ pub fn check_integrity<B: BatchOps + ?Sized>(
             .products
             .push(vec![(c.rr[j], 0), (c.ss[j], 1), (neg_g1, 2 + j)]);
     }
-    let ok = ops.pairing_products_are_identity(&batch);
+    let ok = exactly(
+        "pairing_products",
+        NUM_CHUNKS,
+        ops.pairing_products_are_identity(&batch)?,
+    )?;
     match ok.iter().position(|ok| !ok) {
         Some(row) => Err(VerifyError::CiphertextIntegrity { row }),
         None => Ok(()),
@@ -176,7 +205,7 @@ pub fn check_chunking<B: BatchOps + ?Sized>(
         }
         scalars.push(-p.z_r[i]);
     }
-    let per_receiver = ops.g1_msm_shared(&bases, &scalars, n);
+    let per_receiver = exactly("g1_msm_shared", n, ops.g1_msm_shared(&bases, &scalars, n)?)?;
     for (i, v) in per_receiver.iter().enumerate() {
         if !bool::from(v.add_mixed(&p.dd[i + 1]).is_identity()) {
             return Err(VerifyError::ChunkingProof(ChunkingCheck::Randomizers(i)));
@@ -191,7 +220,11 @@ pub fn check_chunking<B: BatchOps + ?Sized>(
             rows[k * chunk_bases.len() + ij] = e[ij * l + k];
         }
     }
-    let t_k = ops.g1_msm_shared_u8(&chunk_bases, &rows, l);
+    let t_k = exactly(
+        "g1_msm_shared_u8",
+        l,
+        ops.g1_msm_shared_u8(&chunk_bases, &rows, l)?,
+    )?;
     let mut t_affine = vec![G1Affine::identity(); l];
     let with_cc: Vec<G1Projective> = t_k
         .iter()
@@ -215,7 +248,7 @@ pub fn check_chunking<B: BatchOps + ?Sized>(
     chunk_eq.1.extend(p.z_r.iter().map(|z| -z));
     chunk_eq.0.extend_from_slice(&[p.y0, g1]);
     chunk_eq.1.extend_from_slice(&[-p.z_beta, -z_s_x]);
-    let closing = ops.g1_msm(&[blinders, chunk_eq]);
+    let closing = exactly("g1_msm", 2, ops.g1_msm(&[blinders, chunk_eq])?)?;
     if !bool::from(closing[0].add_mixed(&p.dd[0]).is_identity()) {
         return Err(VerifyError::ChunkingProof(ChunkingCheck::Blinders));
     }
@@ -236,7 +269,11 @@ pub fn check_sharing<B: BatchOps + ?Sized>(
     let s = &dealing.sharing;
     let mut rows: Vec<&[G1Affine]> = c.cc.iter().map(Vec::as_slice).collect();
     rows.push(&c.rr);
-    let combined = ops.g1_recombine_chunks(&rows);
+    let combined = exactly(
+        "g1_recombine_chunks",
+        n + 1,
+        ops.g1_recombine_chunks(&rows)?,
+    )?;
     let mut combined_affine = vec![G1Affine::identity(); n + 1];
     G1Projective::batch_normalize(&combined, &mut combined_affine);
     let combined_r = combined_affine[n];
@@ -280,11 +317,11 @@ pub fn check_sharing<B: BatchOps + ?Sized>(
     ciphertexts
         .1
         .extend_from_slice(&[Scalar::one(), -s.z_alpha]);
-    let g1_results = ops.g1_msm(&[randomizer, ciphertexts]);
+    let g1_results = exactly("g1_msm", 2, ops.g1_msm(&[randomizer, ciphertexts])?)?;
     if !bool::from(g1_results[0].is_identity()) {
         return Err(VerifyError::SharingProof(SharingCheck::Randomizer));
     }
-    let g2_result: G2Projective = ops.g2_msm(&coefficient_bases, &coefficient_scalars);
+    let g2_result: G2Projective = ops.g2_msm(&coefficient_bases, &coefficient_scalars)?;
     if !bool::from(g2_result.is_identity()) {
         return Err(VerifyError::SharingProof(SharingCheck::Coefficients));
     }

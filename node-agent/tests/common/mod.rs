@@ -51,13 +51,8 @@ pub fn node(fixture: &str, profile: &str) -> NodeAssessment {
 /// replica pages replayed in order. GPU, RAPL and pinning are left to the caller.
 pub fn fixed_collectors(node: NodeAssessment, clock: Arc<ManualClock>) -> Collectors {
     let mut policy = node.runtime.crypto;
-    for op in [
-        &mut policy.decompress,
-        &mut policy.msm,
-        &mut policy.bls_verify,
-        &mut policy.sha256,
-    ] {
-        op.backend = gpu_crypto::BackendChoice::Cpu;
+    for op in gpu_crypto::Operation::ALL {
+        policy.operation_mut(op).backend = gpu_crypto::BackendChoice::Cpu;
     }
     let crypto = node_agent::selftest_child::outcome(
         &policy,

@@ -330,16 +330,10 @@ fn gpu_engine(notes: &mut Vec<String>) -> Result<Engine, EngineError> {
         match Engine::new(policy) {
             Err(EngineError::NoGpuImplementation { op }) => {
                 notes.push(format!("{op}: no GPU implementation; GPU not measured"));
-                let cpu = OperationPolicy {
+                *policy.operation_mut(op) = OperationPolicy {
                     backend: BackendChoice::Cpu,
                     gpu_min_batch: 1,
                 };
-                match op {
-                    Operation::Decompress => policy.decompress = cpu,
-                    Operation::Msm => policy.msm = cpu,
-                    Operation::BlsVerify => policy.bls_verify = cpu,
-                    Operation::Sha256 => policy.sha256 = cpu,
-                }
             }
             other => return other,
         }

@@ -5,15 +5,19 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use gpu_crypto_api::policy::BackendChoice;
-use nidkg::CpuBatchOps;
+use gpu_crypto::{Engine, NIDKG_OPERATIONS, NidkgBatchOps};
 
 use crate::NidkgCommand;
 
 /// Exit status of `verify` for input that is not a dealing file at all.
 const UNUSABLE_INPUT: u8 = 2;
+/// Exit status of `verify` when the backend failed: no verdict on the dealing.
+const NO_VERDICT: u8 = 3;
 
-pub fn run(cmd: &NidkgCommand, backend: Option<BackendChoice>) -> anyhow::Result<ExitCode> {
+pub fn run(
+    cmd: &NidkgCommand,
+    engine: impl FnOnce() -> anyhow::Result<Engine>,
+) -> anyhow::Result<ExitCode> {
     match cmd {
         NidkgCommand::Deal { n, seed, out } => {
             let bytes = nidkg::deal(*n, *seed).with_context(|| format!("dealing for n = {n}"))?;
@@ -26,21 +30,47 @@ pub fn run(cmd: &NidkgCommand, backend: Option<BackendChoice>) -> anyhow::Result
             Ok(ExitCode::SUCCESS)
         }
         NidkgCommand::Verify { file } => {
-            // No GPU implementation of the dealing's batches exists yet: say so rather than
-            // answer from the CPU under a GPU request.
-            if backend == Some(BackendChoice::Gpu) {
-                eprintln!(
-                    "gpu-crypto: NI-DKG verification has no GPU path yet; use --backend cpu or auto"
-                );
-                return Ok(ExitCode::from(UNUSABLE_INPUT));
-            }
             let bytes = read_bytes(file)?;
-            let ops = CpuBatchOps::rayon();
-            match nidkg::verify_with(&ops, &bytes) {
+            let engine = match engine() {
+                Ok(engine) => engine,
+                Err(e) => {
+                    println!("no verdict: {e:#}");
+                    return Ok(ExitCode::from(NO_VERDICT));
+                }
+            };
+            let result = nidkg::verify_with(&NidkgBatchOps::new(&engine), &bytes);
+            // Where each of the verification's batches ran, whatever the verdict.
+            let stats = engine.stats();
+            for op in NIDKG_OPERATIONS {
+                let route = engine.policy().operation(op);
+                let ran: Vec<String> = stats
+                    .operations
+                    .iter()
+                    .filter(|c| c.operation == op && c.calls > 0)
+                    .map(|c| format!("{} {} call(s) {} item(s)", c.executed, c.calls, c.items))
+                    .collect();
+                eprintln!(
+                    "{op}: policy {} (gpu from {}), ran {}",
+                    route.backend,
+                    route.gpu_min_batch,
+                    if ran.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        ran.join(", ")
+                    }
+                );
+            }
+            for f in &stats.fallbacks {
+                eprintln!(
+                    "{}: recomputed on the CPU after a GPU failure ({}) {} time(s)",
+                    f.operation, f.reason, f.count
+                );
+            }
+            match result {
                 Ok(report) => {
                     let p = &report.phases;
                     println!(
-                        "accepted n={} t={} epoch={} backend={} (cpu, {} threads) g1={} g2={}",
+                        "accepted n={} t={} epoch={} backend={} ({} CPU threads) g1={} g2={}",
                         report.n,
                         report.t,
                         report.epoch,
@@ -61,6 +91,10 @@ pub fn run(cmd: &NidkgCommand, backend: Option<BackendChoice>) -> anyhow::Result
                 Err(e) if e.is_unusable_input() => {
                     println!("unusable {}: {e}", e.component());
                     Ok(ExitCode::from(UNUSABLE_INPUT))
+                }
+                Err(e) if e.is_backend_failure() => {
+                    println!("no verdict: {e}");
+                    Ok(ExitCode::from(NO_VERDICT))
                 }
                 Err(e) => {
                     println!("rejected {}: {e}", e.component());

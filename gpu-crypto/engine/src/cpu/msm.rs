@@ -34,6 +34,20 @@ pub fn g1_msm_batch(msms: &[MsmInput<'_>]) -> Vec<G1Projective> {
     msms.iter().map(msm).collect()
 }
 
+/// `rows` MSMs over shared bases with 8-bit scalars (`scalars[k * bases.len() + p]` is
+/// row `k`'s scalar of base `p`), rows spread over rayon's pool; the shape and algorithm
+/// of `nidkg`'s CPU verifier. Lengths must match (the engine checks).
+pub fn g1_msm_shared_u8(bases: &[G1Affine], scalars: &[u8], rows: usize) -> Vec<G1Projective> {
+    if bases.is_empty() {
+        return vec![G1Projective::identity(); rows];
+    }
+    scalars
+        .par_chunks(bases.len())
+        .take(rows)
+        .map(|row| nidkg::msm::msm_shared_bases_u8(bases, row))
+        .collect()
+}
+
 fn msm(input: &MsmInput<'_>) -> G1Projective {
     let (points, scalars) = (input.points, input.scalars);
     let n = points.len().min(scalars.len());

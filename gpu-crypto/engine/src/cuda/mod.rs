@@ -397,10 +397,15 @@ impl GpuBackend {
     }
 
     pub fn supports(&self, op: Operation) -> bool {
-        matches!(
-            op,
-            Operation::Decompress | Operation::Sha256 | Operation::Msm | Operation::BlsVerify
-        )
+        match op {
+            Operation::Decompress
+            | Operation::DecompressG2
+            | Operation::Msm
+            | Operation::PairingProducts
+            | Operation::BlsVerify
+            | Operation::Sha256 => true,
+            Operation::MsmSharedU8 => false,
+        }
     }
 
     pub(crate) fn worker(&self) -> WorkerGuard<'_> {

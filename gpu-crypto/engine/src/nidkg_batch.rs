@@ -1,0 +1,143 @@
+//! The NI-DKG verifier's batches (`nidkg::BatchOps`) served by an [`Engine`]: each batch
+//! goes where the engine's policy sends its operation, and is counted like any other call.
+//!
+//! Two of the verifier's batches have no engine operation and run on the CPU under every
+//! policy: the sharing proof's one G2 MSM of `t + 2` points and the `n + 1` chunk
+//! recombinations (256 doublings and 16 additions each). Every input here is public (a
+//! dealing under verification); dealing creation never comes here.
+
+use crate::engine::Engine;
+use crate::input::{MsmInput, PairingProducts};
+use gpu_crypto_api::{EngineError, Operation};
+use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use nidkg::{BackendError, BatchOps, PairingBatch};
+use rayon::prelude::*;
+
+/// The engine operations a dealing verification calls: a policy for `nidkg verify` must
+/// say where each runs.
+pub const NIDKG_OPERATIONS: [Operation; 5] = [
+    Operation::Decompress,
+    Operation::DecompressG2,
+    Operation::Msm,
+    Operation::MsmSharedU8,
+    Operation::PairingProducts,
+];
+
+/// `nidkg::BatchOps` on an engine.
+#[derive(Clone, Copy)]
+pub struct NidkgBatchOps<'a> {
+    engine: &'a Engine,
+}
+
+impl<'a> NidkgBatchOps<'a> {
+    pub fn new(engine: &'a Engine) -> Self {
+        NidkgBatchOps { engine }
+    }
+}
+
+fn backend(operation: &'static str) -> impl Fn(EngineError) -> BackendError {
+    move |e| BackendError {
+        operation,
+        reason: e.to_string(),
+    }
+}
+
+/// One MSM per row over the shared bases (`scalars` holds `rows` rows of
+/// `bases.len()` scalars).
+fn shared_rows<'a>(bases: &'a [G1Affine], scalars: &'a [Scalar]) -> Vec<MsmInput<'a>> {
+    scalars
+        .chunks(bases.len())
+        .map(|row| MsmInput {
+            points: bases,
+            scalars: row,
+        })
+        .collect()
+}
+
+impl BatchOps for NidkgBatchOps<'_> {
+    fn name(&self) -> String {
+        "engine".to_string()
+    }
+
+    fn g1_decompress(&self, points: &[[u8; 48]]) -> Result<Vec<Option<G1Affine>>, BackendError> {
+        let decoded = self
+            .engine
+            .g1_decompress(points)
+            .map_err(backend("g1_decompress"))?;
+        Ok(decoded.into_iter().map(Result::ok).collect())
+    }
+
+    fn g2_decompress(&self, points: &[[u8; 96]]) -> Result<Vec<Option<G2Affine>>, BackendError> {
+        let decoded = self
+            .engine
+            .g2_decompress(points)
+            .map_err(backend("g2_decompress"))?;
+        Ok(decoded.into_iter().map(Result::ok).collect())
+    }
+
+    fn g1_msm_shared_u8(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[u8],
+        rows: usize,
+    ) -> Result<Vec<G1Projective>, BackendError> {
+        self.engine
+            .g1_msm_shared_u8(bases, scalars, rows)
+            .map_err(backend("g1_msm_shared_u8"))
+    }
+
+    fn g1_msm_shared(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+        rows: usize,
+    ) -> Result<Vec<G1Projective>, BackendError> {
+        if bases.is_empty() || scalars.len() != rows * bases.len() {
+            return Err(BackendError {
+                operation: "g1_msm_shared",
+                reason: format!(
+                    "{} scalars for {rows} rows of {} bases",
+                    scalars.len(),
+                    bases.len()
+                ),
+            });
+        }
+        self.engine
+            .g1_msm_batch(&shared_rows(bases, scalars))
+            .map_err(backend("g1_msm_shared"))
+    }
+
+    fn g1_msm(
+        &self,
+        msms: &[(Vec<G1Affine>, Vec<Scalar>)],
+    ) -> Result<Vec<G1Projective>, BackendError> {
+        let inputs: Vec<MsmInput<'_>> = msms
+            .iter()
+            .map(|(points, scalars)| MsmInput { points, scalars })
+            .collect();
+        self.engine.g1_msm_batch(&inputs).map_err(backend("g1_msm"))
+    }
+
+    fn g2_msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective, BackendError> {
+        Ok(nidkg::msm::msm_vartime::<G2Projective>(bases, scalars))
+    }
+
+    fn g1_recombine_chunks(&self, rows: &[&[G1Affine]]) -> Result<Vec<G1Projective>, BackendError> {
+        Ok(rows
+            .par_iter()
+            .map(|row| nidkg::batch::recombine_chunks(row))
+            .collect())
+    }
+
+    fn pairing_products_are_identity(
+        &self,
+        batch: &PairingBatch,
+    ) -> Result<Vec<bool>, BackendError> {
+        self.engine
+            .pairing_products_are_identity(PairingProducts {
+                g2: &batch.g2,
+                products: &batch.products,
+            })
+            .map_err(backend("pairing_products"))
+    }
+}
