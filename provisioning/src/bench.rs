@@ -40,8 +40,8 @@ impl std::ops::Deref for BenchFile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BenchOp {
-    Decompress,
-    MsmBatch,
+    /// One NI-DKG dealing verification (`nidkg_verify`).
+    NidkgVerify,
     Sha256Chunk,
     BlsVerifySameMessage,
 }
@@ -49,8 +49,7 @@ pub enum BenchOp {
 impl BenchOp {
     pub fn name(self) -> &'static str {
         match self {
-            BenchOp::Decompress => "decompress",
-            BenchOp::MsmBatch => "msm_batch",
+            BenchOp::NidkgVerify => "nidkg_verify",
             BenchOp::Sha256Chunk => "sha256_1mib",
             BenchOp::BlsVerifySameMessage => "bls_verify_same_message",
         }
@@ -104,19 +103,32 @@ impl BenchFile {
         op: BenchOp,
         backend: &'a str,
     ) -> impl Iterator<Item = &'a BenchEntry> + 'a {
-        // An entry whose calls did not all run where it says (a GPU entry recomputed on the
-        // CPU) is not a figure for that backend.
-        self.results
-            .iter()
-            .filter(move |e| e.op == op.name() && e.backend == backend && e.executed_on == backend)
+        self.results.iter().filter(move |e| {
+            e.op == op.name()
+                && e.backend == backend
+                && match op {
+                    // GPU-assisted: some of a dealing's batches run on the CPU by design
+                    // (`mixed`); one that ran wholly on the CPU is no GPU figure.
+                    BenchOp::NidkgVerify => {
+                        e.threads == 1
+                            && e.subnet_size.is_some()
+                            && (e.executed_on == backend
+                                || (backend == "gpu" && e.executed_on == "mixed"))
+                    }
+                    // An entry whose calls did not all run where it says (a GPU entry
+                    // recomputed on the CPU) is not a figure for that backend.
+                    _ => e.executed_on == backend,
+                }
+        })
     }
 
     /// The entry of `op` on `backend` whose size is nearest to `size` by ratio (for
-    /// `msm_batch` the points per MSM, otherwise the batch); ties go to the larger.
+    /// `nidkg_verify` the subnet size among the one-thread entries, otherwise the batch);
+    /// ties go to the larger.
     pub fn pick<'a>(&'a self, op: BenchOp, backend: &'a str, size: u64) -> Option<&'a BenchEntry> {
         let key = |e: &BenchEntry| -> f64 {
             let s = match op {
-                BenchOp::MsmBatch => e.points_per_msm.unwrap_or(e.batch),
+                BenchOp::NidkgVerify => e.subnet_size.unwrap_or(e.batch),
                 _ => e.batch,
             } as f64;
             (s / size.max(1) as f64).ln().abs()
@@ -124,6 +136,7 @@ impl BenchFile {
         self.candidates(op, backend).min_by(|a, b| {
             key(a)
                 .total_cmp(&key(b))
+                .then_with(|| b.subnet_size.cmp(&a.subnet_size))
                 .then_with(|| b.batch.cmp(&a.batch))
         })
     }

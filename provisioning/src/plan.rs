@@ -17,10 +17,6 @@ use ed25519_dalek::SigningKey;
 use sn_config::node::{NODE_CONFIG_SCHEMA, NodeNetwork, NodeOperator};
 use sn_config::{Bundle, ConfigError, NodeConfig};
 
-/// Points decompressed per dealing per receiver, and per MSM: 16 chunks per share.
-pub const CHUNKS_PER_SHARE: u64 = 16;
-/// Independent MSMs per dealing verification.
-pub const MSMS_PER_DEALING: u64 = 32;
 /// Consensus signature shares each node's signature is verified for per block
 /// (notarization, finalization, random beacon, certification).
 pub const SHARES_PER_NODE_PER_BLOCK: u64 = 4;
@@ -69,6 +65,8 @@ pub struct FigureSource {
     pub op: String,
     pub backend: String,
     pub batch: usize,
+    /// The subnet size a dealing entry was measured at.
+    pub subnet_size: Option<usize>,
     pub seconds_per_item: f64,
     pub threads: usize,
     pub source: String,
@@ -89,21 +87,20 @@ pub struct ModeFigures {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct DealingCost {
-    pub decompress_points: u64,
-    pub decompress_on: &'static str,
-    pub msm_points: u64,
-    pub msm_on: &'static str,
-    /// CPU thread-seconds per dealing (the CPU parts).
-    pub cpu_thread_seconds: f64,
-    /// GPU seconds per dealing (the GPU parts; one host thread drives them).
-    pub gpu_seconds: f64,
-    /// cpu_thread_seconds + gpu_seconds.
+    /// `cpu` or `gpu-assisted`: the `nidkg_verify` entry the figure comes from (measured
+    /// on one host thread; GPU-assisted under the engine's default auto routing).
+    pub on: &'static str,
+    /// The subnet size that entry was measured at; the figure is scaled by
+    /// n / measured_subnet_size when the subnet's n differs (verification is linear in n
+    /// but for a constant part, so scaling up overestimates slightly).
+    pub measured_subnet_size: usize,
+    /// Host thread-seconds per dealing verification.
     pub host_thread_seconds: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct DkgFigures {
-    /// d * (cpu_thread_seconds / idkg pool + gpu_seconds).
+    /// d * host_thread_seconds / idkg pool.
     pub seconds_per_block: f64,
     pub keeps_up: bool,
     pub max_dealings_per_block: u64,
@@ -168,15 +165,15 @@ struct Costs<'a> {
     used: Vec<FigureSource>,
 }
 
-impl Costs<'_> {
-    /// (seconds per item, threads) of `op` on `backend` near `size`.
-    fn get(
+impl<'a> Costs<'a> {
+    /// The entry the plan uses for `op` on `backend` at `size`, recorded in `used`.
+    fn entry(
         &mut self,
         op: BenchOp,
         backend: &'static str,
         size: u64,
-    ) -> Result<(f64, f64), PlanError> {
-        let e: &BenchEntry =
+    ) -> Result<&'a BenchEntry, PlanError> {
+        let e: &'a BenchEntry =
             self.bench
                 .pick(op, backend, size)
                 .ok_or_else(|| PlanError::MissingFigure {
@@ -189,6 +186,7 @@ impl Costs<'_> {
             op: e.op.clone(),
             backend: e.backend.clone(),
             batch: e.batch,
+            subnet_size: e.subnet_size,
             seconds_per_item: e.seconds_per_item,
             threads: e.threads,
             source: match &e.reference {
@@ -196,13 +194,25 @@ impl Costs<'_> {
                 None => e.source.clone(),
             },
         };
-        if !self
-            .used
-            .iter()
-            .any(|u| u.op == source.op && u.backend == source.backend && u.batch == source.batch)
-        {
+        if !self.used.iter().any(|u| {
+            u.op == source.op
+                && u.backend == source.backend
+                && u.batch == source.batch
+                && u.subnet_size == source.subnet_size
+        }) {
             self.used.push(source);
         }
+        Ok(e)
+    }
+
+    /// `(seconds per item, threads)` of the entry [`Costs::entry`] picks.
+    fn get(
+        &mut self,
+        op: BenchOp,
+        backend: &'static str,
+        size: u64,
+    ) -> Result<(f64, f64), PlanError> {
+        let e = self.entry(op, backend, size)?;
         Ok((e.seconds_per_item, e.threads as f64))
     }
 }
@@ -275,10 +285,7 @@ fn profile_plan(
             None,
             Some("the profile runs without a GPU (require.gpu = \"off\")".to_string()),
         )
-    } else if !bench.has(BenchOp::MsmBatch, "gpu")
-        && !bench.has(BenchOp::Decompress, "gpu")
-        && !bench.has(BenchOp::Sha256Chunk, "gpu")
-    {
+    } else if !bench.has(BenchOp::NidkgVerify, "gpu") && !bench.has(BenchOp::Sha256Chunk, "gpu") {
         (
             None,
             Some(format!("benchmark {} has no GPU figures", path.display())),
@@ -347,27 +354,13 @@ fn mode(
     let idkg = f64::from(profile.pools.idkg.threads.max(1));
     let ckpt = f64::from(profile.pools.checkpoint.threads.max(1));
 
-    // One dealing: decompress 16n points, 32 MSMs of 16n points.
-    let points = CHUNKS_PER_SHARE * n;
-    let msm_points = MSMS_PER_DEALING * points;
-    let mut cpu_ts = 0.0;
-    let mut gpu_s = 0.0;
-    let dec_gpu = gpu && runs_on_gpu(&policy.decompress, points);
-    if dec_gpu {
-        gpu_s += points as f64 * costs.get(BenchOp::Decompress, "gpu", points)?.0;
-    } else {
-        let (s, thr) = costs.get(BenchOp::Decompress, "cpu", points)?;
-        cpu_ts += points as f64 * s * thr;
-    }
-    let msm_gpu = gpu && runs_on_gpu(&policy.msm, msm_points);
-    if msm_gpu {
-        gpu_s += msm_points as f64 * costs.get(BenchOp::MsmBatch, "gpu", points)?.0;
-    } else {
-        let (s, thr) = costs.get(BenchOp::MsmBatch, "cpu", points)?;
-        cpu_ts += msm_points as f64 * s * thr;
-    }
-    let host_ts = cpu_ts + gpu_s;
-    let per_dealing = cpu_ts / idkg + gpu_s;
+    // One dealing verification, from the benchmark's whole-dealing entry on one host
+    // thread (GPU-assisted where a GPU is present and its entry exists).
+    let dealing_gpu = gpu && costs.bench.has(BenchOp::NidkgVerify, "gpu");
+    let e = costs.entry(BenchOp::NidkgVerify, on(dealing_gpu), n)?;
+    let measured_n = e.subnet_size.unwrap_or(1).max(1);
+    let host_ts = e.seconds_per_item * e.threads as f64 * n as f64 / measured_n as f64;
+    let per_dealing = host_ts / idkg;
     let dkg = DkgFigures {
         seconds_per_block: d * per_dealing,
         keeps_up: d * per_dealing <= b,
@@ -427,12 +420,8 @@ fn mode(
     let burst_threads = base_threads + dkg.burst_threads + checkpoint.burst_threads;
     Ok(ModeFigures {
         dealing: DealingCost {
-            decompress_points: points,
-            decompress_on: on(dec_gpu),
-            msm_points,
-            msm_on: on(msm_gpu),
-            cpu_thread_seconds: cpu_ts,
-            gpu_seconds: gpu_s,
+            on: if dealing_gpu { "gpu-assisted" } else { "cpu" },
+            measured_subnet_size: measured_n,
             host_thread_seconds: host_ts,
         },
         dkg,
@@ -466,8 +455,16 @@ pub fn render(plan: &Plan) -> String {
         for f in &p.figures_from {
             let _ = writeln!(
                 o,
-                "    {:<24} {:<3} batch {:>6}: {:.3e} s/item x {} thread(s)  [{}]",
-                f.op, f.backend, f.batch, f.seconds_per_item, f.threads, f.source
+                "    {:<24} {:<3} {:<12}: {:.3e} s/item x {} thread(s)  [{}]",
+                f.op,
+                f.backend,
+                match f.subnet_size {
+                    Some(n) if f.op == BenchOp::NidkgVerify.name() => format!("n = {n}"),
+                    _ => format!("batch {}", f.batch),
+                },
+                f.seconds_per_item,
+                f.threads,
+                f.source
             );
         }
         let _ = writeln!(
@@ -495,13 +492,8 @@ pub fn render(plan: &Plan) -> String {
             let _ = writeln!(o, "  {label}:");
             let _ = writeln!(
                 o,
-                "    dealing: decompress {} pts on {}, 32 MSMs of {} pts on {}: {:.4} CPU thread-s + {:.4} GPU s",
-                m.dealing.decompress_points,
-                m.dealing.decompress_on,
-                m.dealing.decompress_points,
-                m.dealing.msm_on,
-                m.dealing.cpu_thread_seconds,
-                m.dealing.gpu_seconds
+                "    dealing verification ({}, measured at n = {}): {:.4} host thread-s",
+                m.dealing.on, m.dealing.measured_subnet_size, m.dealing.host_thread_seconds
             );
             let _ = writeln!(
                 o,

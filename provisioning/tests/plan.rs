@@ -72,13 +72,22 @@ fn entry(
 
 /// Round per-item costs. CPU entries ran on 2 threads.
 fn bench_json() -> String {
+    let dealing = |backend: &str, executed_on: &str, n: usize, seconds: f64, threads: usize| {
+        let mut e = entry("nidkg_verify", backend, 1, seconds, threads, None);
+        e["executed_on"] = executed_on.into();
+        e["subnet_size"] = n.into();
+        e
+    };
     let results = vec![
-        entry("decompress", "cpu", 208, 1e-4, 2, None),
-        // A second, farther decompress size: the planner must pick 208 for n = 13.
-        entry("decompress", "cpu", 4096, 9e-4, 2, None),
-        entry("decompress", "gpu", 208, 1e-6, 1, None),
-        entry("msm_batch", "cpu", 32 * 208, 1e-5, 2, Some(208)),
-        entry("msm_batch", "gpu", 32 * 208, 1e-7, 1, Some(208)),
+        // One dealing verification on one host thread: the planner's figures.
+        dealing("cpu", "cpu", 13, 0.17472, 1),
+        // A farther subnet size and an all-thread entry: the planner must pick the
+        // one-thread entry at n = 13.
+        dealing("cpu", "cpu", 40, 0.9, 1),
+        dealing("cpu", "cpu", 13, 0.01, 2),
+        dealing("gpu", "mixed", 13, 0.0422656, 1),
+        // A GPU entry that in fact ran on the CPU is no GPU figure.
+        dealing("gpu", "cpu", 13, 1e-9, 1),
         entry("sha256_1mib", "cpu", 256, 2e-3, 2, None),
         entry("sha256_1mib", "gpu", 1024, 4e-5, 1, None),
         entry("bls_verify_same_message", "cpu", 16, 5e-4, 2, None),
@@ -160,20 +169,18 @@ fn modes(dealings_per_block: u64) -> (ModeFigures, ModeFigures, provisioning::pl
 
 #[test]
 fn figures_match_the_hand_computed_case() {
-    // n = 13: a dealing decompresses 16 * 13 = 208 points and runs 32 MSMs of 208 points
-    // (6,656 points). Block time 0.5 s, 5 dealings per block, interval (99 + 1) * 0.5 = 50 s.
+    // n = 13: one dealing verification costs 0.17472 host thread-s on the CPU and
+    // 0.0422656 GPU-assisted (the one-thread entries at n = 13). Block time 0.5 s,
+    // 5 dealings per block, interval (99 + 1) * 0.5 = 50 s.
     let (cpu, gpu, p) = modes(5);
 
-    // Without GPU, everything on the CPU, thread-seconds = seconds/item * items * 2 threads:
-    //   decompress 208 * 1e-4 * 2 = 0.0416; MSM 6656 * 1e-5 * 2 = 0.13312; sum 0.17472.
-    assert_eq!(cpu.dealing.decompress_on, "cpu");
-    assert_eq!(cpu.dealing.msm_on, "cpu");
+    assert_eq!(cpu.dealing.on, "cpu");
+    assert_eq!(cpu.dealing.measured_subnet_size, 13);
     close(
-        cpu.dealing.cpu_thread_seconds,
+        cpu.dealing.host_thread_seconds,
         0.17472,
-        "CPU thread-s per dealing",
+        "thread-s per dealing",
     );
-    close(cpu.dealing.gpu_seconds, 0.0, "GPU s per dealing");
     // Per block with the idkg pool (2 threads): 5 * 0.17472 / 2 = 0.4368 s <= 0.5 s.
     close(cpu.dkg.seconds_per_block, 0.4368, "DKG s per block");
     assert!(cpu.dkg.keeps_up);
@@ -209,18 +216,14 @@ fn figures_match_the_hand_computed_case() {
     close(cpu.steady_threads, 10.1727744, "steady threads");
     assert_eq!(cpu.burst_threads, 13);
 
-    // With GPU: decompression of 208 points stays on the CPU (crossover 256); the MSM batch
-    // (6,656 points) and the 1,024 chunks go to the GPU; 13 signatures stay on the CPU.
-    assert_eq!(gpu.dealing.decompress_on, "cpu");
-    assert_eq!(gpu.dealing.msm_on, "gpu");
-    assert_eq!(gpu.checkpoint.on, "gpu");
-    // CPU 0.0416 thread-s; GPU 6656 * 1e-7 = 0.0006656 s; host 0.0422656.
-    close(gpu.dealing.cpu_thread_seconds, 0.0416, "CPU part");
-    close(gpu.dealing.gpu_seconds, 0.0006656, "GPU part");
+    // With GPU: the GPU-assisted entry (the one that ran wholly on the CPU is ignored);
+    // 1,024 chunks go to the GPU; 13 signatures stay on the CPU.
+    assert_eq!(gpu.dealing.on, "gpu-assisted");
     close(gpu.dealing.host_thread_seconds, 0.0422656, "host thread-s");
-    // Per dealing 0.0416 / 2 + 0.0006656 = 0.0214656; per block * 5 = 0.107328.
-    close(gpu.dkg.seconds_per_block, 0.107328, "DKG s per block");
-    // floor(0.5 / 0.0214656) = floor(23.29...) = 23.
+    assert_eq!(gpu.checkpoint.on, "gpu");
+    // Per dealing 0.0422656 / 2 = 0.0211328; per block * 5 = 0.105664.
+    close(gpu.dkg.seconds_per_block, 0.105664, "DKG s per block");
+    // floor(0.5 / 0.0211328) = floor(23.66...) = 23.
     assert_eq!(gpu.dkg.max_dealings_per_block, 23);
     // ceil(5 * 0.0422656 / 0.5) = ceil(0.422656) = 1; steady 26 * 0.0422656 / 50 = 0.021978112.
     assert_eq!(gpu.dkg.burst_threads, 1);
@@ -247,22 +250,25 @@ fn figures_match_the_hand_computed_case() {
     close(p.cost.capex_eur, 156_000.0, "subnet capex");
     close(p.cost.eur_per_month, 4437.0625, "subnet monthly");
 
-    // Every figure names the benchmark entry it came from: decompress at batch 208 (not 4096).
+    // Every figure names the benchmark entry it came from: the one-thread dealing entries
+    // at n = 13 (not n = 40, not the all-thread one).
     let from = &p.profiles[0].figures_from;
+    let dealing_entries: Vec<_> = from.iter().filter(|f| f.op == "nidkg_verify").collect();
+    assert_eq!(dealing_entries.len(), 2, "{dealing_entries:?}");
     assert!(
-        from.iter()
-            .any(|f| f.op == "decompress" && f.backend == "cpu" && f.batch == 208)
+        dealing_entries
+            .iter()
+            .all(|f| f.subnet_size == Some(13) && f.threads == 1)
     );
-    assert!(!from.iter().any(|f| f.batch == 4096));
 }
 
 #[test]
 fn the_cpu_falls_behind_at_six_dealings_per_block_and_the_gpu_does_not() {
-    // 6 * 0.17472 / 2 = 0.52416 s > 0.5 s; with the GPU 6 * 0.0214656 = 0.1287936 s.
+    // 6 * 0.17472 / 2 = 0.52416 s > 0.5 s; with the GPU 6 * 0.0211328 = 0.1267968 s.
     let (cpu, gpu, _) = modes(6);
     close(cpu.dkg.seconds_per_block, 0.52416, "CPU");
     assert!(!cpu.dkg.keeps_up);
-    close(gpu.dkg.seconds_per_block, 0.1287936, "GPU");
+    close(gpu.dkg.seconds_per_block, 0.1267968, "GPU");
     assert!(gpu.dkg.keeps_up);
     // ceil(6 * 0.17472 / 0.5) = ceil(2.09664) = 3.
     assert_eq!(cpu.dkg.burst_threads, 3);

@@ -58,7 +58,9 @@ pub struct BenchMachine {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchEntry {
     /// `decompress` (G1), `decompress_g2`, `msm`, `msm_batch`, `bls_verify_distinct`,
-    /// `bls_verify_same_message`, `sha256_1mib`.
+    /// `bls_verify_same_message`, `sha256_1mib`; `nidkg_verify` (one dealing verified,
+    /// batch 1) and `nidkg_dkg_round` (the 2n dealings of a round verified one after
+    /// another, batch 2n).
     pub op: String,
     /// The backend the entry was measured for: `cpu` or `gpu`.
     pub backend: String,
@@ -90,4 +92,20 @@ pub struct BenchEntry {
     /// Where a figure that was not measured comes from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
+    /// `nidkg_verify`: the median seconds of each phase of one dealing verification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<DealingPhases>,
+}
+
+/// Seconds of the phases of one NI-DKG dealing verification (`nidkg::PhaseTimes`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DealingPhases {
+    /// Decoding every point (subgroup checks) and scalar.
+    pub deserialize: f64,
+    /// Ciphertext integrity: 16 products of three pairings.
+    pub integrity: f64,
+    /// The chunking proof.
+    pub chunking: f64,
+    /// The sharing proof.
+    pub sharing: f64,
 }

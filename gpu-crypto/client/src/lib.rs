@@ -8,7 +8,7 @@
 //! quiet fallback. A policy that pins an operation to the GPU is never served by that
 //! fallback: the client then fails to open instead.
 
-use gpu_crypto::{Engine, G1Affine, G1Projective, G2Affine, MsmInput};
+use gpu_crypto::{Engine, G1Affine, G1Projective, G2Affine, MsmInput, PairingProducts};
 use gpu_crypto_api::abi::{self, ABI_VERSION, Status};
 use gpu_crypto_api::{
     BackendChoice, BlsItem, BlsScheme, DecodeError, DomainSeparator, EngineError, Operation,
@@ -144,6 +144,17 @@ type MsmBatch = unsafe extern "C" fn(
     *mut u8,
     *mut usize,
 ) -> i32;
+type PairingProductsAreIdentity = unsafe extern "C" fn(
+    *const c_void,
+    *const u8,
+    usize,
+    *const u8,
+    *const usize,
+    *const usize,
+    usize,
+    *mut u8,
+    *mut usize,
+) -> i32;
 type VerifyBatch = unsafe extern "C" fn(
     *const c_void,
     *const u8,
@@ -175,6 +186,7 @@ struct Library {
     /// `gpu_crypto_g2_decompress` (the same signature as G1's, 96 and 192-byte records).
     g2_decompress: Decompress,
     msm_batch: MsmBatch,
+    pairing_products: PairingProductsAreIdentity,
     verify_batch: VerifyBatch,
     sha256_chunks: Sha256Chunks,
     /// Keeps the code behind the function pointers mapped. Never unloaded, even after
@@ -265,6 +277,8 @@ impl Library {
         let decompress = unsafe { symbol(&library, path, "gpu_crypto_g1_decompress") }?;
         let g2_decompress = unsafe { symbol(&library, path, "gpu_crypto_g2_decompress") }?;
         let msm_batch = unsafe { symbol(&library, path, "gpu_crypto_g1_msm_batch") }?;
+        let pairing_products =
+            unsafe { symbol(&library, path, "gpu_crypto_pairing_products_are_identity") }?;
         let verify_batch = unsafe { symbol(&library, path, "gpu_crypto_bls_verify_batch") }?;
         let sha256_chunks = unsafe { symbol(&library, path, "gpu_crypto_sha256_chunks") }?;
 
@@ -293,6 +307,7 @@ impl Library {
             decompress,
             g2_decompress,
             msm_batch,
+            pairing_products,
             verify_batch,
             sha256_chunks,
             _library: library,
@@ -572,6 +587,63 @@ impl Client {
         out.iter()
             .enumerate()
             .map(|(i, bytes)| point_from_library(OP, i, bytes).map(G1Projective::from))
+            .collect()
+    }
+
+    /// As `Engine::pairing_products_are_identity`.
+    pub fn pairing_products_are_identity(
+        &self,
+        input: PairingProducts<'_>,
+    ) -> Result<Vec<bool>, ClientError> {
+        const OP: &str = "pairing_products_are_identity";
+        let lib = match &self.backend {
+            Backend::Cpu(engine) => return Ok(engine.pairing_products_are_identity(input)?),
+            Backend::Library(lib) => lib,
+        };
+        // The same error as the in-process engine's for an index outside the table.
+        for (product, pairs) in input.products.iter().enumerate() {
+            if let Some((_, index)) = pairs.iter().find(|(_, i)| *i >= input.g2.len()) {
+                return Err(EngineError::PairingIndex {
+                    product,
+                    index: *index,
+                    g2_points: input.g2.len(),
+                }
+                .into());
+            }
+        }
+        let g2: Vec<[u8; 192]> = input.g2.iter().map(G2Affine::to_uncompressed).collect();
+        let lengths: Vec<usize> = input.products.iter().map(Vec::len).collect();
+        let pairs = input.products.iter().flatten();
+        let g1: Vec<[u8; 96]> = pairs.clone().map(|(p, _)| p.to_uncompressed()).collect();
+        let indices: Vec<usize> = pairs.map(|(_, i)| *i).collect();
+        let mut out = vec![0u8; lengths.len()];
+        let mut error_index = usize::MAX;
+        // SAFETY: g2.len() G2 points of 192 bytes, sum(lengths) G1 points of 96 bytes and
+        // as many indices, lengths.len() lengths and writable verdict bytes.
+        let code = unsafe {
+            (lib.pairing_products)(
+                lib.handle(),
+                g2.as_ptr().cast::<u8>(),
+                g2.len(),
+                g1.as_ptr().cast::<u8>(),
+                indices.as_ptr(),
+                lengths.as_ptr(),
+                lengths.len(),
+                out.as_mut_ptr(),
+                &mut error_index,
+            )
+        };
+        lib.check(OP, code)?;
+        out.iter()
+            .enumerate()
+            .map(|(i, v)| match v {
+                0 => Ok(false),
+                1 => Ok(true),
+                _ => Err(ClientError::BadResult {
+                    operation: OP,
+                    detail: format!("verdict {i} is {v}, neither 0 nor 1"),
+                }),
+            })
             .collect()
     }
 

@@ -153,6 +153,23 @@ int32_t gpu_crypto_g1_msm_batch(const gpu_crypto_engine *engine, const uint8_t *
                                 uint8_t *out, size_t *out_error_index);
 
 /*
+ * Whether each of n_products products of pairings is the identity of GT, as
+ * ic_bls12_381's multi_miller_loop(..).final_exponentiation() == Gt::identity().
+ * The G2 points form a table (g2: n_g2 uncompressed points of 192 bytes), each prepared
+ * once; product k takes the next lengths[k] pairs, pair i being the uncompressed G1 point
+ * g1 + 96*i and the table index g2_index[i]. Writes out (n_products bytes): 1 the
+ * identity, 0 not. Every point is validated (curve, subgroup): on
+ * GPU_CRYPTO_ERR_INVALID_POINT the index of the first bad point (the message says whether
+ * of g1 or g2) is written to *out_error_index (when non-NULL); an index outside the table
+ * is GPU_CRYPTO_ERR_INVALID_ARGUMENT.
+ */
+int32_t gpu_crypto_pairing_products_are_identity(const gpu_crypto_engine *engine,
+                                                 const uint8_t *g2, size_t n_g2,
+                                                 const uint8_t *g1, const size_t *g2_index,
+                                                 const size_t *lengths, size_t n_products,
+                                                 uint8_t *out, size_t *out_error_index);
+
+/*
  * Verifies n BLS signatures. Item i: signature signatures + 48*i (compressed G1),
  * public key public_keys + 96*i (compressed G2), message messages[i] of message_lens[i]
  * bytes (messages[i] may be NULL when its length is 0), hashed to G1 under scheme

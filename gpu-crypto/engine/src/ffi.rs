@@ -8,7 +8,7 @@
 
 use crate::{
     BackendChoice, BlsItem, DecodeError, DomainSeparator, Engine, EngineError, G1Affine, G2Affine,
-    MsmInput, Policy, Scalar,
+    MsmInput, PairingProducts, Policy, Scalar,
 };
 pub use gpu_crypto_api::abi::{ABI_VERSION, Status};
 use gpu_crypto_api::abi::{scheme_of_code, verify_code};
@@ -495,6 +495,104 @@ pub unsafe extern "C" fn gpu_crypto_g1_msm_batch(
         }
         for (result, slot) in results.iter().zip(out) {
             *slot = G1Affine::from(result).to_uncompressed();
+        }
+        Ok(())
+    })
+}
+
+/// Parses uncompressed G2 points with full validation (on the twist, in the subgroup).
+fn parse_g2_points(bytes: &[[u8; 192]]) -> Result<Vec<G2Affine>, Failure> {
+    let parsed: Vec<Option<G2Affine>> = bytes
+        .par_iter()
+        .map(|b| Option::from(G2Affine::from_uncompressed(b)))
+        .collect();
+    parsed
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            p.ok_or_else(|| {
+                Failure::new(
+                    Status::InvalidPoint,
+                    format!("G2 point {i} is not a valid uncompressed G2 point of the subgroup"),
+                )
+                .at(i)
+            })
+        })
+        .collect()
+}
+
+/// Whether each of `n_products` products of pairings is the identity of GT. The G2 points
+/// form a table (`g2`, `n_g2` points of 192 bytes, uncompressed), so that each is
+/// prepared once; product `k` takes the next `lengths[k]` pairs, pair `i` being the G1
+/// point `g1[i*96..]` (uncompressed) and the table index `g2_index[i]`. Writes one byte
+/// per product to `out`: 1 the identity, 0 not. On `InvalidPoint` the index of the first
+/// bad point (into `g1`, or into `g2` when the G1 points are all valid) is written to
+/// `out_error_index` (when non-NULL); an index outside the table is `InvalidArgument`.
+///
+/// # Safety
+/// `engine` a live handle; `g2` `n_g2 * 192` readable bytes; `lengths` `n_products`
+/// readable values; `g1` `sum(lengths) * 96` readable bytes and `g2_index` `sum(lengths)`
+/// readable values; `out` `n_products` writable bytes, overlapping no input;
+/// `out_error_index` NULL or writable.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn gpu_crypto_pairing_products_are_identity(
+    engine: *const GpuCryptoEngine,
+    g2: *const u8,
+    n_g2: usize,
+    g1: *const u8,
+    g2_index: *const usize,
+    lengths: *const usize,
+    n_products: usize,
+    out: *mut u8,
+    out_error_index: *mut usize,
+) -> i32 {
+    entry(|| {
+        // SAFETY (all blocks): forwarded caller contract; sizes checked by the helpers.
+        let engine = unsafe { engine_ref(engine) }?;
+        let lengths = unsafe { input(lengths, n_products, "lengths") }?;
+        let total = lengths
+            .iter()
+            .try_fold(0usize, |sum, &len| sum.checked_add(len))
+            .ok_or_else(|| Failure::new(Status::Length, "the product lengths overflow"))?;
+        let g2_bytes = unsafe { input(g2.cast::<[u8; 192]>(), n_g2, "g2") }?;
+        let g1_bytes = unsafe { input(g1.cast::<[u8; 96]>(), total, "g1") }?;
+        let indices = unsafe { input(g2_index, total, "g2_index") }?;
+        let out = unsafe { output(out, n_products, "out") }?;
+        let record_index = |failure: &Failure| {
+            // SAFETY: NULL or writable per the caller's contract.
+            if let (Some(slot), Some(index)) = (unsafe { out_error_index.as_mut() }, failure.index)
+            {
+                *slot = index;
+            }
+        };
+        let g1_points = parse_points(g1_bytes).inspect_err(record_index)?;
+        let g2_points = parse_g2_points(g2_bytes).inspect_err(record_index)?;
+        let mut products = Vec::with_capacity(n_products);
+        let mut start = 0;
+        for &len in lengths {
+            let end = start + len;
+            products.push(
+                g1_points[start..end]
+                    .iter()
+                    .copied()
+                    .zip(indices[start..end].iter().copied())
+                    .collect::<Vec<_>>(),
+            );
+            start = end;
+        }
+        let verdicts = engine.pairing_products_are_identity(PairingProducts {
+            g2: &g2_points,
+            products: &products,
+        })?;
+        if verdicts.len() != n_products {
+            return Err(Failure::new(
+                Status::Internal,
+                format!("{} verdicts for {n_products} products", verdicts.len()),
+            ));
+        }
+        for (verdict, slot) in verdicts.iter().zip(out) {
+            *slot = u8::from(*verdict);
         }
         Ok(())
     })

@@ -4,10 +4,12 @@
 //! Shapes follow the replica's: decompression of n*16 points and batches of 32 MSMs of n*16
 //! points (n = subnet size; uniform 255-bit scalars over distinct bases, so the count of a
 //! dealing's chunking-proof MSMs but not their 8-bit, shared-base shape: docs/nidkg.md), G2
-//! decompression (NI-DKG dealings' and BLS public keys' points, up to 2^16 points), single
-//! MSMs of 2^12 and 2^16 points, BLS verification of distinct
+//! decompression (NI-DKG dealings' and BLS public keys' points, up to 2^16 points),
+//! products of three pairings (ciphertext integrity's shape), single MSMs of 2^12 and 2^16
+//! points, BLS verification of distinct
 //! messages and of one message under many keys (consensus shares), SHA-256 of 1 MiB state
-//! chunks under the manifest's domain separator. The CPU path is always measured (the
+//! chunks under the manifest's domain separator; whole NI-DKG dealing verifications and DKG
+//! rounds (`nidkg_bench`). The CPU path is always measured (the
 //! planner's "without GPU" figures); the GPU path too when `--backend` is `gpu` or `auto`
 //! and the GPU is usable. Every entry says where its calls really ran (the engine's own
 //! counters), so a GPU figure that was in fact computed on the CPU cannot pass as one.
@@ -19,7 +21,8 @@
 use anyhow::Context;
 use gpu_crypto::{
     BackendChoice, BlsItem, BlsScheme, DomainSeparator, Engine, EngineError, G1Affine,
-    G1Projective, G2Affine, GpuStatus, MsmInput, Operation, OperationPolicy, Policy, Scalar,
+    G1Projective, G2Affine, GpuStatus, MsmInput, Operation, OperationPolicy, PairingProducts,
+    Policy, Scalar,
 };
 use gpu_crypto_api::bench::{BENCH_SCHEMA, BenchDocument, BenchEntry, BenchMachine};
 use gpu_crypto_api::stats::Executed;
@@ -42,10 +45,14 @@ struct Plan {
     decompress_extra: &'static [usize],
     /// G2 decompression batches (points).
     decompress_g2: &'static [usize],
+    /// Batches of products of three pairings (ciphertext integrity's shape).
+    pairing_products: &'static [usize],
     msm_sizes: &'static [usize],
     bls_distinct: &'static [usize],
     bls_same_message: &'static [usize],
     sha256_chunks: &'static [usize],
+    /// Whether to measure DKG rounds (2n dealings) besides single dealings.
+    dkg_rounds: bool,
     min_reps: usize,
     max_reps: usize,
     min_time: Duration,
@@ -54,11 +61,13 @@ struct Plan {
 const FULL: Plan = Plan {
     subnet_sizes: &[13, 28, 40],
     decompress_extra: &[4096],
-    decompress_g2: &[8, 32, 4096, 1 << 16],
+    decompress_g2: &[8, 32, 64, 128, 256, 4096, 1 << 16],
+    pairing_products: &[16, 64, 256, 1024],
     msm_sizes: &[1 << 12, 1 << 16],
     bls_distinct: &[64, 256],
     bls_same_message: &[28, 100],
     sha256_chunks: &[16, 256, 1024],
+    dkg_rounds: true,
     min_reps: 3,
     max_reps: 50,
     min_time: Duration::from_secs(2),
@@ -69,10 +78,12 @@ const QUICK: Plan = Plan {
     subnet_sizes: &[13],
     decompress_extra: &[],
     decompress_g2: &[8],
+    pairing_products: &[4],
     msm_sizes: &[1 << 12],
     bls_distinct: &[16],
     bls_same_message: &[16],
     sha256_chunks: &[8],
+    dkg_rounds: false,
     min_reps: 2,
     max_reps: 2,
     min_time: Duration::ZERO,
@@ -151,6 +162,8 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
         })
         .collect();
     let domain = DomainSeparator::new(CHUNK_DOMAIN)?;
+    let products_max = plan.pairing_products.iter().copied().max().unwrap_or(0);
+    let pairing_input = pairing_products_input(&mut rng, products_max);
 
     let mut cases: Vec<Case<'_>> = Vec::new();
     let decompress_sizes: Vec<(usize, Option<usize>)> = plan
@@ -175,7 +188,7 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
         let input = g2_compressed.get(..size).context("decompress_g2 input")?;
         cases.push(Case {
             op: "decompress_g2",
-            operation: Operation::Decompress,
+            operation: Operation::DecompressG2,
             batch: size,
             msms: None,
             points_per_msm: None,
@@ -190,6 +203,30 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
                         "bench G2 point {i} was rejected: {:?}",
                         out.get(i)
                     ))),
+                }
+            }),
+        });
+    }
+    for &count in plan.pairing_products {
+        let (g2, products) = &pairing_input;
+        let products = products.get(..count).context("pairing products")?;
+        cases.push(Case {
+            op: "pairing_products",
+            operation: Operation::PairingProducts,
+            batch: count,
+            msms: None,
+            points_per_msm: None,
+            subnet_size: None,
+            call: Box::new(move |e| {
+                let verdicts = e.pairing_products_are_identity(PairingProducts { g2, products })?;
+                if verdicts.len() == products.len() {
+                    Ok(())
+                } else {
+                    Err(EngineError::Policy(format!(
+                        "{} verdicts for {} products",
+                        verdicts.len(),
+                        products.len()
+                    )))
                 }
             }),
         });
@@ -291,6 +328,25 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
         }
     }
 
+    // Dealing-level rows: GPU-assisted means the engine under the default auto policy
+    // (each batch where its crossover sends it), not every batch forced onto the GPU.
+    let assisted = match &gpu_engine {
+        Some(_) => Some(Engine::new(Policy::auto()).context("the GPU-assisted engine")?),
+        None => None,
+    };
+    let dealing_plan = super::nidkg_bench::DealingPlan {
+        subnet_sizes: plan.subnet_sizes,
+        dkg_rounds: plan.dkg_rounds,
+        min_reps: plan.min_reps,
+        max_reps: plan.max_reps,
+        min_time: plan.min_time,
+    };
+    results.extend(super::nidkg_bench::measure(
+        &dealing_plan,
+        assisted.as_ref(),
+        &mut notes,
+    )?);
+
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -387,6 +443,7 @@ fn measure(
         threads,
         source: "measured".to_string(),
         reference: None,
+        phases: None,
     })
 }
 
@@ -439,6 +496,23 @@ fn distinct_g2_points(rng: &mut ChaCha20Rng, count: usize) -> Vec<G2Affine> {
     let mut affine = vec![G2Affine::identity(); count];
     G2Projective::batch_normalize(&projective, &mut affine);
     affine
+}
+
+/// `count` products of three pairings over a table of 18 G2 points, shaped as ciphertext
+/// integrity's (two shared G2 points and one of 16 per product); the points are random, so
+/// the products are not the identity.
+fn pairing_products_input(
+    rng: &mut ChaCha20Rng,
+    count: usize,
+) -> (Vec<G2Affine>, Vec<Vec<(G1Affine, usize)>>) {
+    let g2 = distinct_g2_points(rng, 18);
+    let g1 = distinct_points(rng, 3 * count);
+    let products = g1
+        .chunks_exact(3)
+        .enumerate()
+        .map(|(k, p)| vec![(p[0], 0), (p[1], 1), (p[2], 2 + k % 16)])
+        .collect();
+    (g2, products)
 }
 
 struct Signed {
@@ -540,6 +614,7 @@ mod tests {
         for op in [
             "decompress",
             "decompress_g2",
+            "pairing_products",
             "msm_batch",
             "msm",
             "bls_verify_distinct",

@@ -3,5 +3,6 @@
 pub mod bench;
 pub mod input;
 pub mod nidkg;
+mod nidkg_bench;
 pub mod ops;
 pub mod selftest;
