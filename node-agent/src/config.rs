@@ -387,8 +387,8 @@ pub struct CostConfig {
     /// Power of what the agent cannot measure (board, fans, disks, NIC), added to the
     /// measured GPU and CPU-package power. 0 counts measured power only.
     pub unmeasured_power_watts: f64,
-    /// CPU time one item costs on the CPU path, per operation (decompress, msm,
-    /// bls_verify, sha256): GPU items x this = CPU-seconds offloaded to the GPU.
+    /// CPU time one item costs on the CPU path, per operation (its name, as in the
+    /// policy): GPU items x this = CPU-seconds offloaded to the GPU.
     pub cpu_seconds_per_item: BTreeMap<String, f64>,
 }
 
@@ -398,7 +398,10 @@ impl Default for CostConfig {
         // (a 1 MiB SHA-256 chunk with SHA-NI ~0.6 ms); set measured values per node.
         let cpu_seconds_per_item = [
             ("decompress", 60e-6),
+            ("decompress_g2", 400e-6),
             ("msm", 25e-6),
+            ("msm_shared_u8", 0.5e-6),
+            ("pairing_products", 1.5e-3),
             ("bls_verify", 1.2e-3),
             ("sha256", 0.6e-3),
         ]

@@ -2,7 +2,7 @@
 
 use gpu_crypto::{
     BackendChoice, BlsItem, BlsScheme, DomainSeparator, Engine, G1Affine, G2Affine, MsmInput,
-    Policy, Scalar,
+    PairingProducts, Policy, Scalar,
 };
 use gpu_crypto_client::{Client, ClientError, ClientStatus};
 use rand::{Rng, SeedableRng};
@@ -148,6 +148,34 @@ fn assert_matches_cpu(client: &Client, seed: u64) {
             .sha256_chunks(&separator, &slices)
             .expect("reference")
     );
+
+    // Products of pairings: e(aP, Q) e(-aP, Q) is the identity, e(aP, Q) e(P, Q) is not.
+    let table = vec![
+        G2Affine::generator(),
+        G2Affine::from(G2Affine::generator() * random_scalar(&mut rng)),
+    ];
+    let products: Vec<Vec<(G1Affine, usize)>> = (0..4)
+        .map(|k| {
+            let p = random_point(&mut rng);
+            let q = if k % 2 == 0 { -p } else { p };
+            vec![(p, k % 2), (q, k % 2)]
+        })
+        .chain([Vec::new()])
+        .collect();
+    let input = PairingProducts {
+        g2: &table,
+        products: &products,
+    };
+    let verdicts = client
+        .pairing_products_are_identity(input)
+        .expect("pairing products");
+    assert_eq!(verdicts, vec![true, false, true, false, true]);
+    assert_eq!(
+        verdicts,
+        reference
+            .pairing_products_are_identity(input)
+            .expect("reference")
+    );
 }
 
 #[test]
@@ -167,17 +195,19 @@ fn loaded_library_matches_the_cpu_path() {
         serde_json::from_str(&client.report_json().expect("report")).expect("JSON");
     assert_eq!(report["gpu"]["state"], "not_requested");
     // The library's counters saw the calls (they live in the library, not in this process's
-    // CPU engine): 2 decompress calls on the CPU, the G1 batch and the G2 batch (G2 runs
-    // under the decompress entry).
+    // CPU engine): one call each of G1 decompression, G2 decompression and pairing products,
+    // on the CPU.
     let stats: serde_json::Value =
         serde_json::from_str(&client.stats_json().expect("stats")).expect("JSON");
-    let decompress_cpu = stats["operations"]
-        .as_array()
-        .expect("operations")
-        .iter()
-        .find(|c| c["operation"] == "decompress" && c["executed"] == "cpu")
-        .expect("decompress counter");
-    assert_eq!(decompress_cpu["calls"], 2);
+    for operation in ["decompress", "decompress_g2", "pairing_products"] {
+        let counter = stats["operations"]
+            .as_array()
+            .expect("operations")
+            .iter()
+            .find(|c| c["operation"] == operation && c["executed"] == "cpu")
+            .unwrap_or_else(|| panic!("{operation} counter"));
+        assert_eq!(counter["calls"], 1, "{operation}");
+    }
 }
 
 #[test]

@@ -357,6 +357,105 @@ fn msm_batch_matches_the_engine_and_rejects_bad_inputs_whole() {
     assert!(out.iter().all(|p| *p == [0xee; 96]), "outputs untouched");
 }
 
+/// Products built to be the identity (`e(aP, bQ) e(-abP, Q)`) and not (`ab + 1`), an empty
+/// product and one with an identity point, through the C entry against the engine; then a
+/// bad point and an index outside the table fail the whole call with outputs untouched.
+#[test]
+fn pairing_products_match_the_engine_and_reject_bad_inputs_whole() {
+    let handle = Handle::new("\"cpu\"");
+    let mut rng = ChaCha20Rng::seed_from_u64(5);
+    let b: Vec<Scalar> = (0..3).map(|_| random_scalar(&mut rng)).collect();
+    let mut g2 = vec![G2Affine::generator()];
+    g2.extend(b.iter().map(|b| G2Affine::from(G2Affine::generator() * b)));
+    let mut products: Vec<Vec<(G1Affine, usize)>> = Vec::new();
+    let mut expected = Vec::new();
+    for k in 0..6 {
+        let j = k % 3;
+        let a = random_scalar(&mut rng);
+        let ab = a * b[j]
+            + if k % 2 == 1 {
+                Scalar::one()
+            } else {
+                Scalar::zero()
+            };
+        products.push(vec![
+            (G1Affine::from(G1Affine::generator() * a), 1 + j),
+            (G1Affine::from(G1Affine::generator() * -ab), 0),
+        ]);
+        expected.push(k % 2 == 0);
+    }
+    products.push(Vec::new());
+    expected.push(true);
+    products.push(vec![(G1Affine::identity(), 2)]);
+    expected.push(true);
+
+    let call = |g2: &[[u8; 192]], products: &[Vec<([u8; 96], usize)>], out: &mut [u8]| {
+        let lengths: Vec<usize> = products.iter().map(Vec::len).collect();
+        let g1: Vec<[u8; 96]> = products.iter().flatten().map(|(p, _)| *p).collect();
+        let index: Vec<usize> = products.iter().flatten().map(|(_, i)| *i).collect();
+        let mut error_index = usize::MAX;
+        // SAFETY: sizes as documented.
+        let code = unsafe {
+            ffi::gpu_crypto_pairing_products_are_identity(
+                handle.0,
+                g2.as_ptr().cast(),
+                g2.len(),
+                g1.as_ptr().cast(),
+                index.as_ptr(),
+                lengths.as_ptr(),
+                lengths.len(),
+                out.as_mut_ptr(),
+                &mut error_index,
+            )
+        };
+        (code, error_index)
+    };
+    let g2_bytes: Vec<[u8; 192]> = g2.iter().map(G2Affine::to_uncompressed).collect();
+    let encoded: Vec<Vec<([u8; 96], usize)>> = products
+        .iter()
+        .map(|p| p.iter().map(|(g, i)| (g.to_uncompressed(), *i)).collect())
+        .collect();
+    let mut out = vec![0xeeu8; products.len()];
+    let (code, _) = call(&g2_bytes, &encoded, &mut out);
+    assert_eq!(code, Status::Ok as i32, "{}", last_error());
+    let verdicts: Vec<bool> = out.iter().map(|v| *v == 1).collect();
+    assert!(out.iter().all(|v| *v <= 1), "{out:?}");
+    assert_eq!(verdicts, expected);
+    let engine = Engine::cpu_only()
+        .pairing_products_are_identity(gpu_crypto::PairingProducts {
+            g2: &g2,
+            products: &products,
+        })
+        .expect("engine");
+    assert_eq!(verdicts, engine);
+
+    // A G1 point off the curve (pair 3 of the flattened list), then a G2 point off the
+    // twist, then an index past the table.
+    let mut bad = encoded.clone();
+    bad[1][1].0[95] ^= 1;
+    let mut out = vec![0xeeu8; products.len()];
+    let (code, error_index) = call(&g2_bytes, &bad, &mut out);
+    assert_eq!(code, Status::InvalidPoint as i32);
+    assert_eq!(error_index, 3);
+    assert!(out.iter().all(|v| *v == 0xee), "outputs untouched");
+    let mut bad_g2 = g2_bytes.clone();
+    bad_g2[2][191] ^= 1;
+    let (code, error_index) = call(&bad_g2, &encoded, &mut out);
+    assert_eq!(code, Status::InvalidPoint as i32);
+    assert_eq!(error_index, 2);
+    assert!(last_error().contains("G2 point 2"), "{}", last_error());
+    let mut bad = encoded.clone();
+    bad[0][0].1 = g2.len();
+    let (code, _) = call(&g2_bytes, &bad, &mut out);
+    assert_eq!(code, Status::InvalidArgument as i32);
+    assert!(
+        last_error().contains("names G2 point 4"),
+        "{}",
+        last_error()
+    );
+    assert!(out.iter().all(|v| *v == 0xee), "outputs untouched");
+}
+
 #[test]
 fn bls_verify_and_sha256_match_the_engine() {
     let handle = Handle::new("\"cpu\"");
