@@ -288,6 +288,29 @@ impl Engine {
         )
     }
 
+    /// `rows` MSMs over one set of bases with 8-bit scalars (NI-DKG chunking proof: 32 MSMs
+    /// of 16n points): result `k` is `sum_p scalars[k * bases.len() + p] * bases[p]`,
+    /// identical to `nidkg::msm::msm_shared_bases_u8` per row. `scalars.len()` must be
+    /// `rows * bases.len()`.
+    pub fn g1_msm_shared_u8(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[u8],
+        rows: usize,
+    ) -> Result<Vec<G1Projective>, EngineError> {
+        if rows.checked_mul(bases.len()) != Some(scalars.len()) {
+            return Err(EngineError::ScalarCountMismatch {
+                op: Operation::Msm,
+                rows,
+                bases: bases.len(),
+                scalars: scalars.len(),
+            });
+        }
+        let cpu = || cpu::g1_msm_shared_u8(bases, scalars, rows);
+        let gpu = |g: &GpuBackend| g.g1_msm_shared_u8(bases, scalars, rows);
+        self.dispatch(Operation::Msm, scalars.len(), cpu, gpu)
+    }
+
     /// Verifies BLS signatures (G1) under public keys (G2); one verdict per item.
     ///
     /// Strategy under `Auto` (docs/bls.md): the GPU path pays one Miller loop per item,

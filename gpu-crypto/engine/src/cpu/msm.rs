@@ -34,6 +34,21 @@ pub fn g1_msm_batch(msms: &[MsmInput<'_>]) -> Vec<G1Projective> {
     msms.iter().map(msm).collect()
 }
 
+/// `rows` MSMs over one set of bases with 8-bit scalars: result `k` is
+/// `sum_p scalars[k * bases.len() + p] * bases[p]` (`nidkg::msm::msm_shared_bases_u8` per
+/// row, one row per rayon task). `scalars.len()` must be `rows * bases.len()` (the engine
+/// checks); the identity for every row when there are no bases.
+pub fn g1_msm_shared_u8(bases: &[G1Affine], scalars: &[u8], rows: usize) -> Vec<G1Projective> {
+    if bases.is_empty() {
+        return vec![G1Projective::identity(); rows];
+    }
+    scalars
+        .par_chunks_exact(bases.len())
+        .take(rows)
+        .map(|row| nidkg::msm::msm_shared_bases_u8(bases, row))
+        .collect()
+}
+
 fn msm(input: &MsmInput<'_>) -> G1Projective {
     let (points, scalars) = (input.points, input.scalars);
     let n = points.len().min(scalars.len());
