@@ -273,9 +273,11 @@ fn msm_length_mismatch_is_refused_before_the_library_call() {
 fn msm_shared_u8_length_mismatch_is_the_engine_error_on_both_backends() {
     let bases = [G1Affine::generator(); 3];
     let library = Client::open_path(&built_cdylib(), &Policy::cpu_only()).expect("open");
-    let fallback =
-        Client::open_path(Path::new("/nonexistent/libgpu_crypto.so"), &Policy::cpu_only())
-            .expect("fallback client");
+    let fallback = Client::open_path(
+        Path::new("/nonexistent/libgpu_crypto.so"),
+        &Policy::cpu_only(),
+    )
+    .expect("fallback client");
     for client in [&library, &fallback] {
         let err = client
             .g1_msm_shared_u8(&bases, &[1u8; 5], 2)

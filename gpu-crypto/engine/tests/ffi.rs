@@ -399,7 +399,14 @@ fn msm_shared_u8_matches_the_reference_and_rejects_bad_inputs_whole() {
     let base_bytes: Vec<[u8; 96]> = bases.iter().map(G1Affine::to_uncompressed).collect();
     let mut out = vec![[0u8; 96]; rows];
     let mut error_index = usize::MAX;
-    let code = msm_shared_u8(&handle, &base_bytes, &scalars, rows, &mut out, &mut error_index);
+    let code = msm_shared_u8(
+        &handle,
+        &base_bytes,
+        &scalars,
+        rows,
+        &mut out,
+        &mut error_index,
+    );
     assert_eq!(code, Status::Ok as i32, "{}", last_error());
     for k in 0..rows {
         let row = &scalars[k * n..(k + 1) * n];
@@ -410,7 +417,11 @@ fn msm_shared_u8_matches_the_reference_and_rejects_bad_inputs_whole() {
             .sum();
         assert_eq!(out[k], G1Affine::from(naive).to_uncompressed(), "row {k}");
         let reference = nidkg::msm::msm_shared_bases_u8(&bases, row);
-        assert_eq!(out[k], G1Affine::from(reference).to_uncompressed(), "row {k}");
+        assert_eq!(
+            out[k],
+            G1Affine::from(reference).to_uncompressed(),
+            "row {k}"
+        );
     }
     assert_eq!(out[1], G1Affine::identity().to_uncompressed());
 
@@ -420,7 +431,10 @@ fn msm_shared_u8_matches_the_reference_and_rejects_bad_inputs_whole() {
     let mut out = vec![[0u8; 96]; 2];
     let code = msm_shared_u8(&handle, &[], &[], 2, &mut out, &mut error_index);
     assert_eq!(code, Status::Ok as i32, "{}", last_error());
-    assert!(out.iter().all(|p| *p == G1Affine::identity().to_uncompressed()));
+    assert!(
+        out.iter()
+            .all(|p| *p == G1Affine::identity().to_uncompressed())
+    );
 
     // Whole-call errors leave the outputs untouched: a scalar count that is not
     // rows * bases, then a base off the curve (with its index).

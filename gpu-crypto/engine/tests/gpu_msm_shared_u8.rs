@@ -60,9 +60,7 @@ fn random_bytes(n: usize, rng: &mut ChaCha20Rng) -> Vec<u8> {
 
 fn reference(bases: &[G1Affine], scalars: &[u8], rows: usize) -> Vec<G1Projective> {
     (0..rows)
-        .map(|k| {
-            nidkg::msm::msm_shared_bases_u8(bases, &scalars[k * bases.len()..][..bases.len()])
-        })
+        .map(|k| nidkg::msm::msm_shared_bases_u8(bases, &scalars[k * bases.len()..][..bases.len()]))
         .collect()
 }
 
@@ -87,7 +85,13 @@ fn nidkg_shapes_match_the_cpu_reference() {
         let bases = random_points(16 * n, &mut r);
         for round in 0..3 {
             let scalars = random_bytes(32 * bases.len(), &mut r);
-            check(&engine, &format!("32 x {} round {round}", bases.len()), &bases, &scalars, 32);
+            check(
+                &engine,
+                &format!("32 x {} round {round}", bases.len()),
+                &bases,
+                &scalars,
+                32,
+            );
         }
         eprintln!("32 x {}: equal", 16 * n);
     }
@@ -134,11 +138,22 @@ fn adversarial_inputs_match_the_cpu_reference() {
     for k in [0usize, 7, 31] {
         scalars[k * n..(k + 1) * n].fill(0);
     }
-    let out = engine.g1_msm_shared_u8(&bases, &scalars, rows).expect("GPU");
-    assert!(bool::from(out[7].is_identity()), "an all-zero row is the identity");
+    let out = engine
+        .g1_msm_shared_u8(&bases, &scalars, rows)
+        .expect("GPU");
+    assert!(
+        bool::from(out[7].is_identity()),
+        "an all-zero row is the identity"
+    );
     check(&engine, "zero rows", &bases, &scalars, rows);
     // 255 everywhere (every plane holds every base), and 255 with one base.
-    check(&engine, "255 everywhere", &bases, &vec![255u8; n * rows], rows);
+    check(
+        &engine,
+        "255 everywhere",
+        &bases,
+        &vec![255u8; n * rows],
+        rows,
+    );
     check(&engine, "one base, 255", &bases[..1], &[255u8; 3], 3);
     // Sparse scalars: powers of two only (one plane per base).
     let sparse: Vec<u8> = (0..n * rows).map(|_| 1u8 << r.gen_range(0..8)).collect();
@@ -148,14 +163,25 @@ fn adversarial_inputs_match_the_cpu_reference() {
     for p in [0usize, 5, 100, n - 1] {
         with_identity[p] = G1Affine::identity();
     }
-    check(&engine, "identity bases", &with_identity, &random_bytes(n * rows, &mut r), rows);
+    check(
+        &engine,
+        "identity bases",
+        &with_identity,
+        &random_bytes(n * rows, &mut r),
+        rows,
+    );
     let identities = vec![G1Affine::identity(); 40];
     let out = engine
         .g1_msm_shared_u8(&identities, &vec![255u8; 40 * 4], 4)
         .expect("GPU");
     assert!(out.iter().all(|p| bool::from(p.is_identity())));
     // No rows; no bases (every row is the identity).
-    assert!(engine.g1_msm_shared_u8(&bases, &[], 0).expect("GPU").is_empty());
+    assert!(
+        engine
+            .g1_msm_shared_u8(&bases, &[], 0)
+            .expect("GPU")
+            .is_empty()
+    );
     let out = engine.g1_msm_shared_u8(&[], &[], 3).expect("GPU");
     assert_eq!(out, vec![G1Projective::identity(); 3]);
     // Duplicate bases (the additions meet P + P), all bases equal, and a base beside its
@@ -164,10 +190,28 @@ fn adversarial_inputs_match_the_cpu_reference() {
     for p in (0..n).step_by(3) {
         dup[p] = bases[0];
     }
-    check(&engine, "duplicates", &dup, &random_bytes(n * rows, &mut r), rows);
+    check(
+        &engine,
+        "duplicates",
+        &dup,
+        &random_bytes(n * rows, &mut r),
+        rows,
+    );
     let same = vec![bases[1]; n];
-    check(&engine, "all equal, 255", &same, &vec![255u8; n * rows], rows);
-    check(&engine, "all equal", &same, &random_bytes(n * rows, &mut r), rows);
+    check(
+        &engine,
+        "all equal, 255",
+        &same,
+        &vec![255u8; n * rows],
+        rows,
+    );
+    check(
+        &engine,
+        "all equal",
+        &same,
+        &random_bytes(n * rows, &mut r),
+        rows,
+    );
     let mut neg = bases.clone();
     for p in (0..n).step_by(2) {
         neg[p + 1] = -neg[p];
@@ -181,13 +225,35 @@ fn adversarial_inputs_match_the_cpu_reference() {
     let out = engine
         .g1_msm_shared_u8(&neg, &pair_scalars, rows)
         .expect("GPU");
-    assert!(out.iter().all(|p| bool::from(p.is_identity())), "P + (-P) cancels");
+    assert!(
+        out.iter().all(|p| bool::from(p.is_identity())),
+        "P + (-P) cancels"
+    );
     check(&engine, "negation pairs", &neg, &pair_scalars, rows);
-    check(&engine, "negation pairs, 255", &neg, &vec![255u8; n * rows], rows);
+    check(
+        &engine,
+        "negation pairs, 255",
+        &neg,
+        &vec![255u8; n * rows],
+        rows,
+    );
     // Shapes away from 16n: one row, many rows, odd sizes.
-    for (n, rows) in [(1usize, 1usize), (2, 64), (31, 3), (33, 9), (129, 2), (1000, 5)] {
+    for (n, rows) in [
+        (1usize, 1usize),
+        (2, 64),
+        (31, 3),
+        (33, 9),
+        (129, 2),
+        (1000, 5),
+    ] {
         let b = random_points(n, &mut r);
-        check(&engine, &format!("{rows} x {n}"), &b, &random_bytes(n * rows, &mut r), rows);
+        check(
+            &engine,
+            &format!("{rows} x {n}"),
+            &b,
+            &random_bytes(n * rows, &mut r),
+            rows,
+        );
     }
 }
 

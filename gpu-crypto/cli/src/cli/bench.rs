@@ -403,12 +403,18 @@ fn measure_shared_u8(
     }
     // The peers, outside the engine (its counters do not see them): the scalars widened to
     // field elements once, outside the timed calls.
-    let wide: Vec<Scalar> = scalars.iter().map(|&s| Scalar::from(u64::from(s))).collect();
+    let wide: Vec<Scalar> = scalars
+        .iter()
+        .map(|&s| Scalar::from(u64::from(s)))
+        .collect();
     let wide_rows: Vec<&[Scalar]> = wide.chunks_exact(size).collect();
     let byte_rows: Vec<&[u8]> = scalars.chunks_exact(size).collect();
     let blst_batch: Vec<MsmInput<'_>> = wide_rows
         .iter()
-        .map(|s| MsmInput { points: bases, scalars: s })
+        .map(|s| MsmInput {
+            points: bases,
+            scalars: s,
+        })
         .collect();
     let template = |algorithm: &str, threads: usize, seconds: Vec<f64>| {
         let batch = rows * size;
@@ -425,7 +431,11 @@ fn measure_shared_u8(
             seconds_per_call_min: Some(min),
             seconds_per_call_max: Some(max),
             seconds_per_item: median / batch as f64,
-            items_per_second: if median > 0.0 { batch as f64 / median } else { 0.0 },
+            items_per_second: if median > 0.0 {
+                batch as f64 / median
+            } else {
+                0.0
+            },
             algorithm: Some(algorithm.to_string()),
             threads,
             source: "measured".to_string(),
