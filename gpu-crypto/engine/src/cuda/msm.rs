@@ -989,7 +989,7 @@ fn run_staged(
 }
 
 /// `GPU_CRYPTO_MSM_PROFILE=1` prints each call's host/GPU time split (bench diagnostics).
-fn profile_enabled() -> bool {
+pub(super) fn profile_enabled() -> bool {
     std::env::var_os("GPU_CRYPTO_MSM_PROFILE").is_some_and(|v| v == "1")
 }
 

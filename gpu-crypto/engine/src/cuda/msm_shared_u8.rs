@@ -9,6 +9,7 @@
 //! where the probed layout allows, else encodings converted by `msm_load_points`), in the
 //! worker's MSM buffers (a worker runs one call at a time).
 
+use super::marks::StreamMarks;
 use super::memory::{align_device, driver};
 use super::msm::{self, JACOBIAN_BYTES, POINT_BYTES, Staging};
 use super::{GpuBackend, GpuError, Worker};
@@ -131,6 +132,7 @@ fn run(
     threads: u32,
 ) -> Result<Vec<G1Projective>, GpuError> {
     let n = bases.len();
+    let t_start = std::time::Instant::now();
     let staging = msm::staging(gpu, w)?;
     // Device layout: bases, scalars (row-major bytes), plane sums, results; the host input
     // buffer mirrors the first two.
@@ -172,9 +174,13 @@ fn run(
         }
     }
 
+    let t_staged = t_start.elapsed().as_secs_f64();
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
     let stream = w.stream.clone();
     let cu = stream.cu_stream();
+    // Timing events (GPU_CRYPTO_MSM_PROFILE=1 only).
+    let mut marks = StreamMarks::new(msm::profile_enabled());
+    marks.mark(&stream, "start");
     let base = w.msm.device.ptr();
     let (d_bases, d_scalars, d_planes, d_out) = (
         base,
@@ -194,6 +200,7 @@ fn run(
             .map_err(driver("upload scalars"))?;
         // Poison: an unwritten result is not a canonical field element.
         result::memset_d8_async(d_out, 0xff, out_bytes, cu).map_err(driver("poison results"))?;
+        marks.mark(&stream, "upload");
         if staging == Staging::Encoded {
             stream
                 .launch_builder(&gpu.kernels.msm.load_points)
@@ -219,6 +226,7 @@ fn run(
                 shared_mem_bytes: 0,
             })
             .map_err(driver("launch msm_u8_planes"))?;
+        marks.mark(&stream, "planes");
         stream
             .launch_builder(&k.combine)
             .arg(&d_planes)
@@ -229,10 +237,14 @@ fn run(
                 shared_mem_bytes: 0,
             })
             .map_err(driver("launch msm_u8_combine"))?;
+        marks.mark(&stream, "combine");
         result::memcpy_dtoh_async(w.msm.host_out.slice_mut(out_bytes), d_out, cu)
             .map_err(driver("download results"))?;
     }
+    marks.mark(&stream, "download");
+    let t_launched = t_start.elapsed().as_secs_f64();
     stream.synchronize().map_err(driver("g1 msm shared u8"))?;
+    let t_gpu = t_start.elapsed().as_secs_f64();
     let jacobians = w
         .msm
         .host_out
@@ -240,7 +252,18 @@ fn run(
         .chunks_exact(JACOBIAN_BYTES)
         .map(msm::jacobian_from_gpu)
         .collect::<Result<Vec<blst_p1>, GpuError>>()?;
-    to_projective(&jacobians)
+    let out = to_projective(&jacobians);
+    if marks.enabled() {
+        eprintln!(
+            "msm shared u8 profile: {rows} x {n}, {threads} threads, {staging:?}: host ms from the call's start: staged {:.3}, launched {:.3}, GPU done {:.3}, converted {:.3}; GPU ms: {}",
+            t_staged * 1e3,
+            t_launched * 1e3,
+            t_gpu * 1e3,
+            t_start.elapsed().as_secs_f64() * 1e3,
+            marks.report()
+        );
+    }
+    out
 }
 
 /// Jacobian points from the GPU as ic_bls12_381 points: affine through one shared
