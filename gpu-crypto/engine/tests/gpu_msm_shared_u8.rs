@@ -172,7 +172,7 @@ fn adversarial_inputs_match_the_cpu_reference() {
     );
     let identities = vec![G1Affine::identity(); 40];
     let out = engine
-        .g1_msm_shared_u8(&identities, &vec![255u8; 40 * 4], 4)
+        .g1_msm_shared_u8(&identities, &[255u8; 40 * 4], 4)
         .expect("GPU");
     assert!(out.iter().all(|p| bool::from(p.is_identity())));
     // No rows; no bases (every row is the identity).
