@@ -7,6 +7,7 @@
 #define SOVEREIGN_EC_G1_XYZZ_CUH
 
 #include "ff/fp.cuh"
+#include "ec/g1_jacobian.cuh"
 
 struct g1_affine_t {
     fp_t x, y;
@@ -155,6 +156,60 @@ __device__ __forceinline__ void xyzz_add(g1_xyzz_t& r, const g1_xyzz_t& p, const
     r.x = x3;
     r.zz = zz3;
     r.zzz = zzz3;
+}
+
+// The same point in Jacobian coordinates (X*ZZ^2, Y*ZZZ^2, ZZZ), no inversion: x = X/ZZ =
+// X*ZZ^2 / ZZZ^2 and y = Y/ZZZ = Y*ZZZ^2 / ZZZ^3. Z = 0 for the identity, as blst expects.
+__device__ __forceinline__ void xyzz_to_jacobian(g1_jac_t& r, const g1_xyzz_t& p) {
+    fp_t t;
+    fp_sqr(t, p.zz);
+    fp_mul(r.x, p.x, t);
+    fp_sqr(t, p.zzz);
+    fp_mul(r.y, p.y, t);
+    r.z = p.zzz;
+}
+
+// 16-byte loads and stores of points and buckets: records of 96 and 192 bytes in areas
+// aligned to 256 bytes are 16-byte aligned, but the structs only promise 4 bytes, for which
+// the compiler would issue 24 or 48 separate 4-byte accesses.
+__device__ __forceinline__ void load_fp3(fp_t& a, const uint4* __restrict__ p) {
+#pragma unroll
+    for (int v = 0; v < 3; v++) {
+        const uint4 w = p[v];
+        a.l[4 * v] = w.x;
+        a.l[4 * v + 1] = w.y;
+        a.l[4 * v + 2] = w.z;
+        a.l[4 * v + 3] = w.w;
+    }
+}
+
+__device__ __forceinline__ void store_fp3(uint4* __restrict__ p, const fp_t& a) {
+#pragma unroll
+    for (int v = 0; v < 3; v++)
+        p[v] = make_uint4(a.l[4 * v], a.l[4 * v + 1], a.l[4 * v + 2], a.l[4 * v + 3]);
+}
+
+__device__ __forceinline__ void load_affine(g1_affine_t& a, const g1_affine_t* __restrict__ points,
+                                            u32 i) {
+    const uint4* p = reinterpret_cast<const uint4*>(points) + (u64)i * 6;
+    load_fp3(a.x, p);
+    load_fp3(a.y, p + 3);
+}
+
+__device__ __forceinline__ void load_xyzz(g1_xyzz_t& r, const g1_xyzz_t* __restrict__ at) {
+    const uint4* p = reinterpret_cast<const uint4*>(at);
+    load_fp3(r.x, p);
+    load_fp3(r.y, p + 3);
+    load_fp3(r.zz, p + 6);
+    load_fp3(r.zzz, p + 9);
+}
+
+__device__ __forceinline__ void store_xyzz(g1_xyzz_t* __restrict__ at, const g1_xyzz_t& r) {
+    uint4* p = reinterpret_cast<uint4*>(at);
+    store_fp3(p, r.x);
+    store_fp3(p + 3, r.y);
+    store_fp3(p + 6, r.zz);
+    store_fp3(p + 9, r.zzz);
 }
 
 #endif

@@ -248,49 +248,6 @@ msm_scan_add(u32* __restrict__ starts, u32* __restrict__ cursor, u32 k,
     cursor[i] = v;
 }
 
-// 16-byte loads and stores of points and buckets: records of 96 and 192 bytes in areas
-// aligned to 256 bytes are 16-byte aligned, but the structs only promise 4 bytes, for which
-// the compiler would issue 24 or 48 separate 4-byte accesses.
-__device__ __forceinline__ void load_fp3(fp_t& a, const uint4* __restrict__ p) {
-#pragma unroll
-    for (int v = 0; v < 3; v++) {
-        const uint4 w = p[v];
-        a.l[4 * v] = w.x;
-        a.l[4 * v + 1] = w.y;
-        a.l[4 * v + 2] = w.z;
-        a.l[4 * v + 3] = w.w;
-    }
-}
-
-__device__ __forceinline__ void store_fp3(uint4* __restrict__ p, const fp_t& a) {
-#pragma unroll
-    for (int v = 0; v < 3; v++)
-        p[v] = make_uint4(a.l[4 * v], a.l[4 * v + 1], a.l[4 * v + 2], a.l[4 * v + 3]);
-}
-
-__device__ __forceinline__ void load_affine(g1_affine_t& a, const g1_affine_t* __restrict__ points,
-                                            u32 i) {
-    const uint4* p = reinterpret_cast<const uint4*>(points) + (u64)i * 6;
-    load_fp3(a.x, p);
-    load_fp3(a.y, p + 3);
-}
-
-__device__ __forceinline__ void load_xyzz(g1_xyzz_t& r, const g1_xyzz_t* __restrict__ at) {
-    const uint4* p = reinterpret_cast<const uint4*>(at);
-    load_fp3(r.x, p);
-    load_fp3(r.y, p + 3);
-    load_fp3(r.zz, p + 6);
-    load_fp3(r.zzz, p + 9);
-}
-
-__device__ __forceinline__ void store_xyzz(g1_xyzz_t* __restrict__ at, const g1_xyzz_t& r) {
-    uint4* p = reinterpret_cast<uint4*>(at);
-    store_fp3(p, r.x);
-    store_fp3(p + 3, r.y);
-    store_fp3(p + 6, r.zz);
-    store_fp3(p + 9, r.zzz);
-}
-
 // Bucket accumulation with the work balanced per thread, not per bucket (as sppark): the
 // chunk's sorted entries [0, total) are cut into slices of `slice` entries, one per thread.
 // A thread adds the runs of equal bucket within its slice, one mixed addition per entry
@@ -371,18 +328,13 @@ msm_merge(const u32* __restrict__ ends, u32 k, u32 slice, const u32* __restrict_
     store_xyzz(buckets + b, acc);
 }
 
-struct g1_jacobian_t {
-    fp_t x, y, z;
-};
-
 // Reduction: window win = blockIdx.y has `half` buckets (digit d in bucket d - 1). Thread j of
 // the window takes buckets [j*len, (j+1)*len): with running sums from the top,
 // acc = sum (d - j*len) B_d and run = sum B_d, so its share is acc + (j*len) * run. The
-// block's shares are summed in shared memory and emitted as Jacobian (X*ZZ^2, Y*ZZZ^2,
-// ZZZ): the same point, no inversion, and Z = 0 for the identity as blst expects.
+// block's shares are summed in shared memory and emitted as Jacobian (xyzz_to_jacobian).
 extern "C" __global__ void __launch_bounds__(REDUCE_THREADS_MAX)
 msm_reduce(const g1_xyzz_t* __restrict__ buckets, u32 half, u32 len,
-           g1_jacobian_t* __restrict__ partials) {
+           g1_jac_t* __restrict__ partials) {
     __shared__ g1_xyzz_t shares[REDUCE_THREADS_MAX];
     const u32 j = blockIdx.x * blockDim.x + threadIdx.x;
     const g1_xyzz_t* win = buckets + (u64)blockIdx.y * half;
@@ -413,14 +365,8 @@ msm_reduce(const g1_xyzz_t* __restrict__ buckets, u32 half, u32 len,
         __syncthreads();
     }
     if (threadIdx.x == 0) {
-        const g1_xyzz_t s = shares[0];
-        g1_jacobian_t out;
-        fp_t t;
-        fp_sqr(t, s.zz);
-        fp_mul(out.x, s.x, t);
-        fp_sqr(t, s.zzz);
-        fp_mul(out.y, s.y, t);
-        out.z = s.zzz;
+        g1_jac_t out;
+        xyzz_to_jacobian(out, shares[0]);
         partials[(u64)blockIdx.y * gridDim.x + blockIdx.x] = out;
     }
 }

@@ -57,10 +57,10 @@ pub struct BenchMachine {
 /// One shape of one operation on one backend.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchEntry {
-    /// `decompress` (G1), `decompress_g2`, `msm`, `msm_batch`, `bls_verify_distinct`,
-    /// `bls_verify_same_message`, `sha256_1mib`; `nidkg_verify` (one dealing verified,
-    /// batch 1) and `nidkg_dkg_round` (the 2n dealings of a round verified one after
-    /// another, batch 2n).
+    /// `decompress` (G1), `decompress_g2`, `pairing_products`, `msm`, `msm_batch`,
+    /// `msm_shared_u8`, `bls_verify_distinct`, `bls_verify_same_message`, `sha256_1mib`;
+    /// `nidkg_verify` (one dealing verified, batch 1) and `nidkg_dkg_round` (the 2n
+    /// dealings of a round verified one after another, batch 2n).
     pub op: String,
     /// The backend the entry was measured for: `cpu` or `gpu`.
     pub backend: String,
@@ -86,6 +86,10 @@ pub struct BenchEntry {
     pub seconds_per_call_max: Option<f64>,
     pub seconds_per_item: f64,
     pub items_per_second: f64,
+    /// The algorithm, where one op is measured with several (`msm_shared_u8`: the engine's
+    /// path on either backend and the CPU peers measured in the same run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<String>,
     /// Host threads busy during a call: the CPU pool for `cpu`, one driving thread for `gpu`.
     pub threads: usize,
     pub source: String,

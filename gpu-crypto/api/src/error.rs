@@ -93,6 +93,13 @@ pub enum EngineError {
         points: usize,
         scalars: usize,
     },
+    #[error("{op}: {scalars} scalars for {rows} rows of {bases} bases (one per base and row)")]
+    ScalarCountMismatch {
+        op: Operation,
+        rows: usize,
+        bases: usize,
+        scalars: usize,
+    },
     #[error("{op}: the GPU backend is required but unusable: {reason}")]
     GpuUnavailable { op: Operation, reason: String },
     #[error("{op}: the GPU failed ({reason}) and the policy forbids recomputing on the CPU")]

@@ -175,6 +175,17 @@ type Sha256Chunks = unsafe extern "C" fn(
     *mut u8,
 ) -> i32;
 
+type MsmSharedU8 = unsafe extern "C" fn(
+    *const c_void,
+    *const u8,
+    usize,
+    *const u8,
+    usize,
+    usize,
+    *mut u8,
+    *mut usize,
+) -> i32;
+
 /// The loaded library, its entry points and one engine handle.
 struct Library {
     engine: NonNull<c_void>,
@@ -186,6 +197,7 @@ struct Library {
     /// `gpu_crypto_g2_decompress` (the same signature as G1's, 96 and 192-byte records).
     g2_decompress: Decompress,
     msm_batch: MsmBatch,
+    msm_shared_u8: MsmSharedU8,
     pairing_products: PairingProductsAreIdentity,
     verify_batch: VerifyBatch,
     sha256_chunks: Sha256Chunks,
@@ -277,6 +289,7 @@ impl Library {
         let decompress = unsafe { symbol(&library, path, "gpu_crypto_g1_decompress") }?;
         let g2_decompress = unsafe { symbol(&library, path, "gpu_crypto_g2_decompress") }?;
         let msm_batch = unsafe { symbol(&library, path, "gpu_crypto_g1_msm_batch") }?;
+        let msm_shared_u8 = unsafe { symbol(&library, path, "gpu_crypto_g1_msm_shared_u8") }?;
         let pairing_products =
             unsafe { symbol(&library, path, "gpu_crypto_pairing_products_are_identity") }?;
         let verify_batch = unsafe { symbol(&library, path, "gpu_crypto_bls_verify_batch") }?;
@@ -307,6 +320,7 @@ impl Library {
             decompress,
             g2_decompress,
             msm_batch,
+            msm_shared_u8,
             pairing_products,
             verify_batch,
             sha256_chunks,
@@ -579,6 +593,52 @@ impl Client {
                 scalars.as_ptr().cast::<u8>(),
                 lengths.as_ptr(),
                 lengths.len(),
+                out.as_mut_ptr().cast::<u8>(),
+                &mut error_index,
+            )
+        };
+        lib.check(OP, code)?;
+        out.iter()
+            .enumerate()
+            .map(|(i, bytes)| point_from_library(OP, i, bytes).map(G1Projective::from))
+            .collect()
+    }
+
+    /// As `Engine::g1_msm_shared_u8`: `rows` MSMs over one set of bases with 8-bit scalars.
+    pub fn g1_msm_shared_u8(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[u8],
+        rows: usize,
+    ) -> Result<Vec<G1Projective>, ClientError> {
+        const OP: &str = "g1_msm_shared_u8";
+        let lib = match &self.backend {
+            Backend::Cpu(engine) => return Ok(engine.g1_msm_shared_u8(bases, scalars, rows)?),
+            Backend::Library(lib) => lib,
+        };
+        // The engine's own error, so that both backends refuse a bad shape alike.
+        if rows.checked_mul(bases.len()) != Some(scalars.len()) {
+            return Err(EngineError::ScalarCountMismatch {
+                op: Operation::Msm,
+                rows,
+                bases: bases.len(),
+                scalars: scalars.len(),
+            }
+            .into());
+        }
+        let encoded: Vec<[u8; 96]> = bases.iter().map(G1Affine::to_uncompressed).collect();
+        let mut out = vec![[0u8; 96]; rows];
+        let mut error_index = usize::MAX;
+        // SAFETY: bases.len() points of 96 bytes, scalars.len() = rows * bases.len() bytes,
+        // rows * 96 writable bytes out.
+        let code = unsafe {
+            (lib.msm_shared_u8)(
+                lib.handle(),
+                encoded.as_ptr().cast::<u8>(),
+                encoded.len(),
+                scalars.as_ptr(),
+                scalars.len(),
+                rows,
                 out.as_mut_ptr().cast::<u8>(),
                 &mut error_index,
             )

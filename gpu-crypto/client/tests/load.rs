@@ -1,8 +1,8 @@
 //! The client against the real built libgpu_crypto.so, and its reported CPU fallbacks.
 
 use gpu_crypto::{
-    BackendChoice, BlsItem, BlsScheme, DomainSeparator, Engine, G1Affine, G2Affine, MsmInput,
-    PairingProducts, Policy, Scalar,
+    BackendChoice, BlsItem, BlsScheme, DomainSeparator, Engine, EngineError, G1Affine,
+    G1Projective, G2Affine, MsmInput, PairingProducts, Policy, Scalar,
 };
 use gpu_crypto_client::{Client, ClientError, ClientStatus};
 use rand::{Rng, SeedableRng};
@@ -84,6 +84,45 @@ fn assert_matches_cpu(client: &Client, seed: u64) {
     assert_eq!(
         client.g1_msm_batch(&msms).expect("msm"),
         reference.g1_msm_batch(&msms).expect("reference")
+    );
+
+    // Shared-base 8-bit MSMs with adversarial rows and bases: 255 everywhere, all zero, the
+    // identity, a duplicate, a base beside its negation; against the engine and the naive sum.
+    let mut bases: Vec<G1Affine> = points[..21].to_vec();
+    bases[2] = G1Affine::identity();
+    bases[5] = bases[4];
+    bases[7] = -bases[6];
+    let rows = 4;
+    let mut u8_scalars = vec![0u8; rows * bases.len()];
+    rng.fill(&mut u8_scalars[..]);
+    u8_scalars[..bases.len()].fill(255);
+    u8_scalars[bases.len()..2 * bases.len()].fill(0);
+    let got = client
+        .g1_msm_shared_u8(&bases, &u8_scalars, rows)
+        .expect("msm shared u8");
+    assert_eq!(
+        got,
+        reference
+            .g1_msm_shared_u8(&bases, &u8_scalars, rows)
+            .expect("reference")
+    );
+    for (k, row) in u8_scalars.chunks_exact(bases.len()).enumerate() {
+        let naive: G1Projective = bases
+            .iter()
+            .zip(row)
+            .map(|(p, &s)| p * Scalar::from(u64::from(s)))
+            .sum();
+        assert_eq!(got[k], naive, "row {k}");
+    }
+    assert!(
+        client
+            .g1_msm_shared_u8(&bases, &[], 0)
+            .expect("no rows")
+            .is_empty()
+    );
+    assert_eq!(
+        client.g1_msm_shared_u8(&[], &[], 2).expect("no bases"),
+        vec![G1Projective::identity(); 2]
     );
 
     struct Case {
@@ -215,10 +254,9 @@ fn loaded_library_under_the_auto_policy_matches_the_cpu_path() {
     // Crossovers of 1: every batch goes to the GPU where the library has a usable one
     // and an implementation of the operation.
     let mut policy = Policy::auto();
-    policy.decompress.gpu_min_batch = 1;
-    policy.msm.gpu_min_batch = 1;
-    policy.bls_verify.gpu_min_batch = 1;
-    policy.sha256.gpu_min_batch = 1;
+    for op in gpu_crypto::Operation::ALL {
+        policy.operation_mut(op).gpu_min_batch = 1;
+    }
     let client = Client::open_path(&built_cdylib(), &policy).expect("open");
     assert_matches_cpu(&client, 4);
     let report: serde_json::Value =
@@ -258,6 +296,34 @@ fn msm_length_mismatch_is_refused_before_the_library_call() {
         ),
         "{err}"
     );
+}
+
+#[test]
+fn msm_shared_u8_length_mismatch_is_the_engine_error_on_both_backends() {
+    let bases = [G1Affine::generator(); 3];
+    let library = Client::open_path(&built_cdylib(), &Policy::cpu_only()).expect("open");
+    let fallback = Client::open_path(
+        Path::new("/nonexistent/libgpu_crypto.so"),
+        &Policy::cpu_only(),
+    )
+    .expect("fallback client");
+    for client in [&library, &fallback] {
+        let err = client
+            .g1_msm_shared_u8(&bases, &[1u8; 5], 2)
+            .expect_err("5 scalars for 2 rows of 3 bases");
+        assert!(
+            matches!(
+                err,
+                ClientError::Engine(EngineError::ScalarCountMismatch {
+                    rows: 2,
+                    bases: 3,
+                    scalars: 5,
+                    ..
+                })
+            ),
+            "{err}"
+        );
+    }
 }
 
 #[test]

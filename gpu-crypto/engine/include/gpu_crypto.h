@@ -153,6 +153,19 @@ int32_t gpu_crypto_g1_msm_batch(const gpu_crypto_engine *engine, const uint8_t *
                                 uint8_t *out, size_t *out_error_index);
 
 /*
+ * rows multi-scalar multiplications over one set of n_bases bases (96 bytes each,
+ * uncompressed G1, validated: on the curve and in the subgroup) with 8-bit scalars:
+ * result k = sum_p scalars[k * n_bases + p] * bases[p] (NI-DKG chunking proof: 32 MSMs
+ * of 16n points). n_scalars must equal rows * n_bases (GPU_CRYPTO_ERR_LENGTH otherwise).
+ * out receives rows results, 96 bytes each, uncompressed (the identity for a row of zero
+ * scalars or with no bases). On GPU_CRYPTO_ERR_INVALID_POINT the index of the first bad
+ * base is written to *out_error_index (when non-NULL); out is untouched.
+ */
+int32_t gpu_crypto_g1_msm_shared_u8(const gpu_crypto_engine *engine, const uint8_t *bases,
+                                    size_t n_bases, const uint8_t *scalars, size_t n_scalars,
+                                    size_t rows, uint8_t *out, size_t *out_error_index);
+
+/*
  * Whether each of n_products products of pairings is the identity of GT, as
  * ic_bls12_381's multi_miller_loop(..).final_exponentiation() == Gt::identity().
  * The G2 points form a table (g2: n_g2 uncompressed points of 192 bytes), each prepared

@@ -286,29 +286,27 @@ impl Engine {
         )
     }
 
-    /// `rows` MSMs over one set of bases with 8-bit scalars: result `k` is
-    /// `sum_p scalars[k * bases.len() + p] * bases[p]` (NI-DKG's chunking proof: 32 MSMs
-    /// over its `16n` chunk ciphertexts with the 8-bit challenges).
+    /// `rows` MSMs over one set of bases with 8-bit scalars (NI-DKG chunking proof: 32 MSMs
+    /// of 16n points): result `k` is `sum_p scalars[k * bases.len() + p] * bases[p]`,
+    /// identical to `nidkg::msm::msm_shared_bases_u8` per row. `scalars.len()` must be
+    /// `rows * bases.len()`.
     pub fn g1_msm_shared_u8(
         &self,
         bases: &[G1Affine],
         scalars: &[u8],
         rows: usize,
     ) -> Result<Vec<G1Projective>, EngineError> {
-        let expected = rows.checked_mul(bases.len());
-        if expected != Some(scalars.len()) {
-            return Err(EngineError::LengthMismatch {
+        if rows.checked_mul(bases.len()) != Some(scalars.len()) {
+            return Err(EngineError::ScalarCountMismatch {
                 op: Operation::MsmSharedU8,
-                points: expected.unwrap_or(usize::MAX),
+                rows,
+                bases: bases.len(),
                 scalars: scalars.len(),
             });
         }
-        self.dispatch(
-            Operation::MsmSharedU8,
-            scalars.len(),
-            || cpu::g1_msm_shared_u8(bases, scalars, rows),
-            |_| Err(GpuError::Unsupported),
-        )
+        let cpu = || cpu::g1_msm_shared_u8(bases, scalars, rows);
+        let gpu = |g: &GpuBackend| g.g1_msm_shared_u8(bases, scalars, rows);
+        self.dispatch(Operation::MsmSharedU8, scalars.len(), cpu, gpu)
     }
 
     /// Whether each product of pairings is the identity of GT, as `ic_bls12_381`'s

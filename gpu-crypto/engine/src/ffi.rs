@@ -48,7 +48,9 @@ impl Failure {
 impl From<EngineError> for Failure {
     fn from(e: EngineError) -> Failure {
         let status = match &e {
-            EngineError::LengthMismatch { .. } => Status::Length,
+            EngineError::LengthMismatch { .. } | EngineError::ScalarCountMismatch { .. } => {
+                Status::Length
+            }
             EngineError::GpuUnavailable { .. } => Status::GpuUnavailable,
             EngineError::GpuFailed { .. } => Status::GpuFailed,
             EngineError::NoGpuImplementation { .. } => Status::NoGpuImplementation,
@@ -496,6 +498,62 @@ pub unsafe extern "C" fn gpu_crypto_g1_msm_batch(
         for (result, slot) in results.iter().zip(out) {
             *slot = G1Affine::from(result).to_uncompressed();
         }
+        Ok(())
+    })
+}
+
+/// `rows` MSMs over one set of `n_bases` bases (96 bytes each, uncompressed) with 8-bit
+/// scalars: result `k` is `sum_p scalars[k * n_bases + p] * bases[p]` (the NI-DKG chunking
+/// proof's 32 MSMs of 16n points), written to `out` as `rows` uncompressed points of 96
+/// bytes. `n_scalars` must be `rows * n_bases` (`Length` otherwise). On `InvalidPoint` the
+/// index of the first bad base is written to `out_error_index` (when non-NULL).
+///
+/// # Safety
+/// `engine` a live handle; `bases` `n_bases * 96` and `scalars` `n_scalars` readable bytes;
+/// `out` `rows * 96` writable bytes, overlapping no input; `out_error_index` NULL or
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gpu_crypto_g1_msm_shared_u8(
+    engine: *const GpuCryptoEngine,
+    bases: *const u8,
+    n_bases: usize,
+    scalars: *const u8,
+    n_scalars: usize,
+    rows: usize,
+    out: *mut u8,
+    out_error_index: *mut usize,
+) -> i32 {
+    entry(|| {
+        // SAFETY (all blocks): forwarded caller contract; sizes checked by the helpers.
+        let engine = unsafe { engine_ref(engine) }?;
+        if rows.checked_mul(n_bases) != Some(n_scalars) {
+            return Err(Failure::new(
+                Status::Length,
+                format!("{n_scalars} scalars for {rows} rows of {n_bases} bases"),
+            ));
+        }
+        let base_bytes = unsafe { input(bases.cast::<[u8; 96]>(), n_bases, "bases") }?;
+        let scalars = unsafe { input(scalars, n_scalars, "scalars") }?;
+        let out = unsafe { output(out.cast::<[u8; 96]>(), rows, "out") }?;
+        let bases = parse_points(base_bytes).inspect_err(|failure| {
+            // SAFETY: NULL or writable per the caller's contract.
+            if let (Some(slot), Some(index)) = (unsafe { out_error_index.as_mut() }, failure.index)
+            {
+                *slot = index;
+            }
+        })?;
+        let results = engine.g1_msm_shared_u8(&bases, scalars, rows)?;
+        if results.len() != rows {
+            return Err(Failure::new(
+                Status::Internal,
+                format!("{} results for {rows} rows", results.len()),
+            ));
+        }
+        let encoded: Vec<[u8; 96]> = results
+            .par_iter()
+            .map(|r| G1Affine::from(r).to_uncompressed())
+            .collect();
+        out.copy_from_slice(&encoded);
         Ok(())
     })
 }

@@ -5,7 +5,7 @@
 use gpu_crypto::ffi::{self, GpuCryptoEngine, Status};
 use gpu_crypto::{
     BlsItem, BlsScheme, DecodeError, DomainSeparator, Engine, G1Affine, G1Projective, G2Affine,
-    MsmInput, Scalar,
+    MsmInput, PairingProducts, Scalar,
 };
 use gpu_crypto_api::abi;
 use rand::{Rng, SeedableRng};
@@ -357,6 +357,123 @@ fn msm_batch_matches_the_engine_and_rejects_bad_inputs_whole() {
     assert!(out.iter().all(|p| *p == [0xee; 96]), "outputs untouched");
 }
 
+/// `gpu_crypto_g1_msm_shared_u8` on the CPU engine.
+fn msm_shared_u8(
+    handle: &Handle,
+    bases: &[[u8; 96]],
+    scalars: &[u8],
+    rows: usize,
+    out: &mut [[u8; 96]],
+    error_index: &mut usize,
+) -> i32 {
+    // SAFETY: bases.len() * 96 and scalars.len() readable bytes; `out` holds what the
+    // callers pass for `rows` (the tests size it so, or make the call fail first).
+    unsafe {
+        ffi::gpu_crypto_g1_msm_shared_u8(
+            handle.0,
+            bases.as_ptr().cast(),
+            bases.len(),
+            scalars.as_ptr(),
+            scalars.len(),
+            rows,
+            out.as_mut_ptr().cast(),
+            error_index,
+        )
+    }
+}
+
+#[test]
+fn msm_shared_u8_matches_the_reference_and_rejects_bad_inputs_whole() {
+    let handle = Handle::new("\"cpu\"");
+    let mut rng = ChaCha20Rng::seed_from_u64(3);
+    let (n, rows) = (37usize, 6usize);
+    let mut bases: Vec<G1Affine> = (0..n).map(|_| random_point(&mut rng)).collect();
+    // Adversarial bases: the identity, a duplicate, and a base beside its negation.
+    bases[3] = G1Affine::identity();
+    bases[9] = bases[8];
+    bases[11] = -bases[10];
+    let mut scalars = vec![0u8; n * rows];
+    rng.fill(&mut scalars[..]);
+    scalars[..n].fill(255); // row 0: 255 everywhere
+    scalars[n..2 * n].fill(0); // row 1: all zero
+    let base_bytes: Vec<[u8; 96]> = bases.iter().map(G1Affine::to_uncompressed).collect();
+    let mut out = vec![[0u8; 96]; rows];
+    let mut error_index = usize::MAX;
+    let code = msm_shared_u8(
+        &handle,
+        &base_bytes,
+        &scalars,
+        rows,
+        &mut out,
+        &mut error_index,
+    );
+    assert_eq!(code, Status::Ok as i32, "{}", last_error());
+    for k in 0..rows {
+        let row = &scalars[k * n..(k + 1) * n];
+        let naive: G1Projective = bases
+            .iter()
+            .zip(row)
+            .map(|(p, &s)| G1Projective::from(p) * Scalar::from(u64::from(s)))
+            .sum();
+        assert_eq!(out[k], G1Affine::from(naive).to_uncompressed(), "row {k}");
+        let reference = nidkg::msm::msm_shared_bases_u8(&bases, row);
+        assert_eq!(
+            out[k],
+            G1Affine::from(reference).to_uncompressed(),
+            "row {k}"
+        );
+    }
+    assert_eq!(out[1], G1Affine::identity().to_uncompressed());
+
+    // No rows; no bases (every row is the identity).
+    let code = msm_shared_u8(&handle, &base_bytes, &[], 0, &mut [], &mut error_index);
+    assert_eq!(code, Status::Ok as i32, "{}", last_error());
+    let mut out = vec![[0u8; 96]; 2];
+    let code = msm_shared_u8(&handle, &[], &[], 2, &mut out, &mut error_index);
+    assert_eq!(code, Status::Ok as i32, "{}", last_error());
+    assert!(
+        out.iter()
+            .all(|p| *p == G1Affine::identity().to_uncompressed())
+    );
+
+    // Whole-call errors leave the outputs untouched: a scalar count that is not
+    // rows * bases, then a base off the curve (with its index).
+    let mut out = vec![[0xeeu8; 96]; rows];
+    let code = msm_shared_u8(
+        &handle,
+        &base_bytes,
+        &scalars[..n * rows - 1],
+        rows,
+        &mut out,
+        &mut error_index,
+    );
+    assert_eq!(code, Status::Length as i32);
+    assert!(last_error().contains("scalars"), "{}", last_error());
+    assert!(out.iter().all(|p| *p == [0xee; 96]), "outputs untouched");
+    let mut bad = base_bytes.clone();
+    bad[20][95] ^= 1;
+    let mut error_index = usize::MAX;
+    let code = msm_shared_u8(&handle, &bad, &scalars, rows, &mut out, &mut error_index);
+    assert_eq!(code, Status::InvalidPoint as i32);
+    assert_eq!(error_index, 20);
+    assert!(out.iter().all(|p| *p == [0xee; 96]), "outputs untouched");
+    // NULL scalars with a length.
+    // SAFETY: the library checks the NULL pointer before reading.
+    let code = unsafe {
+        ffi::gpu_crypto_g1_msm_shared_u8(
+            handle.0,
+            base_bytes.as_ptr().cast(),
+            n,
+            ptr::null(),
+            n * rows,
+            rows,
+            out.as_mut_ptr().cast(),
+            ptr::null_mut(),
+        )
+    };
+    assert_eq!(code, Status::NullPointer as i32);
+}
+
 /// Products built to be the identity (`e(aP, bQ) e(-abP, Q)`) and not (`ab + 1`), an empty
 /// product and one with an identity point, through the C entry against the engine; then a
 /// bad point and an index outside the table fail the whole call with outputs untouched.
@@ -422,7 +539,7 @@ fn pairing_products_match_the_engine_and_reject_bad_inputs_whole() {
     assert!(out.iter().all(|v| *v <= 1), "{out:?}");
     assert_eq!(verdicts, expected);
     let engine = Engine::cpu_only()
-        .pairing_products_are_identity(gpu_crypto::PairingProducts {
+        .pairing_products_are_identity(PairingProducts {
             g2: &g2,
             products: &products,
         })

@@ -8,7 +8,12 @@
 //! products of three pairings (ciphertext integrity's shape), single MSMs of 2^12 and 2^16
 //! points, BLS verification of distinct
 //! messages and of one message under many keys (consensus shares), SHA-256 of 1 MiB state
-//! chunks under the manifest's domain separator; whole NI-DKG dealing verifications and DKG
+//! chunks under the manifest's domain separator; the chunking proof's own shape
+//! (`msm_shared_u8`: 32 MSMs over one set of n*16 bases with 8-bit scalars) on the engine's
+//! path of either backend, beside the CPU peers in the same run: the IC's algorithm (a 4-bit
+//! Pippenger over full-width scalars) on one thread and on all, the CPU 8-bit path
+//! (`nidkg::msm::msm_shared_bases_u8`) on all threads, and blst's Pippenger on all threads
+//! (the engine's CPU MSM, scalars widened); whole NI-DKG dealing verifications and DKG
 //! rounds (`nidkg_bench`). The CPU path is always measured (the
 //! planner's "without GPU" figures); the GPU path too when `--backend` is `gpu` or `auto`
 //! and the GPU is usable. Every entry says where its calls really ran (the engine's own
@@ -327,6 +332,19 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
             results.push(measure(gpu, case, "gpu", 1, plan)?);
         }
     }
+    for &n in plan.subnet_sizes {
+        let bases = points.get(..n * 16).context("msm_shared_u8 bases")?;
+        let mut u8_scalars = vec![0u8; SHARED_U8_ROWS * bases.len()];
+        rng.fill(&mut u8_scalars[..]);
+        results.extend(measure_shared_u8(
+            &cpu,
+            gpu_engine.as_ref(),
+            bases,
+            &u8_scalars,
+            n,
+            plan,
+        )?);
+    }
 
     // Dealing-level rows: GPU-assisted means the engine under the default auto policy
     // (each batch where its crossover sends it), not every batch forced onto the GPU.
@@ -396,6 +414,138 @@ fn gpu_engine(notes: &mut Vec<String>) -> Result<Engine, EngineError> {
     }
 }
 
+/// The chunking proof's MSMs: 32 rows over one set of bases.
+const SHARED_U8_ROWS: usize = 32;
+
+/// The `msm_shared_u8` entries of one subnet size: the engine's path on the CPU engine and
+/// the GPU engine (when measured), then the CPU peers, all on the same inputs.
+fn measure_shared_u8(
+    cpu: &Engine,
+    gpu: Option<&Engine>,
+    bases: &[G1Affine],
+    scalars: &[u8],
+    n: usize,
+    plan: &Plan,
+) -> anyhow::Result<Vec<BenchEntry>> {
+    use rayon::prelude::*;
+    let rows = SHARED_U8_ROWS;
+    let size = bases.len();
+    // The engine's path: nidkg's 8-bit MSM per row on all threads (CPU engine), or the
+    // bit-plane kernels (GPU engine).
+    let engine_case = Case {
+        op: "msm_shared_u8",
+        operation: Operation::MsmSharedU8,
+        batch: rows * size,
+        msms: Some(rows),
+        points_per_msm: Some(size),
+        subnet_size: Some(n),
+        call: Box::new(move |e| e.g1_msm_shared_u8(bases, scalars, rows).map(drop)),
+    };
+    let cpu_threads = rayon::current_num_threads();
+    let mut out = Vec::new();
+    let mut entry = measure(cpu, &engine_case, "cpu", cpu_threads, plan)?;
+    entry.algorithm = Some("shared-bases-u8".to_string());
+    out.push(entry);
+    if let Some(gpu) = gpu {
+        let mut entry = measure(gpu, &engine_case, "gpu", 1, plan)?;
+        entry.algorithm = Some("gpu-bit-planes".to_string());
+        out.push(entry);
+    }
+    // The peers, outside the engine (its counters do not see them): the scalars widened to
+    // field elements once, outside the timed calls.
+    let wide: Vec<Scalar> = scalars
+        .iter()
+        .map(|&s| Scalar::from(u64::from(s)))
+        .collect();
+    let wide_rows: Vec<&[Scalar]> = wide.chunks_exact(size).collect();
+    let byte_rows: Vec<&[u8]> = scalars.chunks_exact(size).collect();
+    let blst_batch: Vec<MsmInput<'_>> = wide_rows
+        .iter()
+        .map(|s| MsmInput {
+            points: bases,
+            scalars: s,
+        })
+        .collect();
+    let template = |algorithm: &str, threads: usize, seconds: Vec<f64>| {
+        let batch = rows * size;
+        summarise(seconds).map(|(median, min, max, reps)| BenchEntry {
+            op: "msm_shared_u8".to_string(),
+            backend: "cpu".to_string(),
+            executed_on: "cpu".to_string(),
+            batch,
+            msms: Some(rows),
+            points_per_msm: Some(size),
+            subnet_size: Some(n),
+            repetitions: reps,
+            seconds_per_call: median,
+            seconds_per_call_min: Some(min),
+            seconds_per_call_max: Some(max),
+            seconds_per_item: median / batch as f64,
+            items_per_second: if median > 0.0 {
+                batch as f64 / median
+            } else {
+                0.0
+            },
+            algorithm: Some(algorithm.to_string()),
+            threads,
+            source: "measured".to_string(),
+            reference: None,
+            phases: None,
+        })
+    };
+    let ic_1t = time_calls(plan, || {
+        for s in &wide_rows {
+            std::hint::black_box(nidkg::msm::msm_4bit_full_width(bases, s));
+        }
+    });
+    out.extend(template("ic-4bit-full-width", 1, ic_1t));
+    let ic_all = time_calls(plan, || {
+        let r: Vec<G1Projective> = wide_rows
+            .par_iter()
+            .map(|s| nidkg::msm::msm_4bit_full_width(bases, s))
+            .collect();
+        std::hint::black_box(r);
+    });
+    out.extend(template("ic-4bit-full-width", cpu_threads, ic_all));
+    let u8_1t = time_calls(plan, || {
+        for s in &byte_rows {
+            std::hint::black_box(nidkg::msm::msm_shared_bases_u8(bases, s));
+        }
+    });
+    out.extend(template("shared-bases-u8", 1, u8_1t));
+    let blst = time_calls(plan, || {
+        std::hint::black_box(gpu_crypto::cpu::g1_msm_batch(&blst_batch));
+    });
+    out.extend(template("blst-pippenger", cpu_threads, blst));
+    Ok(out)
+}
+
+/// Seconds of each timed call of `call` after one untimed warm-up, as `measure` times.
+fn time_calls(plan: &Plan, call: impl Fn()) -> Vec<f64> {
+    call();
+    let started = Instant::now();
+    let mut times = Vec::new();
+    while times.len() < plan.max_reps
+        && (times.len() < plan.min_reps || started.elapsed() < plan.min_time)
+    {
+        let t = Instant::now();
+        call();
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times
+}
+
+/// Median, minimum, maximum and count of call times (`None` for no calls).
+fn summarise(mut times: Vec<f64>) -> Option<(f64, f64, f64, usize)> {
+    times.sort_by(f64::total_cmp);
+    Some((
+        *times.get(times.len() / 2)?,
+        *times.first()?,
+        *times.last()?,
+        times.len(),
+    ))
+}
+
 fn measure(
     engine: &Engine,
     case: &Case<'_>,
@@ -440,6 +590,7 @@ fn measure(
         seconds_per_call_max: times.last().copied(),
         seconds_per_item: median / items,
         items_per_second: if median > 0.0 { items / median } else { 0.0 },
+        algorithm: None,
         threads,
         source: "measured".to_string(),
         reference: None,
@@ -617,6 +768,7 @@ mod tests {
             "pairing_products",
             "msm_batch",
             "msm",
+            "msm_shared_u8",
             "bls_verify_distinct",
             "bls_verify_same_message",
             "sha256_1mib",

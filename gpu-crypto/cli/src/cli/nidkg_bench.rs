@@ -161,6 +161,7 @@ fn row(
         threads,
         source: "measured".to_string(),
         reference: None,
+        algorithm: None,
         phases: (dealings.len() == 1).then(|| DealingPhases {
             deserialize: median_of(|p| p.deserialize),
             integrity: median_of(|p| p.integrity),

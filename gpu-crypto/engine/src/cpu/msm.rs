@@ -34,15 +34,16 @@ pub fn g1_msm_batch(msms: &[MsmInput<'_>]) -> Vec<G1Projective> {
     msms.iter().map(msm).collect()
 }
 
-/// `rows` MSMs over shared bases with 8-bit scalars (`scalars[k * bases.len() + p]` is
-/// row `k`'s scalar of base `p`), rows spread over rayon's pool; the shape and algorithm
-/// of `nidkg`'s CPU verifier. Lengths must match (the engine checks).
+/// `rows` MSMs over one set of bases with 8-bit scalars: result `k` is
+/// `sum_p scalars[k * bases.len() + p] * bases[p]` (`nidkg::msm::msm_shared_bases_u8` per
+/// row, one row per rayon task). `scalars.len()` must be `rows * bases.len()` (the engine
+/// checks); the identity for every row when there are no bases.
 pub fn g1_msm_shared_u8(bases: &[G1Affine], scalars: &[u8], rows: usize) -> Vec<G1Projective> {
     if bases.is_empty() {
         return vec![G1Projective::identity(); rows];
     }
     scalars
-        .par_chunks(bases.len())
+        .par_chunks_exact(bases.len())
         .take(rows)
         .map(|row| nidkg::msm::msm_shared_bases_u8(bases, row))
         .collect()

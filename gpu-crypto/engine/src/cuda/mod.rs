@@ -20,6 +20,7 @@ pub mod kernel_cache;
 mod marks;
 mod memory;
 mod msm;
+mod msm_shared_u8;
 mod sha256;
 pub mod sources;
 
@@ -94,6 +95,7 @@ pub(crate) struct Kernels {
     pub(crate) sha256_prefixed_shr_fma: CudaFunction,
     pub(crate) fill_random: CudaFunction,
     pub(crate) msm: msm::MsmKernels,
+    pub(crate) msm_u8: msm_shared_u8::MsmU8Kernels,
     pub(crate) bls: bls::BlsKernels,
 }
 
@@ -342,6 +344,9 @@ impl GpuBackend {
             sha256_prefixed_shr_fma: function(1, "sha256_prefixed_shr_fma")?,
             fill_random: function(2, "fill_random")?,
             msm: msm::MsmKernels::load(&modules[program_index(&sources::G1_MSM)?])?,
+            msm_u8: msm_shared_u8::MsmU8Kernels::load(
+                &modules[program_index(&sources::G1_MSM_SHARED_U8)?],
+            )?,
             bls: bls::BlsKernels::load(
                 &modules[program_index(&sources::BLS_VERIFY)?],
                 &modules[program_index(&sources::BLS_PAIRING)?],
@@ -403,8 +408,8 @@ impl GpuBackend {
             | Operation::Msm
             | Operation::PairingProducts
             | Operation::BlsVerify
+            | Operation::MsmSharedU8
             | Operation::Sha256 => true,
-            Operation::MsmSharedU8 => false,
         }
     }
 

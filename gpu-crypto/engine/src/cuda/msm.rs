@@ -61,17 +61,18 @@ const LARGE_WINDOW_BITS: u32 = 16;
 /// Upper bound on the bucket array of one call (2^(c-1) buckets per window per MSM).
 const MAX_BUCKET_BYTES: usize = 1 << 31;
 const FP_BYTES: usize = 48;
-const POINT_BYTES: usize = 2 * FP_BYTES;
+pub(super) const POINT_BYTES: usize = 2 * FP_BYTES;
 const SCALAR_BYTES: usize = 32;
 const BUCKET_BYTES: usize = 4 * FP_BYTES;
-const JACOBIAN_BYTES: usize = 3 * FP_BYTES;
+pub(super) const JACOBIAN_BYTES: usize = 3 * FP_BYTES;
 
 // A Scalar is one [u64; 4] field (ic_bls12_381 0.10: `Scalar(pub(crate) [u64; 4])`); a size
 // of 32 bytes leaves no room for padding, so all of its bytes are that field's.
 const _: () = assert!(size_of::<Scalar>() == SCALAR_BYTES);
 
 pub(crate) struct MsmKernels {
-    load_points: CudaFunction,
+    /// Also converts the bases of the shared-base 8-bit MSM (msm_shared_u8.rs).
+    pub(super) load_points: CudaFunction,
     scalars_from_mont: CudaFunction,
     histogram: CudaFunction,
     scatter: CudaFunction,
@@ -111,9 +112,10 @@ impl MsmKernels {
 
 pub(crate) struct MsmBuffers {
     ctx: Arc<CudaContext>,
-    host_in: PinnedBuffer,
-    host_out: PinnedBuffer,
-    device: DeviceBuffer,
+    // Also the buffers of the shared-base 8-bit MSM (a worker runs one call at a time).
+    pub(super) host_in: PinnedBuffer,
+    pub(super) host_out: PinnedBuffer,
+    pub(super) device: DeviceBuffer,
     /// Uploads the points while the worker's stream sorts the scalars (created on first use).
     points_stream: Option<Arc<CudaStream>>,
 }
@@ -145,14 +147,14 @@ impl MsmBuffers {
 /// field bytes are copied as they are (Montgomery form with R = 2^384, exactly the kernels'
 /// 12 x 32-bit limbs) instead of being encoded and decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct PointLayout {
+pub(super) struct PointLayout {
     x: usize,
     y: usize,
 }
 
 /// How points and scalars cross to the GPU in one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Staging {
+pub(super) enum Staging {
     /// Points: ic_bls12_381's Montgomery limbs, copied; scalars likewise (converted on the GPU).
     Montgomery(PointLayout),
     /// Points as uncompressed encodings, scalars as `to_bytes` (no assumption about
@@ -500,7 +502,7 @@ fn probe_point_layout(gpu: &GpuBackend, w: &mut Worker) -> Result<Option<PointLa
     Ok(layout)
 }
 
-fn staging(gpu: &GpuBackend, w: &mut Worker) -> Result<Staging, GpuError> {
+pub(super) fn staging(gpu: &GpuBackend, w: &mut Worker) -> Result<Staging, GpuError> {
     if std::env::var("GPU_CRYPTO_MSM_STAGING").as_deref() == Ok("encoded") || !raw_scalars_usable()
     {
         return Ok(Staging::Encoded);
@@ -573,6 +575,29 @@ impl Area {
     }
 }
 
+/// Writes one point's 96 bytes in the staging form: its Montgomery x and y as they are in
+/// memory, or its uncompressed encoding (for `msm_load_points`). The identity's bytes are
+/// not a point: callers give it a zero scalar.
+pub(super) fn stage_point(p: &G1Affine, staging: Staging, pd: &mut [u8]) {
+    match staging {
+        Staging::Montgomery(layout) => {
+            let base = p as *const G1Affine as *const u8;
+            assert!(pd.len() >= POINT_BYTES, "staging slot of a point");
+            // SAFETY: the probe found x and y, fields of every G1Affine, at these offsets:
+            // 48 initialised bytes each, inside the struct; `pd` holds 96 bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(base.add(layout.x), pd.as_mut_ptr(), FP_BYTES);
+                std::ptr::copy_nonoverlapping(
+                    base.add(layout.y),
+                    pd.as_mut_ptr().add(FP_BYTES),
+                    FP_BYTES,
+                );
+            }
+        }
+        Staging::Encoded => pd[..POINT_BYTES].copy_from_slice(&p.to_uncompressed()),
+    }
+}
+
 /// Writes the pieces' scalars at `scalars + 32 * first` (zero for the identity, so no
 /// kernel ever meets the identity) and points at `points + 96 * first`, in the staging
 /// form, in one pass over the inputs; on all cores when there are many points.
@@ -597,37 +622,13 @@ unsafe fn stage(pieces: &[Piece<'_>], n: usize, staging: Staging, scalars: Area,
             .zip(sd.chunks_exact_mut(SCALAR_BYTES))
             .zip(pd.chunks_exact_mut(POINT_BYTES))
         {
-            let identity = bool::from(p.is_identity());
-            match staging {
-                Staging::Montgomery(layout) => {
-                    let base = p as *const G1Affine as *const u8;
-                    // SAFETY: the probe found x and y, fields of every G1Affine, at these
-                    // offsets: 48 initialised bytes each, inside the struct.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            base.add(layout.x),
-                            pd.as_mut_ptr(),
-                            FP_BYTES,
-                        );
-                        std::ptr::copy_nonoverlapping(
-                            base.add(layout.y),
-                            pd.as_mut_ptr().add(FP_BYTES),
-                            FP_BYTES,
-                        );
-                    }
-                    if identity {
-                        sd.fill(0);
-                    } else {
-                        sd.copy_from_slice(scalar_limbs(s));
-                    }
-                }
-                Staging::Encoded => {
-                    pd.copy_from_slice(&p.to_uncompressed());
-                    if identity {
-                        sd.fill(0);
-                    } else {
-                        sd.copy_from_slice(&s.to_bytes());
-                    }
+            stage_point(p, staging, pd);
+            if bool::from(p.is_identity()) {
+                sd.fill(0);
+            } else {
+                match staging {
+                    Staging::Montgomery(_) => sd.copy_from_slice(scalar_limbs(s)),
+                    Staging::Encoded => sd.copy_from_slice(&s.to_bytes()),
                 }
             }
         }
@@ -988,7 +989,7 @@ fn run_staged(
 }
 
 /// `GPU_CRYPTO_MSM_PROFILE=1` prints each call's host/GPU time split (bench diagnostics).
-fn profile_enabled() -> bool {
+pub(super) fn profile_enabled() -> bool {
     std::env::var_os("GPU_CRYPTO_MSM_PROFILE").is_some_and(|v| v == "1")
 }
 
@@ -1006,7 +1007,7 @@ pub(super) fn fp_from_gpu(b: &[u8]) -> Option<blst_fp> {
     below.then_some(blst_fp { l })
 }
 
-fn jacobian_from_gpu(b: &[u8]) -> Result<blst_p1, GpuError> {
+pub(super) fn jacobian_from_gpu(b: &[u8]) -> Result<blst_p1, GpuError> {
     let bad = || GpuError::BadOutput("MSM partial sum is not a canonical field element".into());
     Ok(blst_p1 {
         x: fp_from_gpu(&b[0..48]).ok_or_else(bad)?,

@@ -190,6 +190,13 @@ pub const G1_MSM: KernelProgram = KernelProgram {
     ],
 };
 
+/// Many MSMs with 8-bit scalars over one shared set of bases (NI-DKG chunking proof).
+pub const G1_MSM_SHARED_U8: KernelProgram = KernelProgram {
+    name: "msm/g1_msm_shared_u8.cu",
+    source: include_str!("../../../../kernels/msm/g1_msm_shared_u8.cu"),
+    functions: &["msm_u8_planes", "msm_u8_combine"],
+};
+
 /// BLS batch verification: random-combination leaves, tree levels, node checks.
 pub const BLS_VERIFY: KernelProgram = KernelProgram {
     name: "ops/bls_verify.cu",
@@ -228,6 +235,7 @@ pub const PROGRAMS: &[KernelProgram] = &[
     G1_DECOMPRESS_LATENCY,
     HASH_TO_G1,
     G2_DECOMPRESS,
+    G1_MSM_SHARED_U8,
 ];
 
 /// Programs only the benchmarks load; they must compile like the others.

@@ -91,6 +91,16 @@ int main(void) {
           GPU_CRYPTO_OK);
     CHECK(memcmp(msm_out, msm3_out, 96) == 0);
 
+    /* Shared-base 8-bit MSMs: row 0 = 3 * G over one base, row 1 = 0 * G. */
+    uint8_t u8_scalars[2] = {3, 0};
+    uint8_t shared_out[2 * 96];
+    CHECK(gpu_crypto_g1_msm_shared_u8(engine, want, 1, u8_scalars, 2, 2, shared_out, NULL) ==
+          GPU_CRYPTO_OK);
+    CHECK(memcmp(shared_out, msm_out, 96) == 0);
+    CHECK(shared_out[96] == 0x40);
+    CHECK(gpu_crypto_g1_msm_shared_u8(engine, want, 1, u8_scalars, 1, 2, shared_out, NULL) ==
+          GPU_CRYPTO_ERR_LENGTH);
+
     /* A point off the curve is refused with its index. */
     points3[96 + 95] ^= 1;
     memset(msm3_out, 0xee, sizeof msm3_out);
