@@ -19,7 +19,7 @@ pub const SPAN_SECONDS: f64 = 3600.0;
 /// this spacing, so that the ring never holds more than `SPAN_SECONDS / MIN_SPACING_SECONDS
 /// + 1` points per series.
 pub const MIN_SPACING_SECONDS: f64 = 1.0;
-/// At most this many series at once (17 fixed ones plus 4 per GPU fit 19 GPUs); a series
+/// At most this many series at once (23 fixed ones plus 4 per GPU fit 18 GPUs); a series
 /// beyond it is not recorded and counted in `series_refused_total`.
 pub const MAX_SERIES: usize = 96;
 
@@ -67,7 +67,7 @@ struct Series {
 #[derive(Debug, Clone, Copy, Default)]
 struct Counters {
     /// Items by (operation index, cpu/gpu).
-    items: [[u64; 2]; 4],
+    items: [[u64; 2]; gpu_crypto::Operation::ALL.len()],
     gpu_errors: u64,
     fallbacks: u64,
     pinning_reapplied: u64,

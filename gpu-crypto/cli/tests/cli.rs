@@ -502,8 +502,8 @@ fn policy_file_gives_full_control() {
     let path = write(dir.path(), "policy.toml", &text);
     let report: serde_json::Value =
         serde_json::from_str(&run_ok(&["status", "--policy", &path])).expect("JSON");
-    assert_eq!(report["operations"][1]["operation"], "msm");
-    assert_eq!(report["operations"][1]["gpu_min_batch"], 12345);
+    assert_eq!(report["operations"][2]["operation"], "msm");
+    assert_eq!(report["operations"][2]["gpu_min_batch"], 12345);
 
     let out = run(&["status", "--policy", &path, "--backend", "cpu"]);
     assert!(!out.status.success(), "--policy and --backend conflict");

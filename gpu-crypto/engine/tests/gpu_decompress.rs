@@ -409,7 +409,7 @@ fn g2_batches_of_several_pipeline_segments() {
 fn g2_engine_pinned_to_gpu_decompresses_on_gpu() {
     gpu();
     let mut policy = Policy::cpu_only();
-    policy.decompress.backend = BackendChoice::Gpu;
+    policy.decompress_g2.backend = BackendChoice::Gpu;
     policy.fallback = gpu_crypto::Fallback::Never;
     let engine = Engine::new(policy).expect("engine with the GPU");
     let mut r = rng(14);
@@ -422,7 +422,7 @@ fn g2_engine_pinned_to_gpu_decompresses_on_gpu() {
         .operations
         .iter()
         .filter(|c| {
-            c.operation == gpu_crypto::Operation::Decompress
+            c.operation == gpu_crypto::Operation::DecompressG2
                 && c.executed == gpu_crypto_api::stats::Executed::Gpu
         })
         .map(|c| c.items)

@@ -198,3 +198,14 @@ pub fn items(batch: &[Owned]) -> Vec<BlsItem<'_>> {
         })
         .collect()
 }
+
+/// A fresh seed from the OS unless `var` names one, printed so that a failure can be
+/// replayed.
+pub fn fresh_rng(var: &str, what: &str) -> ChaCha20Rng {
+    let seed = std::env::var(var)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::thread_rng().next_u64());
+    eprintln!("{what}: seed {seed} ({var}={seed} replays it)");
+    rng(seed)
+}
