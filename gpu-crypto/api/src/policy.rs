@@ -162,14 +162,18 @@ pub mod defaults {
     /// (docs/results/crossover-decompress-sha256-h200). The small-batch kernel moves the
     /// H200's crossover to a few points; its profile says 16.
     pub const DECOMPRESS_GPU_MIN_BATCH: usize = 256;
-    /// G2 points: CPU faster at 32 points (1.24 vs 2.19 ms), GPU faster at 4,096 (2.74 vs
-    /// 105 ms) (docs/results/g2-decompress-h200); the GPU's floor is one thread's Fp2
-    /// square root and subgroup check, about 2.2 ms.
+    /// G2 points: CPU faster at 64 points (2.13 vs 2.23 ms), GPU faster at 128 (2.42 vs
+    /// 3.86 ms) (docs/results/nidkg-dealing-h200); the GPU's
+    /// floor is one thread's Fp2 square root and subgroup check, about 2.2 ms.
     pub const DECOMPRESS_G2_GPU_MIN_BATCH: usize = 128;
-    /// Scalars (rows times shared bases) of one shared-base 8-bit MSM batch.
+    /// Scalars (rows times shared bases) of one shared-base 8-bit MSM batch: GPU faster at
+    /// the smallest NI-DKG shape, 32 x 208 = 6,656 scalars (0.32 vs 1.57 ms on the CPU
+    /// path's 16 threads, docs/results/nidkg-dealing-h200); 4,096 keeps a margin.
     pub const MSM_SHARED_U8_GPU_MIN_BATCH: usize = 4096;
-    /// Pairing products per batch: the GPU runs one product per thread (a whole Miller
-    /// loop and final exponentiation each), so only many products fill it.
+    /// Products of three pairings per batch: CPU faster at 64 (11.7 vs 38.4 ms), GPU faster
+    /// at 256 (38.5 vs 44.1 ms) (docs/results/nidkg-dealing-h200). The GPU runs one product
+    /// per thread (a whole Miller loop and final exponentiation each), so only many
+    /// products fill it; a dealing's 16 stay on the CPU.
     pub const PAIRING_PRODUCTS_GPU_MIN_BATCH: usize = 256;
     /// One MSM: GPU faster from 128 points, CPU faster at 64 (docs/results/msm-h200); 256
     /// keeps a margin over the GPU's floor of about 0.6 ms.

@@ -119,7 +119,9 @@ impl BatchOps for NidkgBatchOps<'_> {
     }
 
     fn g2_msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective, BackendError> {
-        Ok(nidkg::msm::msm_vartime::<G2Projective>(bases, scalars))
+        Ok(nidkg::msm::msm_vartime_parallel::<G2Projective>(
+            bases, scalars,
+        ))
     }
 
     fn g1_recombine_chunks(&self, rows: &[&[G1Affine]]) -> Result<Vec<G1Projective>, BackendError> {

@@ -7,7 +7,9 @@
 //! arithmetic on the CPU.
 
 use crate::error::BackendError;
-use crate::msm::{SharedBaseTable, msm_shared_bases_u8, msm_vartime, msm_with_table};
+use crate::msm::{
+    SharedBaseTable, msm_shared_bases_u8, msm_vartime, msm_vartime_parallel, msm_with_table,
+};
 use ic_bls12_381::{
     G1Affine, G1Projective, G2Affine, G2Prepared, G2Projective, Gt, Scalar, multi_miller_loop,
 };
@@ -162,7 +164,11 @@ impl BatchOps for CpuBatchOps {
     }
 
     fn g2_msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective, BackendError> {
-        Ok(msm_vartime::<G2Projective>(bases, scalars))
+        Ok(if self.parallel {
+            msm_vartime_parallel::<G2Projective>(bases, scalars)
+        } else {
+            msm_vartime::<G2Projective>(bases, scalars)
+        })
     }
 
     fn g1_recombine_chunks(&self, rows: &[&[G1Affine]]) -> Result<Vec<G1Projective>, BackendError> {
