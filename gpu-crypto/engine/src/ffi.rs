@@ -399,12 +399,14 @@ fn write_decoded<P, const N: usize>(
     Ok(())
 }
 
-/// Parses uncompressed points with full validation (on the curve, in the subgroup).
-fn parse_points(bytes: &[[u8; 96]]) -> Result<Vec<G1Affine>, Failure> {
-    let parsed: Vec<Option<G1Affine>> = bytes
-        .par_iter()
-        .map(|b| Option::from(G1Affine::from_uncompressed(b)))
-        .collect();
+/// Parses uncompressed points of either group with full validation (on the curve, in the
+/// subgroup); a bad one fails the whole call with its index.
+fn parse_uncompressed<P: Send, const N: usize>(
+    bytes: &[[u8; N]],
+    group: &str,
+    decode: impl Fn(&[u8; N]) -> Option<P> + Sync + Send,
+) -> Result<Vec<P>, Failure> {
+    let parsed: Vec<Option<P>> = bytes.par_iter().map(decode).collect();
     parsed
         .into_iter()
         .enumerate()
@@ -412,12 +414,24 @@ fn parse_points(bytes: &[[u8; 96]]) -> Result<Vec<G1Affine>, Failure> {
             p.ok_or_else(|| {
                 Failure::new(
                     Status::InvalidPoint,
-                    format!("point {i} is not a valid uncompressed G1 point of the subgroup"),
+                    format!("{group} point {i} is not a valid uncompressed {group} point of the subgroup"),
                 )
                 .at(i)
             })
         })
         .collect()
+}
+
+fn parse_points(bytes: &[[u8; 96]]) -> Result<Vec<G1Affine>, Failure> {
+    parse_uncompressed(bytes, "G1", |b| {
+        Option::from(G1Affine::from_uncompressed(b))
+    })
+}
+
+fn parse_g2_points(bytes: &[[u8; 192]]) -> Result<Vec<G2Affine>, Failure> {
+    parse_uncompressed(bytes, "G2", |b| {
+        Option::from(G2Affine::from_uncompressed(b))
+    })
 }
 
 /// Parses canonical big-endian scalars.
@@ -556,27 +570,6 @@ pub unsafe extern "C" fn gpu_crypto_g1_msm_shared_u8(
         out.copy_from_slice(&encoded);
         Ok(())
     })
-}
-
-/// Parses uncompressed G2 points with full validation (on the twist, in the subgroup).
-fn parse_g2_points(bytes: &[[u8; 192]]) -> Result<Vec<G2Affine>, Failure> {
-    let parsed: Vec<Option<G2Affine>> = bytes
-        .par_iter()
-        .map(|b| Option::from(G2Affine::from_uncompressed(b)))
-        .collect();
-    parsed
-        .into_iter()
-        .enumerate()
-        .map(|(i, p)| {
-            p.ok_or_else(|| {
-                Failure::new(
-                    Status::InvalidPoint,
-                    format!("G2 point {i} is not a valid uncompressed G2 point of the subgroup"),
-                )
-                .at(i)
-            })
-        })
-        .collect()
 }
 
 /// Whether each of `n_products` products of pairings is the identity of GT. The G2 points

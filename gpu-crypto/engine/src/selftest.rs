@@ -154,6 +154,22 @@ fn g2_decompress_inputs(rng: &mut ChaCha20Rng, size: usize) -> Vec<([u8; 96], Ex
     inputs
 }
 
+/// `call` on the engine and on the reference; a failed call is recorded and gives `None`.
+fn on_both<T>(
+    check: &mut OperationCheck,
+    engine: &Engine,
+    reference: &Engine,
+    call: impl Fn(&Engine) -> Result<T, crate::EngineError>,
+) -> Option<(T, T)> {
+    match (call(engine), call(reference)) {
+        (Ok(got), Ok(want)) => Some((got, want)),
+        (Err(e), _) | (_, Err(e)) => {
+            check.problems.push(format!("call failed: {e}"));
+            None
+        }
+    }
+}
+
 /// Compares the engine's decoding with the reference's, item by item, and the reference
 /// with how each input was built.
 fn compare_decoded<P: PartialEq + std::fmt::Debug, const N: usize>(
@@ -165,12 +181,8 @@ fn compare_decoded<P: PartialEq + std::fmt::Debug, const N: usize>(
 ) -> OperationCheck {
     let bytes: Vec<[u8; N]> = inputs.iter().map(|(b, _)| *b).collect();
     check.items = bytes.len();
-    let (got, want) = match (decode(engine, &bytes), decode(reference, &bytes)) {
-        (Ok(g), Ok(w)) => (g, w),
-        (Err(e), _) | (_, Err(e)) => {
-            check.problems.push(format!("call failed: {e}"));
-            return check;
-        }
+    let Some((got, want)) = on_both(&mut check, engine, reference, |e| decode(e, &bytes)) else {
+        return check;
     };
     if got.len() != bytes.len() || want.len() != bytes.len() {
         check.problems.push(format!(
@@ -254,15 +266,10 @@ fn check_msm_shared_u8(
     scalars[..n].fill(0);
     scalars[n..2 * n].fill(u8::MAX);
     check.items = scalars.len();
-    let (got, want) = match (
-        engine.g1_msm_shared_u8(&bases, &scalars, ROWS),
-        reference.g1_msm_shared_u8(&bases, &scalars, ROWS),
-    ) {
-        (Ok(g), Ok(w)) => (g, w),
-        (Err(e), _) | (_, Err(e)) => {
-            check.problems.push(format!("call failed: {e}"));
-            return check;
-        }
+    let Some((got, want)) = on_both(&mut check, engine, reference, |e| {
+        e.g1_msm_shared_u8(&bases, &scalars, ROWS)
+    }) else {
+        return check;
     };
     if got.len() != ROWS || want.len() != ROWS {
         check.problems.push(format!(
@@ -333,15 +340,10 @@ fn check_pairing_products(
         g2: &g2,
         products: &products,
     };
-    let (got, want) = match (
-        engine.pairing_products_are_identity(input),
-        reference.pairing_products_are_identity(input),
-    ) {
-        (Ok(g), Ok(w)) => (g, w),
-        (Err(e), _) | (_, Err(e)) => {
-            check.problems.push(format!("call failed: {e}"));
-            return check;
-        }
+    let Some((got, want)) = on_both(&mut check, engine, reference, |e| {
+        e.pairing_products_are_identity(input)
+    }) else {
+        return check;
     };
     if got != want {
         check

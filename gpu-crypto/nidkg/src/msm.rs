@@ -88,21 +88,25 @@ pub fn msm_vartime<G: MsmGroup>(bases: &[G::Affine], scalars: &[Scalar]) -> G {
     let le: Vec<[u8; 32]> = scalars[..n].iter().map(Scalar::to_bytes).collect();
     let windows = SCALAR_BITS.div_ceil(c);
     let mut acc = G::identity();
-    let mut buckets = vec![G::identity(); (1 << c) - 1];
     for w in (0..windows).rev() {
         for _ in 0..c {
             acc = acc.double();
         }
-        buckets.iter_mut().for_each(|b| *b = G::identity());
-        for (base, s) in bases[..n].iter().zip(&le) {
-            let d = digit(s, w * c, c);
-            if d != 0 {
-                buckets[d - 1] = buckets[d - 1].add_mixed(base);
-            }
-        }
-        acc = acc.add(&reduce_buckets(&buckets));
+        acc = acc.add(&window_sum::<G>(&bases[..n], &le, w, c));
     }
     acc
+}
+
+/// `sum_i digit_w(scalar_i) * bases[i]` for the `c`-bit window `w`, by buckets.
+fn window_sum<G: MsmGroup>(bases: &[G::Affine], le: &[[u8; 32]], w: usize, c: usize) -> G {
+    let mut buckets = vec![G::identity(); (1 << c) - 1];
+    for (base, s) in bases.iter().zip(le) {
+        let d = digit(s, w * c, c);
+        if d != 0 {
+            buckets[d - 1] = buckets[d - 1].add_mixed(base);
+        }
+    }
+    reduce_buckets(&buckets)
 }
 
 /// [`msm_vartime`] with its windows spread over rayon's pool: each window's bucket sum on a
@@ -120,16 +124,7 @@ pub fn msm_vartime_parallel<G: MsmGroup>(bases: &[G::Affine], scalars: &[Scalar]
     let windows = SCALAR_BITS.div_ceil(c);
     let sums: Vec<G> = (0..windows)
         .into_par_iter()
-        .map(|w| {
-            let mut buckets = vec![G::identity(); (1 << c) - 1];
-            for (base, s) in bases[..n].iter().zip(&le) {
-                let d = digit(s, w * c, c);
-                if d != 0 {
-                    buckets[d - 1] = buckets[d - 1].add_mixed(base);
-                }
-            }
-            reduce_buckets(&buckets)
-        })
+        .map(|w| window_sum::<G>(&bases[..n], &le, w, c))
         .collect();
     let mut acc = G::identity();
     for sum in sums.iter().rev() {
