@@ -203,8 +203,8 @@ fn history_plots_draw_after_a_few_cycles() {
     assert_eq!(plots.len(), 11, "{plots:?}");
     assert_drawn(&plots, "Node power (W)", 1, 6);
     assert_drawn(&plots, "Cost (EUR/h)", 2, 6);
-    // Four operations on two paths; the first point has no rate yet.
-    assert_drawn(&plots, "Crypto items per second (items/s)", 8, 5);
+    // Seven operations on two paths; the first point has no rate yet.
+    assert_drawn(&plots, "Crypto items per second (items/s)", 14, 5);
     assert_drawn(&plots, "GPU errors and CPU fallbacks (per point)", 2, 5);
     assert_drawn(&plots, "Replica heights (blocks)", 2, 6);
     assert_drawn(&plots, "Certification lag (blocks)", 1, 6);
