@@ -617,15 +617,7 @@ impl Client {
             Backend::Library(lib) => lib,
         };
         // The engine's own error, so that both backends refuse a bad shape alike.
-        if rows.checked_mul(bases.len()) != Some(scalars.len()) {
-            return Err(EngineError::ScalarCountMismatch {
-                op: Operation::Msm,
-                rows,
-                bases: bases.len(),
-                scalars: scalars.len(),
-            }
-            .into());
-        }
+        gpu_crypto::check_shared_u8_shape(bases.len(), scalars.len(), rows)?;
         let encoded: Vec<[u8; 96]> = bases.iter().map(G1Affine::to_uncompressed).collect();
         let mut out = vec![[0u8; 96]; rows];
         let mut error_index = usize::MAX;
@@ -661,16 +653,7 @@ impl Client {
             Backend::Library(lib) => lib,
         };
         // The same error as the in-process engine's for an index outside the table.
-        for (product, pairs) in input.products.iter().enumerate() {
-            if let Some((_, index)) = pairs.iter().find(|(_, i)| *i >= input.g2.len()) {
-                return Err(EngineError::PairingIndex {
-                    product,
-                    index: *index,
-                    g2_points: input.g2.len(),
-                }
-                .into());
-            }
-        }
+        input.check_indices()?;
         let g2: Vec<[u8; 192]> = input.g2.iter().map(G2Affine::to_uncompressed).collect();
         let lengths: Vec<usize> = input.products.iter().map(Vec::len).collect();
         let pairs = input.products.iter().flatten();

@@ -315,10 +315,10 @@ fn msm_shared_u8_length_mismatch_is_the_engine_error_on_both_backends() {
             matches!(
                 err,
                 ClientError::Engine(EngineError::ScalarCountMismatch {
+                    op: gpu_crypto::Operation::MsmSharedU8,
                     rows: 2,
                     bases: 3,
                     scalars: 5,
-                    ..
                 })
             ),
             "{err}"

@@ -5,7 +5,7 @@
 use crate::counters::Counters;
 use crate::cpu;
 use crate::cuda::{GpuBackend, GpuError, kernel_cache};
-use crate::input::{MsmInput, PairingProducts};
+use crate::input::{MsmInput, PairingProducts, check_shared_u8_shape};
 use gpu_crypto_api::policy::bls_distinct_messages;
 use gpu_crypto_api::stats::{Executed, StatsSnapshot};
 use gpu_crypto_api::{
@@ -296,14 +296,7 @@ impl Engine {
         scalars: &[u8],
         rows: usize,
     ) -> Result<Vec<G1Projective>, EngineError> {
-        if rows.checked_mul(bases.len()) != Some(scalars.len()) {
-            return Err(EngineError::ScalarCountMismatch {
-                op: Operation::MsmSharedU8,
-                rows,
-                bases: bases.len(),
-                scalars: scalars.len(),
-            });
-        }
+        check_shared_u8_shape(bases.len(), scalars.len(), rows)?;
         let cpu = || cpu::g1_msm_shared_u8(bases, scalars, rows);
         let gpu = |g: &GpuBackend| g.g1_msm_shared_u8(bases, scalars, rows);
         self.dispatch(Operation::MsmSharedU8, scalars.len(), cpu, gpu)
@@ -317,15 +310,7 @@ impl Engine {
         &self,
         input: PairingProducts<'_>,
     ) -> Result<Vec<bool>, EngineError> {
-        for (product, pairs) in input.products.iter().enumerate() {
-            if let Some((_, index)) = pairs.iter().find(|(_, i)| *i >= input.g2.len()) {
-                return Err(EngineError::PairingIndex {
-                    product,
-                    index: *index,
-                    g2_points: input.g2.len(),
-                });
-            }
-        }
+        input.check_indices()?;
         self.dispatch(
             Operation::PairingProducts,
             input.products.len(),

@@ -35,5 +35,5 @@ pub use gpu_crypto_api::{
     VerifyError,
 };
 pub use ic_bls12_381::{G1Affine, G1Projective, G2Affine, Scalar};
-pub use input::{MsmInput, PairingProducts};
+pub use input::{MsmInput, PairingProducts, check_shared_u8_shape};
 pub use nidkg_batch::{NIDKG_OPERATIONS, NidkgBatchOps};

@@ -154,15 +154,25 @@ fn g2_decompress_inputs(rng: &mut ChaCha20Rng, size: usize) -> Vec<([u8; 96], Ex
     inputs
 }
 
-/// `call` on the engine and on the reference; a failed call is recorded and gives `None`.
+/// `call` on the engine and on the reference, each expected to give `items` results; a
+/// failed call or a wrong count is recorded and gives `None`.
 fn on_both<T>(
     check: &mut OperationCheck,
     engine: &Engine,
     reference: &Engine,
-    call: impl Fn(&Engine) -> Result<T, crate::EngineError>,
-) -> Option<(T, T)> {
+    items: usize,
+    call: impl Fn(&Engine) -> Result<Vec<T>, crate::EngineError>,
+) -> Option<(Vec<T>, Vec<T>)> {
     match (call(engine), call(reference)) {
-        (Ok(got), Ok(want)) => Some((got, want)),
+        (Ok(got), Ok(want)) if got.len() == items && want.len() == items => Some((got, want)),
+        (Ok(got), Ok(want)) => {
+            check.problems.push(format!(
+                "{} and {} results for {items} inputs",
+                got.len(),
+                want.len()
+            ));
+            None
+        }
         (Err(e), _) | (_, Err(e)) => {
             check.problems.push(format!("call failed: {e}"));
             None
@@ -181,18 +191,11 @@ fn compare_decoded<P: PartialEq + std::fmt::Debug, const N: usize>(
 ) -> OperationCheck {
     let bytes: Vec<[u8; N]> = inputs.iter().map(|(b, _)| *b).collect();
     check.items = bytes.len();
-    let Some((got, want)) = on_both(&mut check, engine, reference, |e| decode(e, &bytes)) else {
+    let Some((got, want)) = on_both(&mut check, engine, reference, bytes.len(), |e| {
+        decode(e, &bytes)
+    }) else {
         return check;
     };
-    if got.len() != bytes.len() || want.len() != bytes.len() {
-        check.problems.push(format!(
-            "{} and {} results for {} inputs",
-            got.len(),
-            want.len(),
-            bytes.len()
-        ));
-        return check;
-    }
     for (i, ((input, expect), (g, w))) in inputs.iter().zip(got.iter().zip(&want)).enumerate() {
         if g != w {
             check.problems.push(format!(
@@ -266,19 +269,11 @@ fn check_msm_shared_u8(
     scalars[..n].fill(0);
     scalars[n..2 * n].fill(u8::MAX);
     check.items = scalars.len();
-    let Some((got, want)) = on_both(&mut check, engine, reference, |e| {
+    let Some((got, want)) = on_both(&mut check, engine, reference, ROWS, |e| {
         e.g1_msm_shared_u8(&bases, &scalars, ROWS)
     }) else {
         return check;
     };
-    if got.len() != ROWS || want.len() != ROWS {
-        check.problems.push(format!(
-            "{} and {} results for {ROWS} rows",
-            got.len(),
-            want.len()
-        ));
-        return check;
-    }
     for (k, (g, w)) in got.iter().zip(&want).enumerate() {
         if g != w {
             check.problems.push(format!(
@@ -340,7 +335,7 @@ fn check_pairing_products(
         g2: &g2,
         products: &products,
     };
-    let Some((got, want)) = on_both(&mut check, engine, reference, |e| {
+    let Some((got, want)) = on_both(&mut check, engine, reference, products.len(), |e| {
         e.pairing_products_are_identity(input)
     }) else {
         return check;
@@ -385,25 +380,11 @@ fn check_msm(
         .map(|(points, scalars)| MsmInput { points, scalars })
         .collect();
     check.items = msms.iter().map(|(p, _)| p.len()).sum();
-    let (got, want) = match (
-        engine.g1_msm_batch(&inputs),
-        reference.g1_msm_batch(&inputs),
-    ) {
-        (Ok(g), Ok(w)) => (g, w),
-        (Err(e), _) | (_, Err(e)) => {
-            check.problems.push(format!("call failed: {e}"));
-            return check;
-        }
-    };
-    if got.len() != msms.len() || want.len() != msms.len() {
-        check.problems.push(format!(
-            "{} and {} results for {} MSMs",
-            got.len(),
-            want.len(),
-            msms.len()
-        ));
+    let Some((got, want)) = on_both(&mut check, engine, reference, msms.len(), |e| {
+        e.g1_msm_batch(&inputs)
+    }) else {
         return check;
-    }
+    };
     for (i, ((points, scalars), (g, w))) in msms.iter().zip(got.iter().zip(&want)).enumerate() {
         let naive: G1Projective = points
             .iter()
@@ -500,25 +481,11 @@ fn check_bls(
         })
         .collect();
     check.items = items.len();
-    let (got, want) = match (
-        engine.bls_verify_batch(&items),
-        reference.bls_verify_batch(&items),
-    ) {
-        (Ok(g), Ok(w)) => (g, w),
-        (Err(e), _) | (_, Err(e)) => {
-            check.problems.push(format!("call failed: {e}"));
-            return check;
-        }
-    };
-    if got.len() != items.len() || want.len() != items.len() {
-        check.problems.push(format!(
-            "{} and {} verdicts for {} items",
-            got.len(),
-            want.len(),
-            items.len()
-        ));
+    let Some((got, want)) = on_both(&mut check, engine, reference, items.len(), |e| {
+        e.bls_verify_batch(&items)
+    }) else {
         return check;
-    }
+    };
     for (i, (case, (g, w))) in cases.iter().zip(got.iter().zip(&want)).enumerate() {
         if g != w {
             check
@@ -563,25 +530,11 @@ fn check_sha256(
             return check;
         }
     };
-    let (got, want) = match (
-        engine.sha256_chunks(&separator, &slices),
-        reference.sha256_chunks(&separator, &slices),
-    ) {
-        (Ok(g), Ok(w)) => (g, w),
-        (Err(e), _) | (_, Err(e)) => {
-            check.problems.push(format!("call failed: {e}"));
-            return check;
-        }
-    };
-    if got.len() != slices.len() || want.len() != slices.len() {
-        check.problems.push(format!(
-            "{} and {} digests for {} chunks",
-            got.len(),
-            want.len(),
-            slices.len()
-        ));
+    let Some((got, want)) = on_both(&mut check, engine, reference, slices.len(), |e| {
+        e.sha256_chunks(&separator, &slices)
+    }) else {
         return check;
-    }
+    };
     for (i, (chunk, (g, w))) in slices.iter().zip(got.iter().zip(&want)).enumerate() {
         if g != w {
             check.problems.push(format!(

@@ -269,10 +269,10 @@ fn length_mismatch_is_a_typed_error() {
         matches!(
             err,
             EngineError::ScalarCountMismatch {
+                op: gpu_crypto::Operation::MsmSharedU8,
                 rows: 2,
                 bases: 16,
                 scalars: 31,
-                ..
             }
         ),
         "{err:?}"
