@@ -35,6 +35,12 @@ pub(super) fn measure(
     let one_thread = CpuBatchOps::single_thread();
     let all_threads = CpuBatchOps::rayon();
     let cpu_threads = rayon::current_num_threads();
+    // GPU-assisted on one host thread too: its time is the host thread-seconds a dealing
+    // costs (the planner's figure), as the one-thread CPU row's is without a GPU.
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .context("a one-thread pool")?;
     let mut rows = Vec::new();
     for &n in plan.subnet_sizes {
         let dealings: Vec<Vec<u8>> = (0..DEALINGS_PER_SIZE)
@@ -53,12 +59,6 @@ pub(super) fn measure(
         )?);
         if let Some(engine) = gpu {
             let ops = NidkgBatchOps::new(engine);
-            // On one host thread too: its time is the host thread-seconds a dealing costs
-            // (the planner's figure), as the one-thread CPU row's is without a GPU.
-            let one = rayon::ThreadPoolBuilder::new()
-                .num_threads(1)
-                .build()
-                .context("a one-thread pool")?;
             for threads in [1, cpu_threads] {
                 let before = counts(engine);
                 let mut entry = if threads == 1 {
