@@ -9,7 +9,12 @@
 //! * blst's multi-threaded Pippenger (`<[blst_p1_affine] as MultiPoint>::mult`, what
 //!   `p1_affines::mult` calls) on all host cores, on the same points already converted;
 //! * the crate's CPU path (`cpu::g1_msm_batch`, end to end from `ic_bls12_381` types), for
-//!   the crossover and batches of 32 MSMs of n*16 points (uniform 255-bit scalars).
+//!   the crossover;
+//! * the chunking proof's batch (32 MSMs over one set of 16n bases with 8-bit scalars, n =
+//!   13, 28, 40): ours (`GpuBackend::g1_msm_shared_u8`), sppark called once per MSM with
+//!   the scalars widened to 32 bytes, blst with 8-bit scalars, and the IC's algorithm (a
+//!   4-bit Pippenger over the full scalar width, `nidkg::msm::msm_4bit_full_width`) with
+//!   one MSM per rayon task.
 //!
 //! Every result is compared with blst's (or the CPU path's) before its time is printed.
 //! Prints, last, the table with the ratios. `GPU_BENCH_QUICK=1` shrinks the sizes;
@@ -22,7 +27,7 @@ use ff::Field;
 use gpu_crypto::gpu::GpuBackend;
 use gpu_crypto::{G1Affine, G1Projective, MsmInput, Scalar, cpu};
 use group::Group;
-use rand::SeedableRng;
+use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -84,7 +89,8 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// Writes the sppark driver's input file: u64 n, n blst affines, n 32-byte scalars.
+/// Writes the sppark driver's input file: u64 n, n blst affines, then the 32-byte scalars
+/// (n of them, or rows * n for `--rows`).
 fn write_peer_inputs(path: &str, points: &[blst_p1_affine], scalars: &[u8]) {
     let mut f = std::io::BufWriter::with_capacity(1 << 24, std::fs::File::create(path).unwrap());
     f.write_all(&(points.len() as u64).to_le_bytes()).unwrap();
@@ -104,18 +110,13 @@ struct PeerRow {
     result: String,
 }
 
-/// Runs the sppark driver over `logs` and parses its lines (log2 -> row).
-fn run_peer(bin: &str, inputs: &str, reps: usize, logs: &[usize]) -> BTreeMap<usize, PeerRow> {
-    let mut cmd = std::process::Command::new(bin);
-    cmd.arg(inputs).arg(reps.to_string());
-    for l in logs {
-        cmd.arg(l.to_string());
-    }
-    let out = match cmd.output() {
+/// Runs the sppark driver with `args` and parses its result lines (`sppark k=v ...`).
+fn run_peer_lines(bin: &str, args: &[String]) -> Vec<BTreeMap<String, String>> {
+    let out = match std::process::Command::new(bin).args(args).output() {
         Ok(o) => o,
         Err(e) => {
             println!("sppark peer not run ({bin}: {e})");
-            return BTreeMap::new();
+            return Vec::new();
         }
     };
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -124,30 +125,71 @@ fn run_peer(bin: &str, inputs: &str, reps: usize, logs: &[usize]) -> BTreeMap<us
     if !out.status.success() {
         println!("sppark peer failed: {}", out.status);
     }
-    let mut rows = BTreeMap::new();
-    for line in stdout.lines().filter(|l| l.starts_with("sppark ")) {
-        let kv: BTreeMap<&str, &str> = line
-            .split_whitespace()
-            .filter_map(|t| t.split_once('='))
-            .collect();
-        let num = |k: &str| {
-            kv.get(k)
-                .and_then(|v| v.parse::<f64>().ok())
-                .unwrap_or(f64::NAN)
-        };
-        if let Some(log) = kv.get("log2").and_then(|v| v.parse::<usize>().ok()) {
-            rows.insert(
-                log,
-                PeerRow {
-                    median_ms: num("median_ms"),
-                    min_ms: num("min_ms"),
-                    max_ms: num("max_ms"),
-                    result: kv.get("result").unwrap_or(&"").to_string(),
-                },
-            );
-        }
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("sppark "))
+        .map(|line| {
+            line.split_whitespace()
+                .filter_map(|t| t.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+fn peer_row(kv: &BTreeMap<String, String>) -> PeerRow {
+    let num = |k: &str| {
+        kv.get(k)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
+    PeerRow {
+        median_ms: num("median_ms"),
+        min_ms: num("min_ms"),
+        max_ms: num("max_ms"),
+        result: kv.get("result").cloned().unwrap_or_default(),
     }
-    rows
+}
+
+/// sppark over the first 2^log entries for each of `logs` (log2 -> row).
+fn run_peer(bin: &str, inputs: &str, reps: usize, logs: &[usize]) -> BTreeMap<usize, PeerRow> {
+    let mut args = vec![inputs.to_string(), reps.to_string()];
+    args.extend(logs.iter().map(|l| l.to_string()));
+    run_peer_lines(bin, &args)
+        .iter()
+        .filter_map(|kv| Some((kv.get("log2")?.parse().ok()?, peer_row(kv))))
+        .collect()
+}
+
+/// sppark called once per row over shared bases: the inputs hold the bases and `rows`
+/// scalar rows; the row's result is every MSM's encoding, comma-separated.
+fn run_peer_shared(bin: &str, inputs: &str, rows: usize, reps: usize) -> Option<PeerRow> {
+    let args = [
+        "--rows".to_string(),
+        rows.to_string(),
+        inputs.to_string(),
+        reps.to_string(),
+    ];
+    run_peer_lines(bin, &args).first().map(peer_row)
+}
+
+/// An 8-bit scalar as sppark's 32-byte little-endian integer.
+fn u256_le(b: u8) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    out[0] = b;
+    out
+}
+
+/// The chunking proof's count of MSMs per dealing.
+const SHARED_ROWS: usize = 32;
+
+struct SharedRow {
+    per: usize,
+    ours: f64,
+    ic: f64,
+    blst: f64,
+    /// The CPU path's results, encoded and comma-separated (as the peer prints them).
+    want: String,
 }
 
 fn set_env(key: &str, value: Option<&str>) {
@@ -291,28 +333,56 @@ fn main() {
         });
     }
 
-    // 32 MSMs of n*16 points (n = 13, 28, 40) with uniform 255-bit scalars over distinct
-    // bases: the count of a dealing's chunking-proof MSMs, not their shape (8-bit scalars
-    // over shared bases; see docs/nidkg.md).
-    let mut batch_rows = Vec::new();
-    for per in [13 * 16, 448, 40 * 16] {
-        let msms: Vec<MsmInput<'_>> = (0..32)
-            .map(|i| MsmInput {
-                points: &all_points[i * per..(i + 1) * per],
-                scalars: &all_scalars[i * per..(i + 1) * per],
-            })
+    // The chunking proof's batch at n = 13, 28, 40: 32 MSMs over one set of 16n bases with
+    // 8-bit scalars. Ours is the bit-plane kernel; the peers get the same bases and scalars.
+    let mut shared_rows = Vec::new();
+    let mut shared_peer_inputs = Vec::new();
+    for n in [13usize, 28, 40] {
+        let per = 16 * n;
+        let bases = &all_points[..per];
+        let mut rng = ChaCha20Rng::seed_from_u64(3 + n as u64);
+        let mut scalars = vec![0u8; SHARED_ROWS * per];
+        rng.fill_bytes(&mut scalars);
+        let want = cpu::g1_msm_shared_u8(bases, &scalars, SHARED_ROWS);
+        let (ours, got) = time(30, || gpu.g1_msm_shared_u8(bases, &scalars, SHARED_ROWS));
+        assert_eq!(got.expect("GPU shared-base MSM"), want, "32 x {per}: ours");
+        let wide: Vec<Vec<Scalar>> = scalars
+            .chunks_exact(per)
+            .map(|row| row.iter().map(|&b| Scalar::from(u64::from(b))).collect())
             .collect();
-        let (c, want) = time(20, || cpu::g1_msm_batch(&msms));
-        let (g, got) = time(30, || gpu.g1_msm_batch(&msms));
-        assert_eq!(got.expect("GPU MSM"), want, "32 x {per}");
+        let (ic, got) = time(3, || {
+            wide.par_iter()
+                .map(|row| nidkg::msm::msm_4bit_full_width(bases, row))
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(got, want, "32 x {per}: the IC's algorithm");
+        let (blst_s, got) = time(10, || {
+            scalars
+                .chunks_exact(per)
+                .map(|row| blst_points[..per].mult(row, 8))
+                .collect::<Vec<_>>()
+        });
+        let got: Vec<String> = got.iter().map(|p| hex(&blst_encoding(p))).collect();
+        let want_hex: Vec<String> = want
+            .iter()
+            .map(|p| hex(&G1Affine::from(p).to_uncompressed()))
+            .collect();
+        assert_eq!(got, want_hex, "32 x {per}: blst");
         println!(
-            "32 x {per}: ours {:.3} ms, cpu path {:.3} ms, {:.1}x",
-            g * 1e3,
-            c * 1e3,
-            c / g
+            "32 x {per} shared bases, 8-bit scalars: ours {:.3} ms, IC 4-bit {:.3} ms, blst {:.3} ms",
+            ours * 1e3,
+            ic * 1e3,
+            blst_s * 1e3
         );
-        profile_once(&gpu, &msms);
-        batch_rows.push((per, g * 1e3, c * 1e3));
+        let wide_bytes: Vec<u8> = scalars.iter().flat_map(|&b| u256_le(b)).collect();
+        shared_peer_inputs.push((per, wide_bytes));
+        shared_rows.push(SharedRow {
+            per,
+            ours: ours * 1e3,
+            ic: ic * 1e3,
+            blst: blst_s * 1e3,
+            want: want_hex.join(","),
+        });
     }
 
     if sweep {
@@ -360,6 +430,14 @@ fn main() {
         }
     }
     let _ = std::fs::remove_file(&peer_inputs);
+    let mut shared_peer = BTreeMap::new();
+    for (per, scalars) in &shared_peer_inputs {
+        write_peer_inputs(&peer_inputs, &blst_points[..*per], scalars);
+        if let Some(row) = run_peer_shared(&peer_bin, &peer_inputs, SHARED_ROWS, 7) {
+            shared_peer.insert(*per, row);
+        }
+    }
+    let _ = std::fs::remove_file(&peer_inputs);
 
     println!();
     println!(
@@ -383,10 +461,29 @@ fn main() {
                 .unwrap_or_else(|| "-".into()),
         );
     }
-    for (per, g, c) in &batch_rows {
+    println!();
+    println!(
+        "| 32 MSMs over 16n shared bases, 8-bit scalars | ours ms | sppark ms (32 calls, pinned) | blst ms (8-bit, 16 threads per MSM) | IC 4-bit full width ms (16 threads, one MSM each) | sppark / ours | blst / ours | IC / ours |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for r in &shared_rows {
+        let p = shared_peer.get(&r.per);
+        if let Some(p) = p {
+            assert_eq!(p.result, r.want, "32 x {}: sppark differs", r.per);
+        }
         println!(
-            "| 32 x {per} | {g:.3} | - | - | {c:.3} | - (CPU path / ours {:.1}x) | - |",
-            c / g
+            "| n = {} (32 x {}) | {:.3} | {} | {:.2} | {:.2} | {} | {:.1}x | {:.1}x |",
+            r.per / 16,
+            r.per,
+            r.ours,
+            p.map(|p| format!("{:.2} ({:.2}-{:.2})", p.median_ms, p.min_ms, p.max_ms))
+                .unwrap_or_else(|| "-".into()),
+            r.blst,
+            r.ic,
+            p.map(|p| format!("{:.1}x", p.median_ms / r.ours))
+                .unwrap_or_else(|| "-".into()),
+            r.blst / r.ours,
+            r.ic / r.ours,
         );
     }
     match crossover {

@@ -6,7 +6,7 @@
 //! by the types or computed by blst itself.
 
 use blst::{
-    BLST_ERROR, blst_p1, blst_p1_affine, blst_p1s_mult_pippenger,
+    BLST_ERROR, blst_fp12, blst_p1, blst_p1_affine, blst_p1s_mult_pippenger,
     blst_p1s_mult_pippenger_scratch_sizeof, blst_p2, blst_p2_affine, blst_p2s_mult_pippenger,
     blst_p2s_mult_pippenger_scratch_sizeof,
 };
@@ -144,4 +144,29 @@ pub(crate) fn p1_mult(point: &blst_p1_affine, scalar: &[u8], nbits: usize) -> Op
         blst::blst_p1_mult(&mut out, &projective, scalar.as_ptr(), nbits);
     }
     Some(out)
+}
+
+/// Whether `prod_i e(ps[i], qs[i])` is the identity of GT: one multi-Miller loop and one
+/// final exponentiation on the calling thread (the C function, not the crate's wrapper,
+/// which spreads the loop over blst's own pool). blst's loop special-cases the point at
+/// infinity only for a single pair, so callers leave out pairs with an identity point
+/// (each contributes 1). `None` if the lengths differ; the empty product is the identity.
+pub(crate) fn pairing_product_is_one(qs: &[blst_p2_affine], ps: &[blst_p1_affine]) -> Option<bool> {
+    if qs.len() != ps.len() {
+        return None;
+    }
+    if qs.is_empty() {
+        return Some(true);
+    }
+    let q_ptrs = [qs.as_ptr(), std::ptr::null()];
+    let p_ptrs = [ps.as_ptr(), std::ptr::null()];
+    let mut miller = blst_fp12::default();
+    let mut out = blst_fp12::default();
+    // SAFETY: both arrays are contiguous and hold `qs.len()` points (blst's "second
+    // pointer is null" convention), checked above; the outputs are owned fp12 values.
+    unsafe {
+        blst::blst_miller_loop_n(&mut miller, q_ptrs.as_ptr(), p_ptrs.as_ptr(), qs.len());
+        blst::blst_final_exp(&mut out, &miller);
+        Some(blst::blst_fp12_is_one(&out))
+    }
 }

@@ -1,9 +1,9 @@
-//! Shared by the GPU test binaries: opening the device once (or failing with the reason),
-//! and the ic_bls12_381-based references the GPU is compared with.
+//! Shared by the test binaries that compare backends: opening the device once (or failing
+//! with the reason), and the ic_bls12_381-based references and inputs they compare on.
 #![allow(dead_code)]
 
 use gpu_crypto::gpu::GpuBackend;
-use gpu_crypto::{BlsItem, BlsScheme, DecodeError, G1Affine, G1Projective};
+use gpu_crypto::{BlsItem, BlsScheme, DecodeError, G1Affine, G1Projective, G2Affine, Scalar};
 use group::Group;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -208,4 +208,68 @@ pub fn fresh_rng(var: &str, what: &str) -> ChaCha20Rng {
         .unwrap_or_else(|| rand::thread_rng().next_u64());
     eprintln!("{what}: seed {seed} ({var}={seed} replays it)");
     rng(seed)
+}
+
+fn random_scalar(rng: &mut impl Rng) -> Scalar {
+    let mut wide = [0u8; 64];
+    rng.fill(&mut wide[..]);
+    Scalar::from_bytes_wide(&wide)
+}
+
+/// Products of pairings with the verdict each was built to have: a table of G2 points
+/// b_j * Q (index 0 is Q, index 1 repeats index 2, the last is the identity) and products
+/// of one to five pairs whose exponents cancel on Q (the identity of GT) or miss by one,
+/// some with identity points, plus the empty product and a product of one identity pair.
+pub struct PairingCases {
+    pub g2: Vec<G2Affine>,
+    pub products: Vec<Vec<(G1Affine, usize)>>,
+    pub expected: Vec<bool>,
+}
+
+pub fn pairing_cases(rng: &mut impl Rng, count: usize) -> PairingCases {
+    let b: Vec<Scalar> = (0..6).map(|_| random_scalar(rng)).collect();
+    let mut g2 = vec![G2Affine::generator()];
+    g2.extend(b.iter().map(|b| G2Affine::from(G2Affine::generator() * b)));
+    g2[1] = g2[2];
+    let b_of = |i: usize| if i == 1 { b[1] } else { b[i - 1] };
+    let identity_index = g2.len();
+    g2.push(G2Affine::identity());
+
+    let mut products: Vec<Vec<(G1Affine, usize)>> = Vec::new();
+    let mut expected = Vec::new();
+    for k in 0..count {
+        // sum_i a_i b_{j_i} cancelled by one term on Q: the identity, unless nudged.
+        let terms = 1 + k % 4;
+        let mut pairs = Vec::with_capacity(terms + 2);
+        let mut total = Scalar::zero();
+        for _ in 0..terms {
+            let j = rng.gen_range(1..identity_index);
+            let a = random_scalar(rng);
+            total += a * b_of(j);
+            pairs.push((G1Affine::from(G1Affine::generator() * a), j));
+        }
+        let off = k % 3 == 1;
+        if off {
+            total += Scalar::one();
+        }
+        pairs.push((G1Affine::from(G1Affine::generator() * -total), 0));
+        if k % 5 == 0 {
+            pairs.insert(0, (G1Affine::identity(), rng.gen_range(0..g2.len())));
+        }
+        if k % 7 == 3 {
+            let p = G1Affine::from(G1Affine::generator() * random_scalar(rng));
+            pairs.push((p, identity_index));
+        }
+        products.push(pairs);
+        expected.push(!off);
+    }
+    products.push(Vec::new());
+    expected.push(true);
+    products.push(vec![(G1Affine::identity(), 3)]);
+    expected.push(true);
+    PairingCases {
+        g2,
+        products,
+        expected,
+    }
 }

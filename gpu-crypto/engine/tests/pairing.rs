@@ -1,0 +1,43 @@
+//! The CPU engine's products of pairings (blst's multi-Miller loop) against `ic_bls12_381`'s
+//! own pairing and against how each product was built, on fresh random inputs (the seed is
+//! printed; `gpu_common::pairing_cases`).
+
+mod gpu_common;
+
+use gpu_common::{fresh_rng, pairing_cases};
+use gpu_crypto::{Engine, G1Affine, G2Affine, PairingProducts};
+use ic_bls12_381::{G2Prepared, Gt, multi_miller_loop};
+
+/// `ic_bls12_381` alone: what the replica computes for each product.
+fn ic_product_is_identity(pairs: &[(G1Affine, usize)], g2: &[G2Affine]) -> bool {
+    let prepared: Vec<G2Prepared> = pairs
+        .iter()
+        .map(|(_, i)| G2Prepared::from(g2[*i]))
+        .collect();
+    let terms: Vec<(&G1Affine, &G2Prepared)> = pairs
+        .iter()
+        .zip(&prepared)
+        .map(|((p, _), q)| (p, q))
+        .collect();
+    multi_miller_loop(&terms).final_exponentiation() == Gt::identity()
+}
+
+#[test]
+fn cpu_products_match_ic_bls12_381_and_how_they_were_built() {
+    let mut rng = fresh_rng("PAIRING_SEED", "pairing products");
+    let cases = pairing_cases(&mut rng, 60);
+    let got = Engine::cpu_only()
+        .pairing_products_are_identity(PairingProducts {
+            g2: &cases.g2,
+            products: &cases.products,
+        })
+        .expect("CPU call");
+    let ic: Vec<bool> = cases
+        .products
+        .iter()
+        .map(|pairs| ic_product_is_identity(pairs, &cases.g2))
+        .collect();
+    assert_eq!(ic, cases.expected, "ic_bls12_381 against the construction");
+    assert_eq!(got, ic, "the engine against ic_bls12_381");
+    assert!(got.contains(&true) && got.contains(&false));
+}
