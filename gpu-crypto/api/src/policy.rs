@@ -162,19 +162,21 @@ pub mod defaults {
     /// (docs/results/crossover-decompress-sha256-h200). The small-batch kernel moves the
     /// H200's crossover to a few points; its profile says 16.
     pub const DECOMPRESS_GPU_MIN_BATCH: usize = 256;
-    /// G2 points: CPU faster at 64 points (2.13 vs 2.23 ms), GPU faster at 128 (2.42 vs
-    /// 3.86 ms) (docs/results/nidkg-dealing-h200); the GPU's
-    /// floor is one thread's Fp2 square root and subgroup check, about 2.2 ms.
+    /// G2 points: CPU faster at 32 points (1.51 vs 2.21 ms), GPU faster from 64 (2.24 vs
+    /// 2.72 ms) on a loaded host and from 128 on a quiet one (docs/results/nidkg-dealing-h200);
+    /// 128 keeps a margin. The GPU's floor is one thread's Fp2 square root and subgroup
+    /// check, about 2.2 ms.
     pub const DECOMPRESS_G2_GPU_MIN_BATCH: usize = 128;
     /// Scalars (rows times shared bases) of one shared-base 8-bit MSM batch: GPU faster at
-    /// the smallest NI-DKG shape, 32 x 208 = 6,656 scalars (0.32 vs 1.57 ms on the CPU
+    /// the smallest NI-DKG shape, 32 x 208 = 6,656 scalars (0.33 vs 1.68 ms on the CPU
     /// path's 16 threads, docs/results/nidkg-dealing-h200); 4,096 keeps a margin.
     pub const MSM_SHARED_U8_GPU_MIN_BATCH: usize = 4096;
-    /// Products of three pairings per batch: CPU faster at 64 (11.7 vs 38.4 ms), GPU faster
-    /// at 256 (38.5 vs 44.1 ms) (docs/results/nidkg-dealing-h200). The GPU runs one product
-    /// per thread (a whole Miller loop and final exponentiation each), so only many
-    /// products fill it; a dealing's 16 stay on the CPU.
-    pub const PAIRING_PRODUCTS_GPU_MIN_BATCH: usize = 256;
+    /// Products of three pairings per batch: CPU (blst, 16 threads) faster at 256 (31.9 vs
+    /// 38.6 ms), GPU faster at 1,024 (39.7 vs 121.0 ms) (docs/results/nidkg-dealing-h200);
+    /// the CPU's 0.12 ms per product crosses the GPU's flat 39 ms near 330 products, so
+    /// 512. The GPU runs one product per thread (a whole Miller loop and final
+    /// exponentiation each), so only many products fill it; a dealing's 16 stay on the CPU.
+    pub const PAIRING_PRODUCTS_GPU_MIN_BATCH: usize = 512;
     /// One MSM: GPU faster from 128 points, CPU faster at 64 (docs/results/msm-h200); 256
     /// keeps a margin over the GPU's floor of about 0.6 ms.
     pub const MSM_GPU_MIN_BATCH: usize = 256;

@@ -572,7 +572,7 @@ fn nidkg_deal_then_verify_with_the_documented_exit_codes() {
     let routes = stderr(&out);
     for line in [
         "decompress: policy cpu (gpu from 256), ran cpu 1 call(s) 335 item(s)",
-        "pairing_products: policy cpu (gpu from 256), ran cpu 1 call(s) 16 item(s)",
+        "pairing_products: policy cpu (gpu from 512), ran cpu 1 call(s) 16 item(s)",
         "msm_shared_u8: policy cpu (gpu from 4096), ran cpu 1 call(s) 6656 item(s)",
     ] {
         assert!(routes.contains(line), "{line:?} not in\n{routes}");
