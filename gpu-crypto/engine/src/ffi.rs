@@ -376,6 +376,18 @@ pub unsafe extern "C" fn gpu_crypto_g2_decompress(
     })
 }
 
+/// The engine returned one result per input: a count mismatch is an internal error,
+/// never a short output reported as success.
+fn one_per_input<T>(results: &[T], inputs: usize, noun: &str, what: &str) -> Result<(), Failure> {
+    if results.len() == inputs {
+        return Ok(());
+    }
+    Err(Failure::new(
+        Status::Internal,
+        format!("{} {noun} for {inputs} {what}", results.len()),
+    ))
+}
+
 /// Writes per-item decompression results to the caller's buffers: the uncompressed point
 /// and code 0, or zeros and the item's `DecodeError::code`.
 fn write_decoded<P, const N: usize>(
@@ -384,12 +396,7 @@ fn write_decoded<P, const N: usize>(
     out_codes: &mut [u8],
     uncompressed: impl Fn(&P) -> [u8; N],
 ) -> Result<(), Failure> {
-    if results.len() != out_points.len() {
-        return Err(Failure::new(
-            Status::Internal,
-            format!("{} results for {} points", results.len(), out_points.len()),
-        ));
-    }
+    one_per_input(results, out_points.len(), "results", "points")?;
     for ((result, point), code) in results.iter().zip(out_points).zip(out_codes) {
         (*point, *code) = match result {
             Ok(p) => (uncompressed(p), 0),
@@ -503,12 +510,7 @@ pub unsafe extern "C" fn gpu_crypto_g1_msm_batch(
             start = end;
         }
         let results = engine.g1_msm_batch(&inputs)?;
-        if results.len() != n_msms {
-            return Err(Failure::new(
-                Status::Internal,
-                format!("{} results for {n_msms} MSMs", results.len()),
-            ));
-        }
+        one_per_input(&results, n_msms, "results", "MSMs")?;
         for (result, slot) in results.iter().zip(out) {
             *slot = G1Affine::from(result).to_uncompressed();
         }
@@ -557,12 +559,7 @@ pub unsafe extern "C" fn gpu_crypto_g1_msm_shared_u8(
             }
         })?;
         let results = engine.g1_msm_shared_u8(&bases, scalars, rows)?;
-        if results.len() != rows {
-            return Err(Failure::new(
-                Status::Internal,
-                format!("{} results for {rows} rows", results.len()),
-            ));
-        }
+        one_per_input(&results, rows, "results", "rows")?;
         let encoded: Vec<[u8; 96]> = results
             .par_iter()
             .map(|r| G1Affine::from(r).to_uncompressed())
@@ -636,12 +633,7 @@ pub unsafe extern "C" fn gpu_crypto_pairing_products_are_identity(
             g2: &g2_points,
             products: &products,
         })?;
-        if verdicts.len() != n_products {
-            return Err(Failure::new(
-                Status::Internal,
-                format!("{} verdicts for {n_products} products", verdicts.len()),
-            ));
-        }
+        one_per_input(&verdicts, n_products, "verdicts", "products")?;
         for (verdict, slot) in verdicts.iter().zip(out) {
             *slot = u8::from(*verdict);
         }
@@ -694,12 +686,7 @@ pub unsafe extern "C" fn gpu_crypto_bls_verify_batch(
             });
         }
         let verdicts = engine.bls_verify_batch(&items)?;
-        if verdicts.len() != n {
-            return Err(Failure::new(
-                Status::Internal,
-                format!("{} verdicts for {n} items", verdicts.len()),
-            ));
-        }
+        one_per_input(&verdicts, n, "verdicts", "items")?;
         for (verdict, code) in verdicts.iter().zip(out_codes) {
             *code = verify_code(verdict);
         }
@@ -744,12 +731,7 @@ pub unsafe extern "C" fn gpu_crypto_sha256_chunks(
             slices.push(unsafe { input(chunk_ptrs[i], chunk_lens[i], &what) }?);
         }
         let digests = engine.sha256_chunks(&separator, &slices)?;
-        if digests.len() != n {
-            return Err(Failure::new(
-                Status::Internal,
-                format!("{} digests for {n} chunks", digests.len()),
-            ));
-        }
+        one_per_input(&digests, n, "digests", "chunks")?;
         out.copy_from_slice(&digests);
         Ok(())
     })

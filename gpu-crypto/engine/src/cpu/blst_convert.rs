@@ -46,73 +46,54 @@ pub(crate) fn g2_from_blst(p: &blst_p2) -> Option<G2Projective> {
     Option::<G2Affine>::from(G2Affine::from_uncompressed_unchecked(&bytes)).map(G2Projective::from)
 }
 
-/// `sum(scalars[i] * points[i])` on the calling thread. `scalars` holds one
-/// little-endian `nbits.div_ceil(8)`-byte scalar per point; `None` if the lengths
-/// disagree. The empty sum is the identity (blst's all-zero point).
-pub(crate) fn p1_msm_one_thread(
-    points: &[blst_p1_affine],
-    scalars: &[u8],
-    nbits: usize,
-) -> Option<blst_p1> {
-    let n = points.len();
-    if scalars.len() != n * nbits.div_ceil(8) || nbits == 0 {
-        return None;
-    }
-    let mut out = blst_p1::default();
-    if n == 0 {
-        return Some(out);
-    }
-    // SAFETY: blst computes the scratch size it needs for n points; the point and
-    // scalar arrays are contiguous (blst's "second pointer is null" convention) and hold
-    // n entries each, checked above.
-    unsafe {
-        let words = blst_p1s_mult_pippenger_scratch_sizeof(n).div_ceil(8);
-        let mut scratch = vec![0u64; words.max(1)];
-        let p = [points.as_ptr(), std::ptr::null()];
-        let s = [scalars.as_ptr(), std::ptr::null()];
-        blst_p1s_mult_pippenger(
-            &mut out,
-            p.as_ptr(),
-            n,
-            s.as_ptr(),
-            nbits,
-            scratch.as_mut_ptr(),
-        );
-    }
-    Some(out)
+/// Defines `$name(points, scalars, nbits)`: `sum(scalars[i] * points[i])` on the calling
+/// thread with blst's Pippenger for one group.
+macro_rules! msm_one_thread {
+    ($(#[$doc:meta])* $name:ident, $affine:ty, $point:ty, $scratch_sizeof:path, $pippenger:path) => {
+        $(#[$doc])*
+        pub(crate) fn $name(points: &[$affine], scalars: &[u8], nbits: usize) -> Option<$point> {
+            let n = points.len();
+            if scalars.len() != n * nbits.div_ceil(8) || nbits == 0 {
+                return None;
+            }
+            let mut out = <$point>::default();
+            if n == 0 {
+                return Some(out);
+            }
+            // SAFETY: blst computes the scratch size it needs for n points; the point and
+            // scalar arrays are contiguous (blst's "second pointer is null" convention) and
+            // hold n entries each, checked above.
+            unsafe {
+                let words = $scratch_sizeof(n).div_ceil(8);
+                let mut scratch = vec![0u64; words.max(1)];
+                let p = [points.as_ptr(), std::ptr::null()];
+                let s = [scalars.as_ptr(), std::ptr::null()];
+                $pippenger(&mut out, p.as_ptr(), n, s.as_ptr(), nbits, scratch.as_mut_ptr());
+            }
+            Some(out)
+        }
+    };
 }
 
-/// The G2 counterpart of [`p1_msm_one_thread`].
-pub(crate) fn p2_msm_one_thread(
-    points: &[blst_p2_affine],
-    scalars: &[u8],
-    nbits: usize,
-) -> Option<blst_p2> {
-    let n = points.len();
-    if scalars.len() != n * nbits.div_ceil(8) || nbits == 0 {
-        return None;
-    }
-    let mut out = blst_p2::default();
-    if n == 0 {
-        return Some(out);
-    }
-    // SAFETY: as in `p1_msm_one_thread`.
-    unsafe {
-        let words = blst_p2s_mult_pippenger_scratch_sizeof(n).div_ceil(8);
-        let mut scratch = vec![0u64; words.max(1)];
-        let p = [points.as_ptr(), std::ptr::null()];
-        let s = [scalars.as_ptr(), std::ptr::null()];
-        blst_p2s_mult_pippenger(
-            &mut out,
-            p.as_ptr(),
-            n,
-            s.as_ptr(),
-            nbits,
-            scratch.as_mut_ptr(),
-        );
-    }
-    Some(out)
-}
+msm_one_thread!(
+    /// `sum(scalars[i] * points[i])` in G1 on the calling thread. `scalars` holds one
+    /// little-endian `nbits.div_ceil(8)`-byte scalar per point; `None` if the lengths
+    /// disagree. The empty sum is the identity (blst's all-zero point).
+    p1_msm_one_thread,
+    blst_p1_affine,
+    blst_p1,
+    blst_p1s_mult_pippenger_scratch_sizeof,
+    blst_p1s_mult_pippenger
+);
+
+msm_one_thread!(
+    /// The G2 counterpart of [`p1_msm_one_thread`].
+    p2_msm_one_thread,
+    blst_p2_affine,
+    blst_p2,
+    blst_p2s_mult_pippenger_scratch_sizeof,
+    blst_p2s_mult_pippenger
+);
 
 /// `sum(scalars[i] * points[i])` on blst's thread pool (its tiled multi-threaded
 /// Pippenger). blst's pool deadlocks on zero points, so the empty sum is answered here.
