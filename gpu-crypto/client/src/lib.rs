@@ -598,10 +598,7 @@ impl Client {
             )
         };
         lib.check(OP, code)?;
-        out.iter()
-            .enumerate()
-            .map(|(i, bytes)| point_from_library(OP, i, bytes).map(G1Projective::from))
-            .collect()
+        projective_from_library(OP, &out)
     }
 
     /// As `Engine::g1_msm_shared_u8`: `rows` MSMs over one set of bases with 8-bit scalars.
@@ -636,10 +633,7 @@ impl Client {
             )
         };
         lib.check(OP, code)?;
-        out.iter()
-            .enumerate()
-            .map(|(i, bytes)| point_from_library(OP, i, bytes).map(G1Projective::from))
-            .collect()
+        projective_from_library(OP, &out)
     }
 
     /// As `Engine::pairing_products_are_identity`.
@@ -788,6 +782,17 @@ impl Client {
 /// A point the library encoded. The library validated it (decompression, or the MSM
 /// arithmetic on validated inputs); the unchecked decoding skips repeating the subgroup
 /// check but still rejects non-canonical coordinates and bad flags.
+/// Every MSM result the library wrote, as `G1Projective`s.
+fn projective_from_library(
+    operation: &'static str,
+    out: &[[u8; 96]],
+) -> Result<Vec<G1Projective>, ClientError> {
+    out.iter()
+        .enumerate()
+        .map(|(i, bytes)| point_from_library(operation, i, bytes).map(G1Projective::from))
+        .collect()
+}
+
 fn point_from_library(
     operation: &'static str,
     index: usize,

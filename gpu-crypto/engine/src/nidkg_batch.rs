@@ -10,6 +10,7 @@ use crate::engine::Engine;
 use crate::input::{MsmInput, PairingProducts};
 use gpu_crypto_api::{EngineError, Operation};
 use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use nidkg::batch::shared_rows;
 use nidkg::{BackendError, BatchOps, PairingBatch};
 use rayon::prelude::*;
 
@@ -40,18 +41,6 @@ fn backend(operation: &'static str) -> impl Fn(EngineError) -> BackendError {
         operation,
         reason: e.to_string(),
     }
-}
-
-/// One MSM per row over the shared bases (`scalars` holds `rows` rows of
-/// `bases.len()` scalars).
-fn shared_rows<'a>(bases: &'a [G1Affine], scalars: &'a [Scalar]) -> Vec<MsmInput<'a>> {
-    scalars
-        .chunks(bases.len())
-        .map(|row| MsmInput {
-            points: bases,
-            scalars: row,
-        })
-        .collect()
 }
 
 impl BatchOps for NidkgBatchOps<'_> {
@@ -92,18 +81,15 @@ impl BatchOps for NidkgBatchOps<'_> {
         scalars: &[Scalar],
         rows: usize,
     ) -> Result<Vec<G1Projective>, BackendError> {
-        if bases.is_empty() || scalars.len() != rows * bases.len() {
-            return Err(BackendError {
-                operation: "g1_msm_shared",
-                reason: format!(
-                    "{} scalars for {rows} rows of {} bases",
-                    scalars.len(),
-                    bases.len()
-                ),
-            });
-        }
+        let inputs: Vec<MsmInput<'_>> = shared_rows("g1_msm_shared", bases.len(), scalars, rows)?
+            .into_iter()
+            .map(|row| MsmInput {
+                points: bases,
+                scalars: row,
+            })
+            .collect();
         self.engine
-            .g1_msm_batch(&shared_rows(bases, scalars))
+            .g1_msm_batch(&inputs)
             .map_err(backend("g1_msm_shared"))
     }
 

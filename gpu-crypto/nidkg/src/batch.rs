@@ -128,12 +128,7 @@ impl BatchOps for CpuBatchOps {
         scalars: &[u8],
         rows: usize,
     ) -> Result<Vec<G1Projective>, BackendError> {
-        assert_eq!(
-            scalars.len(),
-            rows * bases.len(),
-            "one scalar per base and row"
-        );
-        let row_slices: Vec<&[u8]> = scalars.chunks(bases.len().max(1)).take(rows).collect();
+        let row_slices = shared_rows("g1_msm_shared_u8", bases.len(), scalars, rows)?;
         Ok(self.map(&row_slices, |row| msm_shared_bases_u8(bases, row)))
     }
 
@@ -143,12 +138,7 @@ impl BatchOps for CpuBatchOps {
         scalars: &[Scalar],
         rows: usize,
     ) -> Result<Vec<G1Projective>, BackendError> {
-        assert_eq!(
-            scalars.len(),
-            rows * bases.len(),
-            "one scalar per base and row"
-        );
-        let row_slices: Vec<&[Scalar]> = scalars.chunks(bases.len().max(1)).take(rows).collect();
+        let row_slices = shared_rows("g1_msm_shared", bases.len(), scalars, rows)?;
         // The bases are shared by every row: one table of multiples serves them all.
         let table = SharedBaseTable::new(bases);
         Ok(self.map(&row_slices, |row| msm_with_table(&table, row)))
@@ -188,6 +178,27 @@ impl BatchOps for CpuBatchOps {
     }
 }
 
+/// The `rows` rows of a shared-base batch whose `scalars` hold `rows * bases` entries, row
+/// after row (with no bases, `rows` empty rows); any other count is the backend's error.
+pub fn shared_rows<'a, T>(
+    operation: &'static str,
+    bases: usize,
+    scalars: &'a [T],
+    rows: usize,
+) -> Result<Vec<&'a [T]>, BackendError> {
+    if rows.checked_mul(bases) != Some(scalars.len()) {
+        return Err(BackendError {
+            operation,
+            reason: format!("{} scalars for {rows} rows of {bases} bases", scalars.len()),
+        });
+    }
+    Ok(if bases == 0 {
+        vec![&scalars[..0]; rows]
+    } else {
+        scalars.chunks_exact(bases).collect()
+    })
+}
+
 /// `sum_j 2^(16 (15 - j)) * row[j]`: Horner over the big-endian chunks.
 pub fn recombine_chunks(row: &[G1Affine]) -> G1Projective {
     let mut acc = G1Projective::identity();
@@ -198,4 +209,27 @@ pub fn recombine_chunks(row: &[G1Affine]) -> G1Projective {
         acc = acc.add_mixed(p);
     }
     acc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_rows_split_row_by_row_and_refuse_other_counts() {
+        let scalars: Vec<u8> = (0..6).collect();
+        let rows = shared_rows("g1_msm_shared_u8", 3, &scalars, 2).unwrap();
+        assert_eq!(rows, [&[0u8, 1, 2][..], &[3, 4, 5][..]]);
+        assert_eq!(shared_rows("op", 0, &scalars[..0], 3).unwrap().len(), 3);
+        let e = shared_rows("g1_msm_shared", 4, &scalars, 2).unwrap_err();
+        assert_eq!(e.operation, "g1_msm_shared");
+        assert_eq!(e.reason, "6 scalars for 2 rows of 4 bases");
+        assert!(shared_rows("op", usize::MAX, &scalars, 2).is_err());
+        // The CPU backend answers a bad shape with that error, not a panic.
+        let bases = [G1Affine::generator(); 4];
+        let e = CpuBatchOps::single_thread()
+            .g1_msm_shared_u8(&bases, &scalars, 2)
+            .unwrap_err();
+        assert_eq!(e.operation, "g1_msm_shared_u8");
+    }
 }

@@ -80,21 +80,7 @@ fn reduce_buckets<G: MsmGroup>(buckets: &[G]) -> G {
 /// `sum_i scalars[i] * bases[i]` (extra elements of the longer slice are ignored):
 /// unsigned-window Pippenger over the scalars' 255 bits.
 pub fn msm_vartime<G: MsmGroup>(bases: &[G::Affine], scalars: &[Scalar]) -> G {
-    let n = bases.len().min(scalars.len());
-    if n == 0 {
-        return G::identity();
-    }
-    let c = window_bits(n);
-    let le: Vec<[u8; 32]> = scalars[..n].iter().map(Scalar::to_bytes).collect();
-    let windows = SCALAR_BITS.div_ceil(c);
-    let mut acc = G::identity();
-    for w in (0..windows).rev() {
-        for _ in 0..c {
-            acc = acc.double();
-        }
-        acc = acc.add(&window_sum::<G>(&bases[..n], &le, w, c));
-    }
-    acc
+    msm_by_windows(bases, scalars, false)
 }
 
 /// `sum_i digit_w(scalar_i) * bases[i]` for the `c`-bit window `w`, by buckets.
@@ -114,6 +100,12 @@ fn window_sum<G: MsmGroup>(bases: &[G::Affine], le: &[[u8; 32]], w: usize, c: us
 /// the few, expensive points of the sharing proof's G2 MSM, whose windows would otherwise
 /// run one after another on one thread.
 pub fn msm_vartime_parallel<G: MsmGroup>(bases: &[G::Affine], scalars: &[Scalar]) -> G {
+    msm_by_windows(bases, scalars, true)
+}
+
+/// Every window's bucket sum (on rayon's pool when `parallel`), then Horner over the
+/// windows from the top.
+fn msm_by_windows<G: MsmGroup>(bases: &[G::Affine], scalars: &[Scalar], parallel: bool) -> G {
     use rayon::prelude::*;
     let n = bases.len().min(scalars.len());
     if n == 0 {
@@ -122,10 +114,12 @@ pub fn msm_vartime_parallel<G: MsmGroup>(bases: &[G::Affine], scalars: &[Scalar]
     let c = window_bits(n);
     let le: Vec<[u8; 32]> = scalars[..n].iter().map(Scalar::to_bytes).collect();
     let windows = SCALAR_BITS.div_ceil(c);
-    let sums: Vec<G> = (0..windows)
-        .into_par_iter()
-        .map(|w| window_sum::<G>(&bases[..n], &le, w, c))
-        .collect();
+    let sum = |w: usize| window_sum::<G>(&bases[..n], &le, w, c);
+    let sums: Vec<G> = if parallel {
+        (0..windows).into_par_iter().map(sum).collect()
+    } else {
+        (0..windows).map(sum).collect()
+    };
     let mut acc = G::identity();
     for sum in sums.iter().rev() {
         for _ in 0..c {

@@ -42,6 +42,16 @@ impl PhaseTimes {
     }
 }
 
+/// Phase by phase, for the time of several verifications.
+impl std::ops::AddAssign for PhaseTimes {
+    fn add_assign(&mut self, other: PhaseTimes) {
+        self.deserialize += other.deserialize;
+        self.integrity += other.integrity;
+        self.chunking += other.chunking;
+        self.sharing += other.sharing;
+    }
+}
+
 /// What an accepted dealing was and what verifying it took.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {

@@ -118,10 +118,7 @@ fn row(
                     ops.name()
                 )
             })?;
-            phases.deserialize += report.phases.deserialize;
-            phases.integrity += report.phases.integrity;
-            phases.chunking += report.phases.chunking;
-            phases.sharing += report.phases.sharing;
+            phases += report.phases;
         }
         Ok(phases)
     };
