@@ -8,8 +8,10 @@ use crate::component::Component;
 use crate::encoding::{ElementKind, dealing_layout, scalar_to_be};
 use crate::error::DealError;
 use crate::oracle::{
-    DOMAIN_CHUNKING_FIRST, DOMAIN_CHUNKING_SECOND, DOMAIN_CIPHERTEXT_IDENTITY,
-    DOMAIN_SHARING_CHALLENGE, DOMAIN_SHARING_INSTANCE, Transcript,
+    DOMAIN_CHUNKING_CHALLENGE, DOMAIN_CHUNKING_ORACLE, DOMAIN_CIPHERTEXT_NODE,
+    DOMAIN_SHARING_CHALLENGE, DOMAIN_SHARING_INSTANCE, HashedMap, hash_bytes, hash_g1,
+    hash_g1_matrix, hash_g1_vector, hash_g2, hash_int, hash_scalar, hash_vector, random_oracle,
+    random_oracle_to_scalar,
 };
 use crate::params::{
     CHUNK_BITS, NUM_CHUNKS, NUM_ZK_REPETITIONS, SysParams, chunking_bound_s, chunking_bound_z,
@@ -200,7 +202,8 @@ impl Dealing {
     }
 }
 
-/// The 256 hash bits of a ciphertext's identity (oracle 1 of 5).
+/// The 256 hash bits of a ciphertext's node identity (oracle 1 of 5, the IC's
+/// `extend_tau`).
 pub fn ciphertext_identity_hash(
     cc: &[Vec<G1Affine>],
     rr: &[G1Affine],
@@ -208,58 +211,72 @@ pub fn ciphertext_identity_hash(
     epoch: u32,
     associated_data: &[u8],
 ) -> [u8; 32] {
-    let mut t = Transcript::new(DOMAIN_CIPHERTEXT_IDENTITY);
-    t.u64("receivers", cc.len() as u64);
-    for row in cc {
-        t.g1s("chunks", row);
-    }
-    t.g1s("randomizers-r", rr)
-        .g1s("randomizers-s", ss)
-        .u64("epoch", epoch as u64)
-        .bytes("associated-data", associated_data);
-    t.digest()
+    let map = HashedMap::new()
+        .with("ciphertext-chunks", hash_g1_matrix(cc))
+        .with("randomizers-r", hash_g1_vector(rr))
+        .with("randomizers-s", hash_g1_vector(ss))
+        .with("epoch", hash_int(u64::from(epoch)))
+        .with("associated-data", hash_bytes(associated_data));
+    random_oracle(DOMAIN_CIPHERTEXT_NODE, &map.unique_hash())
 }
 
 /// The chunking proof's first challenge: `e[(i * 16 + j) * 32 + k]`, 8 bits each, drawn
-/// from ChaCha20 seeded by oracle 2 of 5. Returns the seed and the challenges.
+/// from ChaCha20 seeded by oracle 2 of 5 (one 32-bit word per challenge, its low byte).
 pub fn chunking_first_challenge(
     public_keys: &[G1Affine],
     ciphertext: &Ciphertext,
     y0: &G1Affine,
     bb: &[G1Affine],
     cc: &[G1Affine],
-) -> ([u8; 32], Vec<u8>) {
-    let mut t = Transcript::new(DOMAIN_CHUNKING_FIRST);
-    t.g1s("generator", &[G1Affine::generator()])
-        .g1s("public-keys", public_keys);
-    for row in &ciphertext.cc {
-        t.g1s("chunks", row);
-    }
-    t.g1s("randomizers-r", &ciphertext.rr)
-        .g1s("y0", &[*y0])
-        .g1s("bb", bb)
-        .g1s("cc", cc)
-        .u64("repetitions", NUM_ZK_REPETITIONS as u64);
-    let seed = t.digest();
-    let mut e = vec![0u8; public_keys.len() * NUM_CHUNKS * NUM_ZK_REPETITIONS];
-    ChaCha20Rng::from_seed(seed).fill_bytes(&mut e);
-    (seed, e)
+) -> Vec<u8> {
+    let instance = HashedMap::new()
+        .with("g1-generator", hash_g1(&G1Affine::generator()))
+        .with("public-keys", hash_g1_vector(public_keys))
+        .with("ciphertext-chunks", hash_g1_matrix(&ciphertext.cc))
+        .with("randomizers-r", hash_g1_vector(&ciphertext.rr));
+    let first_move = HashedMap::new()
+        .with("y0", hash_g1(y0))
+        .with("bb", hash_g1_vector(bb))
+        .with("cc", hash_g1_vector(cc));
+    let map = HashedMap::new()
+        .with("instance", instance.unique_hash())
+        .with("first-move", first_move.unique_hash())
+        .with(
+            "number-of-parallel-repetitions",
+            hash_int(NUM_ZK_REPETITIONS as u64),
+        );
+    let seed = random_oracle(DOMAIN_CHUNKING_ORACLE, &map.unique_hash());
+    let mut rng = ChaCha20Rng::from_seed(seed);
+    (0..public_keys.len() * NUM_CHUNKS * NUM_ZK_REPETITIONS)
+        .map(|_| {
+            let mut byte = [0u8; 1];
+            rng.fill_bytes(&mut byte);
+            byte[0]
+        })
+        .collect()
 }
 
-/// The chunking proof's second challenge `x` (oracle 3 of 5); it binds the first
-/// challenge through its seed, which determines it.
+/// The chunking proof's second challenge `x` (oracle 3 of 5): it hashes every first
+/// challenge (as the IC's nested vectors of integers) and the second move.
 pub fn chunking_second_challenge(
-    first_seed: &[u8; 32],
+    e: &[u8],
     z_s: &[Scalar],
     dd: &[G1Affine],
     yy: &G1Affine,
 ) -> Scalar {
-    Transcript::new(DOMAIN_CHUNKING_SECOND)
-        .bytes("first-challenge-seed", first_seed)
-        .scalars("z_s", z_s)
-        .g1s("dd", dd)
-        .g1s("yy", &[*yy])
-        .scalar()
+    let per_chunk = e.chunks(NUM_ZK_REPETITIONS);
+    let chunk_digests: Vec<_> = per_chunk
+        .map(|e_ij| hash_vector(e_ij.iter().map(|&v| hash_int(u64::from(v)))))
+        .collect();
+    let first_challenge = hash_vector(chunk_digests.chunks(NUM_CHUNKS).map(|row| hash_vector(row.iter().copied())));
+    let second_move = HashedMap::new()
+        .with("z_s", hash_vector(z_s.iter().map(hash_scalar)))
+        .with("dd", hash_g1_vector(dd))
+        .with("yy", hash_g1(yy));
+    let map = HashedMap::new()
+        .with("first-challenge", first_challenge)
+        .with("second-move", second_move.unique_hash());
+    random_oracle_to_scalar(DOMAIN_CHUNKING_CHALLENGE, &map.unique_hash())
 }
 
 /// The sharing proof's instance hash `x` (oracle 4 of 5).
@@ -269,24 +286,30 @@ pub fn sharing_instance_hash(
     combined_r: &G1Affine,
     combined_c: &[G1Affine],
 ) -> Scalar {
-    Transcript::new(DOMAIN_SHARING_INSTANCE)
-        .g1s("g1", &[G1Affine::generator()])
-        .g2s("g2", &[G2Affine::generator()])
-        .g1s("public-keys", public_keys)
-        .g2s("public-coefficients", public_coefficients)
-        .g1s("combined-randomizer", &[*combined_r])
-        .g1s("combined-ciphertexts", combined_c)
-        .scalar()
+    // "g2-enerator" is the IC's key, letter for letter.
+    let map = HashedMap::new()
+        .with("g1-generator", hash_g1(&G1Affine::generator()))
+        .with("g2-enerator", hash_g2(&G2Affine::generator()))
+        .with("public-keys", hash_g1_vector(public_keys))
+        .with(
+            "public-coefficients",
+            hash_vector(public_coefficients.iter().map(hash_g2)),
+        )
+        .with("combined-randomizers", hash_g1(combined_r))
+        .with("combined-ciphertext", hash_g1_vector(combined_c));
+    random_oracle_to_scalar(DOMAIN_SHARING_INSTANCE, &map.unique_hash())
 }
 
 /// The sharing proof's challenge `x'` (oracle 5 of 5).
 pub fn sharing_challenge(x: &Scalar, ff: &G1Affine, aa: &G2Affine, yy: &G1Affine) -> Scalar {
-    Transcript::new(DOMAIN_SHARING_CHALLENGE)
-        .scalars("instance-hash", &[*x])
-        .g1s("ff", &[*ff])
-        .g2s("aa", &[*aa])
-        .g1s("yy", &[*yy])
-        .scalar()
+    let first_move = HashedMap::new()
+        .with("blinder-g1", hash_g1(ff))
+        .with("blinder-g2", hash_g2(aa))
+        .with("blinded-instance", hash_g1(yy));
+    let map = HashedMap::new()
+        .with("instance-hash", hash_scalar(x))
+        .with("first-move", first_move.unique_hash());
+    random_oracle_to_scalar(DOMAIN_SHARING_CHALLENGE, &map.unique_hash())
 }
 
 /// `x, x^2, .., x^count`.
@@ -431,7 +454,7 @@ fn prove_chunking<R: RngCore + CryptoRng>(
     let bb: Vec<G1Affine> = beta.iter().map(|b| G1Affine::from(g1 * b)).collect();
 
     // Rejection sampling: sigma_k uniform in [-S, Z - 1] until every response is in [0, Z).
-    let (cc, seed, e, z_s) = loop {
+    let (cc, e, z_s) = loop {
         let sigma: Vec<i128> = (0..l)
             .map(|_| rng.gen_range(0..(bound_z + bound_s) as u64) as i128 - bound_s)
             .collect();
@@ -440,7 +463,7 @@ fn prove_chunking<R: RngCore + CryptoRng>(
             .zip(&sigma)
             .map(|(b, s)| G1Affine::from(y0 * b + g1 * scalar_from_i128(*s)))
             .collect();
-        let (seed, e) = chunking_first_challenge(receivers, ciphertext, &y0, &bb, &cc);
+        let e = chunking_first_challenge(receivers, ciphertext, &y0, &bb, &cc);
         let mut z: Vec<i128> = sigma.clone();
         for (ij, m) in chunks.iter().flatten().enumerate() {
             for (k, z_k) in z.iter_mut().enumerate() {
@@ -449,7 +472,7 @@ fn prove_chunking<R: RngCore + CryptoRng>(
         }
         if z.iter().all(|z_k| (0..bound_z).contains(z_k)) {
             let z_s: Vec<Scalar> = z.iter().map(|z_k| Scalar::from(*z_k as u64)).collect();
-            break (cc, seed, e, z_s);
+            break (cc, e, z_s);
         }
     };
 
@@ -460,7 +483,7 @@ fn prove_chunking<R: RngCore + CryptoRng>(
         .zip(&delta[1..])
         .fold(y0 * delta[0], |acc, (y, d)| acc + y * d);
     let yy = G1Affine::from(yy);
-    let x = chunking_second_challenge(&seed, &z_s, &dd, &yy);
+    let x = chunking_second_challenge(&e, &z_s, &dd, &yy);
     let xpow = powers(&x, l);
 
     // z_r,i = delta_i + sum_j r_j * (sum_k e_ijk x^k).

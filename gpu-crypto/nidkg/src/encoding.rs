@@ -166,9 +166,10 @@ pub const FILE_MAGIC: &[u8; 8] = b"SNNIDKG1";
 /// Largest associated-data field a dealing file may carry.
 pub const MAX_ASSOCIATED_DATA: usize = 4096;
 
-/// A dealing file: everything a verifier needs. Layout: magic (8 bytes), then big-endian
-/// u32 `n`, `t`, `epoch`, associated-data length; the associated data; `n` compressed
-/// receiver keys (48 bytes each); the dealing (`96t + 848n + 7600` bytes).
+/// A dealing file: the IC's dealing bytes with the context a verifier needs. Layout:
+/// magic (8 bytes), then big-endian u32 `n`, `t`, `epoch`, associated-data length; the
+/// associated data (the dealer index, 4 bytes big-endian, for the IC's dealings); `n`
+/// compressed receiver keys (48 bytes each); the dealing in the IC's CBOR encoding.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DealingFile {
     /// Epoch the dealing is encrypted for.
@@ -179,7 +180,7 @@ pub struct DealingFile {
     pub receiver_keys: Vec<[u8; 48]>,
     /// Threshold.
     pub t: usize,
-    /// The dealing in the IC-sized encoding.
+    /// The dealing in the IC's CBOR encoding ([`crate::ic_cbor`]).
     pub dealing: Vec<u8>,
 }
 
@@ -223,8 +224,9 @@ impl DealingFile {
                 "associated data longer than 4096 bytes",
             ));
         }
+        // The dealing itself is at least its elements' bytes (CBOR adds framing).
         let expected = HEADER_LEN + ad_len + 48 * n + dealing_size(n, t);
-        if bytes.len() != expected {
+        if bytes.len() < expected {
             return Err(VerifyError::Length {
                 expected,
                 actual: bytes.len(),

@@ -44,6 +44,25 @@ pub enum VerifyError {
     /// Not a dealing file, or a header field out of range.
     #[error("unusable input: {0}")]
     Header(&'static str),
+    /// The IC's CBOR encoding does not parse: named field, length or item.
+    #[error("unusable input: {0}")]
+    Encoding(String),
+    /// The dealing's public coefficients are not as many as the context's threshold.
+    #[error("the dealing has {actual} public coefficients where the threshold is {expected}")]
+    ThresholdMismatch {
+        /// The threshold of the context.
+        expected: usize,
+        /// Public coefficients in the dealing.
+        actual: usize,
+    },
+    /// The dealing's ciphertext rows are not as many as the receivers.
+    #[error("the dealing has {actual} ciphertext rows for {expected} receivers")]
+    ReceiverCount {
+        /// Receivers of the context.
+        expected: usize,
+        /// Ciphertext rows in the dealing.
+        actual: usize,
+    },
     /// `n` or `t` outside what the protocol defines.
     #[error("unusable input: n = {n}, t = {t} (need 1 <= t <= n <= 1024)")]
     Shape {
@@ -101,7 +120,10 @@ impl VerifyError {
     pub fn is_unusable_input(&self) -> bool {
         matches!(
             self,
-            VerifyError::Header(_) | VerifyError::Shape { .. } | VerifyError::Length { .. }
+            VerifyError::Header(_)
+                | VerifyError::Encoding(_)
+                | VerifyError::Shape { .. }
+                | VerifyError::Length { .. }
         )
     }
 
@@ -113,9 +135,12 @@ impl VerifyError {
     /// The rejected component's name, as the CLI prints it.
     pub fn component(&self) -> String {
         match self {
-            VerifyError::Header(_) | VerifyError::Shape { .. } | VerifyError::Length { .. } => {
-                "input".to_string()
-            }
+            VerifyError::Header(_)
+            | VerifyError::Encoding(_)
+            | VerifyError::Shape { .. }
+            | VerifyError::Length { .. } => "input".to_string(),
+            VerifyError::ThresholdMismatch { .. } => "public_coefficients".to_string(),
+            VerifyError::ReceiverCount { .. } => "ciphertext_chunks".to_string(),
             VerifyError::Deserialize { component, index } => format!("{component}[{index}]"),
             VerifyError::WrongReceiverKey { index } => format!("receiver_key[{index}]"),
             VerifyError::CiphertextIntegrity { row } => format!("ciphertext_integrity[{row}]"),

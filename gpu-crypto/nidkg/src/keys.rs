@@ -7,58 +7,74 @@
 //! `d_tree = (f_{l+1} .. f_{LAMBDA_T})^rho`, `d_hash = (fh_0 .. fh_255)^rho`, `e = h^rho`.
 //! Every operation on these is constant-time (they are secret).
 
-use crate::encoding::scalar_to_be;
 use crate::error::DecryptError;
-use crate::oracle::{DOMAIN_KEY_POP, Transcript};
+use crate::oracle::{
+    DOMAIN_POP_ENCRYPTION_KEY, HashedMap, hash_bytes, hash_g1, random_oracle_to_g1,
+    random_oracle_to_scalar,
+};
 use crate::params::{LAMBDA_H, LAMBDA_T, SysParams, epoch_bit, hash_bit};
 use crate::random_scalar;
 use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use rand::{CryptoRng, RngCore};
 
-/// A receiver's public key with its proof of possession.
+/// A receiver's public key with its proof of possession (the IC's `FsEncryptionPop`):
+/// `pop_key = x * B` for the oracle's base point `B`, and a Schnorr proof of equal
+/// discrete logarithms of `key` (base `g1`) and `pop_key` (base `B`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReceiverPublicKey {
     /// `y = g1^x`.
     pub key: G1Affine,
-    /// Schnorr commitment `K = g1^k`.
-    pub pop_commitment: G1Affine,
-    /// Schnorr response `z = k + c x`.
+    /// `B^x`.
+    pub pop_key: G1Affine,
+    /// The challenge `c`.
+    pub pop_challenge: Scalar,
+    /// The response `z = k + c x`.
     pub pop_response: Scalar,
 }
 
 impl ReceiverPublicKey {
-    /// Encoded size: key, commitment (compressed G1), response (big-endian scalar).
-    pub const ENCODED_LEN: usize = 48 + 48 + 32;
-
     /// Checks the proof of possession for `associated_data` (the key's registration
-    /// context); the key must not be the identity.
+    /// context), as the IC's `verify_pop` does: the blinders are recomputed from the
+    /// response and the challenge must come out the same.
     pub fn verify_pop(&self, associated_data: &[u8]) -> bool {
-        if bool::from(self.key.is_identity()) {
-            return false;
-        }
-        let c = pop_challenge(&self.key, &self.pop_commitment, associated_data);
-        // Public values: the proof and the key.
-        G1Projective::generator() * self.pop_response
-            == G1Projective::from(self.pop_commitment) + self.key * c
-    }
-
-    /// `key || commitment || response`.
-    pub fn to_bytes(&self) -> [u8; Self::ENCODED_LEN] {
-        let mut out = [0u8; Self::ENCODED_LEN];
-        out[..48].copy_from_slice(&self.key.to_compressed());
-        out[48..96].copy_from_slice(&self.pop_commitment.to_compressed());
-        out[96..].copy_from_slice(&scalar_to_be(&self.pop_response));
-        out
+        let base = pop_base(&self.key, associated_data);
+        let minus_c = -self.pop_challenge;
+        let blinder_key = G1Projective::generator() * self.pop_response + self.key * minus_c;
+        let blinder_pop_key = base * self.pop_response + self.pop_key * minus_c;
+        let c = pop_challenge_of(
+            &self.key,
+            &base,
+            &self.pop_key,
+            &G1Affine::from(blinder_key),
+            &G1Affine::from(blinder_pop_key),
+        );
+        c == self.pop_challenge
     }
 }
 
-fn pop_challenge(key: &G1Affine, commitment: &G1Affine, associated_data: &[u8]) -> Scalar {
-    Transcript::new(DOMAIN_KEY_POP)
-        .g1s("generator", &[G1Affine::generator()])
-        .g1s("public-key", &[*key])
-        .g1s("commitment", &[*commitment])
-        .bytes("associated-data", associated_data)
-        .scalar()
+/// The proof's base point: the oracle on the instance (generator, key, associated data).
+fn pop_base(key: &G1Affine, associated_data: &[u8]) -> G1Affine {
+    let instance = HashedMap::new()
+        .with("g1-generator", hash_g1(&G1Affine::generator()))
+        .with("public-key", hash_g1(key))
+        .with("associated-data", hash_bytes(associated_data));
+    random_oracle_to_g1(DOMAIN_POP_ENCRYPTION_KEY, &instance.unique_hash())
+}
+
+fn pop_challenge_of(
+    key: &G1Affine,
+    base: &G1Affine,
+    pop_key: &G1Affine,
+    blinder_key: &G1Affine,
+    blinder_pop_key: &G1Affine,
+) -> Scalar {
+    let map = HashedMap::new()
+        .with("public-key", hash_g1(key))
+        .with("pop-base", hash_g1(base))
+        .with("pop-key", hash_g1(pop_key))
+        .with("blinder-public-key", hash_g1(blinder_key))
+        .with("blinder-pop-key", hash_g1(blinder_pop_key));
+    random_oracle_to_scalar(DOMAIN_POP_ENCRYPTION_KEY, &map.unique_hash())
 }
 
 /// One node of the binary tree (see the module documentation).
@@ -146,10 +162,13 @@ pub fn generate_receiver_key<R: RngCore + CryptoRng>(
     let x = random_scalar(rng);
     let rho = random_scalar(rng);
     let key = G1Affine::from(G1Projective::generator() * x);
+    let base = pop_base(&key, associated_data);
+    let pop_key = G1Affine::from(base * x);
     let k = random_scalar(rng);
-    let pop_commitment = G1Affine::from(G1Projective::generator() * k);
-    let c = pop_challenge(&key, &pop_commitment, associated_data);
-    let pop_response = k + c * x;
+    let blinder_key = G1Affine::from(G1Projective::generator() * k);
+    let blinder_pop_key = G1Affine::from(base * k);
+    let pop_challenge = pop_challenge_of(&key, &base, &pop_key, &blinder_key, &blinder_pop_key);
+    let pop_response = k + pop_challenge * x;
     let root = TreeNode {
         prefix: 0,
         len: 0,
@@ -162,7 +181,8 @@ pub fn generate_receiver_key<R: RngCore + CryptoRng>(
     (
         ReceiverPublicKey {
             key,
-            pop_commitment,
+            pop_key,
+            pop_challenge,
             pop_response,
         },
         ReceiverSecretKey {

@@ -8,8 +8,11 @@
 //!   chunking proof, sharing proof) over the batches of [`batch::BatchOps`], which a GPU
 //!   backend can implement; [`batch::CpuBatchOps`] is the CPU one.
 //! - [`decrypt`]: a receiver's share decryption.
-//! - [`encoding`]: the dealing's bytes (the IC's size, `96t + 848n + 7600`) and the
-//!   self-contained dealing file.
+//! - [`ic_cbor`]: the IC's serde_cbor encodings of dealings, receiver keys and proofs of
+//!   possession; [`oracle`] and [`params`]: the IC's random oracles and system parameters,
+//!   so that dealings are the replica's, byte for byte.
+//! - [`encoding`]: the verifier's element stream of a dealing and the dealing file (the
+//!   IC's dealing bytes with their context).
 //!
 //! [`deal`] and [`verify`] are the entry points of the `gpu-crypto nidkg` subcommands.
 
@@ -19,6 +22,7 @@ pub mod dealing;
 pub mod decrypt;
 pub mod encoding;
 pub mod error;
+pub mod ic_cbor;
 pub mod keys;
 pub mod msm;
 pub mod oracle;
@@ -49,13 +53,13 @@ pub fn random_scalar<R: RngCore + CryptoRng>(rng: &mut R) -> Scalar {
 /// Epoch of the dealings [`deal`] creates.
 pub const DEMO_EPOCH: u32 = 1;
 
-/// The associated data of [`deal`]'s dealings: names the seed, n and the threshold kind.
-pub fn demo_associated_data(n: usize, kind: ThresholdKind, seed: u64) -> Vec<u8> {
-    format!(
-        "sovereign-node nidkg demo dealing n={n} threshold={} seed={seed}",
-        kind.name()
-    )
-    .into_bytes()
+/// Dealer index of the dealings [`deal`] creates.
+pub const DEMO_DEALER_INDEX: u32 = 0;
+
+/// The associated data of a dealing in the IC: the dealer's index, 4 bytes big-endian
+/// (what `verify_dealing` passes to `verify_zk_proofs`).
+pub fn dealer_associated_data(dealer_index: u32) -> Vec<u8> {
+    dealer_index.to_be_bytes().to_vec()
 }
 
 /// A complete, reproducible DKG setup from a seed: `n` receivers' key pairs and one
@@ -76,7 +80,7 @@ impl DemoSetup {
     pub fn new(n: usize, kind: ThresholdKind, seed: u64) -> Result<Self, DealError> {
         let t = kind.threshold(n);
         encoding::check_shape(n, t).map_err(|_| DealError::Shape { n, t })?;
-        let associated_data = demo_associated_data(n, kind, seed);
+        let associated_data = dealer_associated_data(DEMO_DEALER_INDEX);
         let mut key_rng = ChaCha20Rng::seed_from_u64(seed);
         let (public_keys, secret_keys): (Vec<_>, Vec<_>) = (0..n)
             .map(|i| generate_receiver_key(&mut key_rng, &(i as u32).to_be_bytes()))
@@ -89,7 +93,7 @@ impl DemoSetup {
             associated_data,
             receiver_keys: keys.iter().map(|k| k.to_compressed()).collect(),
             t,
-            dealing: dealing.to_bytes(),
+            dealing: ic_cbor::dealing_to_cbor(&dealing.to_bytes(), n, t),
         };
         Ok(DemoSetup {
             public_keys,
@@ -116,14 +120,102 @@ pub fn verify(file: &[u8]) -> Result<Report, VerifyError> {
 /// Verifies a dealing file with the given backend.
 pub fn verify_with<B: BatchOps + ?Sized>(ops: &B, file: &[u8]) -> Result<Report, VerifyError> {
     let parsed = DealingFile::parse(file)?;
+    verify_file_dealing(ops, &parsed, &parsed.receiver_keys)
+}
+
+fn verify_file_dealing<B: BatchOps + ?Sized>(
+    ops: &B,
+    file: &DealingFile,
+    receiver_keys: &[[u8; 48]],
+) -> Result<Report, VerifyError> {
+    let stream = checked_stream(&file.dealing, receiver_keys.len(), file.t)?;
     verify_dealing(
         ops,
-        &parsed.receiver_keys,
-        parsed.t,
-        parsed.epoch,
-        &parsed.associated_data,
-        &parsed.dealing,
+        receiver_keys,
+        file.t,
+        file.epoch,
+        &file.associated_data,
+        &stream,
     )
+}
+
+/// The element stream of the IC's dealing bytes, refused unless its shape is the
+/// context's: the IC's `verify_public_coefficients_match_threshold` and its check that
+/// every receiver has a ciphertext row.
+fn checked_stream(dealing: &[u8], n: usize, t: usize) -> Result<Vec<u8>, VerifyError> {
+    let (rows, coefficients, stream) = ic_cbor::dealing_stream(dealing)?;
+    if coefficients != t {
+        return Err(VerifyError::ThresholdMismatch {
+            expected: t,
+            actual: coefficients,
+        });
+    }
+    if rows != n {
+        return Err(VerifyError::ReceiverCount {
+            expected: n,
+            actual: rows,
+        });
+    }
+    Ok(stream)
+}
+
+/// The context the IC verifies a dealing under (`verify_dealing`'s arguments).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IcContext {
+    /// The dealer's index; its 4 big-endian bytes are the associated data.
+    pub dealer_index: u32,
+    /// The threshold: the number of public coefficients.
+    pub threshold: usize,
+    /// The epoch the shares are encrypted for.
+    pub epoch: u32,
+}
+
+/// Verifies a dealing in the IC's CBOR encoding under `context`, with the receivers'
+/// keys (compressed G1, in index order `0..n`), as the replica's `verify_dealing` does.
+pub fn verify_ic<B: BatchOps + ?Sized>(
+    ops: &B,
+    dealing: &[u8],
+    receiver_keys: &[[u8; 48]],
+    context: &IcContext,
+) -> Result<Report, VerifyError> {
+    let stream = checked_stream(dealing, receiver_keys.len(), context.threshold)?;
+    verify_dealing(
+        ops,
+        receiver_keys,
+        context.threshold,
+        context.epoch,
+        &dealer_associated_data(context.dealer_index),
+        &stream,
+    )
+}
+
+/// Verifies a receiver key's proof of possession (the IC's encodings of each) for
+/// `associated_data`; `Ok(false)` when the proof is wrong.
+pub fn verify_pop(
+    key: &[u8; 48],
+    pop: &ic_cbor::EncodedPop,
+    associated_data: &[u8],
+) -> Result<bool, VerifyError> {
+    let point = |bytes: &[u8; 48], component| {
+        Option::<ic_bls12_381::G1Affine>::from(ic_bls12_381::G1Affine::from_compressed(bytes))
+            .ok_or(VerifyError::Deserialize {
+                component,
+                index: 0,
+            })
+    };
+    let scalar = |bytes: &[u8; 32]| {
+        encoding::scalar_from_be(bytes).ok_or(VerifyError::Deserialize {
+            component: Component::ReceiverKey,
+            index: 0,
+        })
+    };
+    let public = ReceiverPublicKey {
+        key: point(key, Component::ReceiverKey)?,
+        pop_key: point(&pop.pop_key, Component::ReceiverKey)?,
+        pop_challenge: scalar(&pop.challenge)?,
+        pop_response: scalar(&pop.response)?,
+    };
+    Ok(public.verify_pop(associated_data))
 }
 
 /// Verifies a dealing file against the receivers' registered keys: a file whose receiver
@@ -147,12 +239,5 @@ pub fn verify_against<B: BatchOps + ?Sized>(
     {
         return Err(VerifyError::WrongReceiverKey { index });
     }
-    verify_dealing(
-        ops,
-        registered_keys,
-        parsed.t,
-        parsed.epoch,
-        &parsed.associated_data,
-        &parsed.dealing,
-    )
+    verify_file_dealing(ops, &parsed, registered_keys)
 }

@@ -71,8 +71,8 @@ pub fn dealing_size(n: usize, t: usize) -> usize {
     96 * t + 848 * n + 7600
 }
 
-/// Public parameters of the forward-secure (binary-tree) encryption: independent G2
-/// generators derived by hashing to G2 under this crate's domain separation tag. Derived
+/// Public parameters of the forward-secure (binary-tree) encryption: the IC's
+/// independent G2 generators, hashed to G2 under the IC's domain separation tag. Derived
 /// once per process; verification itself never hashes to a curve.
 pub struct SysParams {
     /// `f_0`.
@@ -87,9 +87,9 @@ pub struct SysParams {
     pub h_prepared: G2Prepared,
 }
 
-/// Domain separation tag of the system parameters (RFC 9380 hash-to-curve, SHA-256, SSWU).
-pub const SYS_PARAMS_DST: &[u8] =
-    b"SOVEREIGN-NODE-NIDKG-V1-SYSPARAMS_BLS12381G2_XMD:SHA-256_SSWU_RO_";
+/// Domain separation tag of the IC's system parameters (RFC 9380 hash-to-curve, SHA-256,
+/// SSWU): `f0`, `f1` .. `f32`, `f_h0` .. `f_h255` and `h` are the hashed labels.
+pub const SYS_PARAMS_DST: &[u8] = b"DFX01-with-BLS12381G2_XMD:SHA-256_SSWU_RO_";
 
 fn hash_g2(label: &str) -> G2Affine {
     let p = <G2Projective as HashToCurve<ExpandMsgXmd<Sha256>>>::hash_to_curve(
@@ -108,7 +108,7 @@ impl SysParams {
             SysParams {
                 f0: hash_g2("f0"),
                 f_tree: (1..=LAMBDA_T).map(|i| hash_g2(&format!("f{i}"))).collect(),
-                f_hash: (0..LAMBDA_H).map(|i| hash_g2(&format!("fh{i}"))).collect(),
+                f_hash: (0..LAMBDA_H).map(|i| hash_g2(&format!("f_h{i}"))).collect(),
                 h,
                 h_prepared: G2Prepared::from(h),
             }

@@ -198,8 +198,8 @@ pub fn check_chunking<B: BatchOps + ?Sized>(
             return Err(VerifyError::ChunkingProof(ChunkingCheck::ResponseRange(k)));
         }
     }
-    let (seed, e) = chunking_first_challenge(receiver_keys, c, &p.y0, &p.bb, &p.cc);
-    let x = chunking_second_challenge(&seed, &p.z_s, &p.dd, &p.yy);
+    let e = chunking_first_challenge(receiver_keys, c, &p.y0, &p.bb, &p.cc);
+    let x = chunking_second_challenge(&e, &p.z_s, &p.dd, &p.yy);
     let xpow = powers(&x, l);
     let g1 = G1Affine::generator();
 

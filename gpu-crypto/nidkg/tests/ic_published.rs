@@ -1,0 +1,134 @@
+//! The IC's own published NI-DKG data (`../shared/testdata/ic-nidkg/` beside the project,
+//! or `IC_NIDKG_TESTDATA`): its dealing verifies under the parameters of the IC's
+//! `test_can_parse_deserialized_dealing` (n = 4, threshold 2, epoch 5, dealer 0), its key
+//! and proof of possession verify with `ic-crypto-kgen-assoc-data`, and any change of one
+//! component or of the context is rejected with the reason named.
+
+use nidkg::{CpuBatchOps, IcContext, VerifyError, ic_cbor};
+use std::path::PathBuf;
+
+
+/// The data folder: `IC_NIDKG_TESTDATA`, else `shared/testdata/ic-nidkg` beside an
+/// ancestor of the current directory (test binaries also run away from their build tree).
+fn data_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("IC_NIDKG_TESTDATA") {
+        return dir.into();
+    }
+    let cwd = std::env::current_dir().expect("current directory");
+    cwd.ancestors()
+        .flat_map(|a| [a.join("shared/testdata/ic-nidkg"), a.join("../shared/testdata/ic-nidkg")])
+        .find(|d| d.join("nidkg_dealing.hex").is_file())
+        .expect("the IC's NI-DKG data folder (build.rs found it at build time)")
+}
+
+fn read(name: &str) -> Vec<u8> {
+    let path = data_dir().join(name);
+    let contents = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    ic_cbor::bytes_of_file(&contents)
+}
+
+fn receiver_keys() -> Vec<[u8; 48]> {
+    (0..4)
+        .map(|i| ic_cbor::receiver_key(&read(&format!("nidkg_dealing_pk{i}.hex"))).unwrap())
+        .collect()
+}
+
+const CONTEXT: IcContext = IcContext {
+    dealer_index: 0,
+    threshold: 2,
+    epoch: 5,
+};
+
+fn verify(dealing: &[u8], keys: &[[u8; 48]], context: &IcContext) -> Result<(), VerifyError> {
+    nidkg::verify_ic(&CpuBatchOps::single_thread(), dealing, keys, context).map(|_| ())
+}
+
+#[test]
+#[cfg_attr(ic_testdata_absent, ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)")]
+fn the_ics_published_dealing_verifies() {
+    verify(&read("nidkg_dealing.hex"), &receiver_keys(), &CONTEXT).unwrap();
+}
+
+#[test]
+#[cfg_attr(ic_testdata_absent, ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)")]
+fn the_ics_published_proof_of_possession_verifies() {
+    let key = ic_cbor::receiver_key(&read("nidkg_pk.hex")).unwrap();
+    let pop = ic_cbor::pop(&read("nidkg_pop.hex")).unwrap();
+    assert!(nidkg::verify_pop(&key, &pop, b"ic-crypto-kgen-assoc-data").unwrap());
+    assert!(!nidkg::verify_pop(&key, &pop, b"ic-crypto-kgen-assoc-datb").unwrap());
+    let mut other = pop;
+    other.response[31] ^= 1;
+    assert!(!nidkg::verify_pop(&key, &other, b"ic-crypto-kgen-assoc-data").unwrap_or(false));
+    // Another receiver's key under this proof.
+    let key0 = receiver_keys()[0];
+    assert!(!nidkg::verify_pop(&key0, &pop, b"ic-crypto-kgen-assoc-data").unwrap());
+}
+
+#[test]
+#[cfg_attr(ic_testdata_absent, ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)")]
+fn the_published_dealing_under_a_wrong_context_is_rejected() {
+    let dealing = read("nidkg_dealing.hex");
+    let keys = receiver_keys();
+    let wrong_dealer = IcContext { dealer_index: 1, ..CONTEXT };
+    assert!(matches!(
+        verify(&dealing, &keys, &wrong_dealer),
+        Err(VerifyError::CiphertextIntegrity { .. })
+    ));
+    let wrong_epoch = IcContext { epoch: 6, ..CONTEXT };
+    assert!(matches!(
+        verify(&dealing, &keys, &wrong_epoch),
+        Err(VerifyError::CiphertextIntegrity { .. })
+    ));
+    let wrong_threshold = IcContext { threshold: 3, ..CONTEXT };
+    assert!(matches!(
+        verify(&dealing, &keys, &wrong_threshold),
+        Err(VerifyError::ThresholdMismatch { expected: 3, actual: 2 })
+    ));
+    let mut swapped = keys.clone();
+    swapped.swap(1, 2);
+    assert!(matches!(
+        verify(&dealing, &swapped, &CONTEXT),
+        Err(VerifyError::ChunkingProof(_))
+    ));
+    assert!(matches!(
+        verify(&dealing, &keys[..3], &CONTEXT),
+        Err(VerifyError::ReceiverCount { expected: 3, actual: 4 })
+    ));
+}
+
+/// Every element of the dealing, changed one at a time (one bit of its last byte), is
+/// rejected; nothing is accepted and nothing is reported unusable.
+#[test]
+#[cfg_attr(ic_testdata_absent, ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)")]
+fn every_single_component_corruption_is_rejected() {
+    let dealing = read("nidkg_dealing.hex");
+    let keys = receiver_keys();
+    let (n, t, stream) = ic_cbor::dealing_stream(&dealing).unwrap();
+    let mut offset = 0;
+    let mut rejected = 0;
+    for (kind, component, count) in nidkg::encoding::dealing_layout(n, t) {
+        for index in 0..count {
+            let at = offset + (index + 1) * kind.size() - 1;
+            let mut bad = stream.clone();
+            bad[at] ^= 1;
+            let result = verify(&ic_cbor::dealing_to_cbor(&bad, n, t), &keys, &CONTEXT);
+            let err = result.expect_err(&format!("{component}[{index}] changed was accepted"));
+            assert!(!err.is_unusable_input(), "{component}[{index}]: {err}");
+            rejected += 1;
+        }
+        offset += kind.size() * count;
+    }
+    assert_eq!(rejected, 16 * 3 + 16 * n + 1 + 32 * 2 + (n + 1) + 1 + n + 32 + 1 + 5 + t);
+}
+
+#[test]
+#[cfg_attr(ic_testdata_absent, ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)")]
+fn our_encoding_of_the_published_dealing_is_the_ics_bytes() {
+    let dealing = read("nidkg_dealing.hex");
+    let (n, t, stream) = ic_cbor::dealing_stream(&dealing).unwrap();
+    assert_eq!(ic_cbor::dealing_to_cbor(&stream, n, t), dealing);
+    let key = read("nidkg_dealing_pk0.hex");
+    assert_eq!(ic_cbor::receiver_key_to_cbor(&ic_cbor::receiver_key(&key).unwrap()), key);
+    let pop = read("nidkg_pop.hex");
+    assert_eq!(ic_cbor::pop_to_cbor(&ic_cbor::pop(&pop).unwrap()), pop);
+}
