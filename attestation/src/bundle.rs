@@ -446,6 +446,12 @@ pub fn verify_bundle(
         (None, _) => Check::fail("binding.report_data", "not evaluated: no parsable report"),
         (_, None) => Check::fail("binding.report_data", "not evaluated: no valid node key"),
     });
+    if let (Some(_), None) = (&outcome.report, &expected.chip_id) {
+        checks.push(Check::skip(
+            "identity.node_chip_id",
+            "no chip id registered for this node",
+        ));
+    }
     if let (Some(report), Some(want)) = (&outcome.report, &expected.chip_id) {
         let chip = report.chip_id();
         checks.push(if chip.get(..want.len()) == Some(want.as_slice()) {

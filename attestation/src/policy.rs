@@ -1,9 +1,13 @@
-//! The governing body's verification policy (TOML). Everything not configured is reported as
-//! a skipped check, never silently passed; debug and migration-agent guests are always rejected.
+//! The governing body's verification policy (TOML). A constraint the policy leaves out is
+//! reported as a skipped check, never silently passed, and [`Policy::missing_for_admission`]
+//! names what admission refuses to leave out; a TCB minimum covers every product (a report
+//! from a product the TCB table does not list fails); debug and migration-agent guests are
+//! always rejected. [`Policy::sha256`] digests the policy text and every file it refers to.
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use crate::snp::amd::{AmdCert, TrustAnchor, TrustStore, parse_certs};
@@ -24,6 +28,35 @@ pub enum PolicyError {
     Manifest { path: PathBuf, message: String },
     #[error("certificate {path}: {message}")]
     Cert { path: PathBuf, message: String },
+}
+
+/// Why a report's TCB cannot be compared with the policy's minimum.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum TcbMinimumError {
+    /// The policy sets TCB minimums, but none for the report's processor product: such a
+    /// report is refused, never passed unchecked.
+    #[error(
+        "the policy sets no {product} TCB minimum (tcb.{section}); it lists only {}: a {product} report is refused",
+        listed.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    ProductNotListed {
+        product: Product,
+        section: &'static str,
+        listed: Vec<Product>,
+    },
+}
+
+/// First bytes hashed into [`Policy::sha256`].
+pub const POLICY_DIGEST_TAG: &[u8] = b"sovereign-node-policy-digest-v1";
+
+/// A file the policy refers to, as read when the policy was loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReferencedFile {
+    /// The policy field that names it, e.g. `identity.release_manifests[0]`.
+    pub field: String,
+    /// The path as the policy writes it.
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -196,6 +229,11 @@ pub struct Policy {
     pub config_signers: Vec<[u8; 32]>,
     /// Whether this is the built-in default (no policy file).
     pub is_default: bool,
+    /// Every file the policy refers to, in the order of [`Policy::sha256`].
+    pub referenced_files: Vec<ReferencedFile>,
+    /// The digest of the policy text and every file it refers to (see [`policy_digest`]);
+    /// all zeros for a policy built without text (`resolve`, the default policy).
+    pub sha256: [u8; 32],
 }
 
 impl Policy {
@@ -223,7 +261,9 @@ impl Policy {
             path: name.to_owned(),
             message: e.to_string(),
         })?;
-        Policy::resolve(file, base)
+        let mut policy = Policy::resolve(file, base)?;
+        policy.sha256 = policy_digest(text.as_bytes(), &policy.referenced_files);
+        Ok(policy)
     }
 
     pub fn resolve(file: PolicyFile, base: &Path) -> Result<Policy, PolicyError> {
@@ -298,11 +338,18 @@ impl Policy {
                 "policy".to_string(),
             ));
         }
-        for manifest in &id.release_manifests {
+        let mut referenced_files = Vec::new();
+        for (i, manifest) in id.release_manifests.iter().enumerate() {
             let path = at(manifest);
-            for m in load_release_manifest(&path)? {
+            let bytes = read(&path)?;
+            for m in parse_release_manifest(&path, &bytes)? {
                 measurements.push((m, format!("manifest {}", path.display())));
             }
+            referenced_files.push(ReferencedFile {
+                field: format!("identity.release_manifests[{i}]"),
+                path: manifest.clone(),
+                bytes,
+            });
         }
         let mut chip_ids = Vec::new();
         for (i, c) in id.chip_ids.iter().enumerate() {
@@ -310,10 +357,23 @@ impl Policy {
         }
         if let Some(nodes) = &id.registered_nodes {
             let path = at(nodes);
-            let list = crate::nodes::NodeList::load(&path).map_err(|e| PolicyError::Value {
+            let bytes = read(&path)?;
+            let text = String::from_utf8(bytes.clone()).map_err(|e| PolicyError::Value {
                 field: "identity.registered_nodes".into(),
-                message: e.to_string(),
+                message: format!("{}: {e}", path.display()),
             })?;
+            let list =
+                crate::nodes::NodeList::parse(&text, &path.display().to_string()).map_err(|e| {
+                    PolicyError::Value {
+                        field: "identity.registered_nodes".into(),
+                        message: e.to_string(),
+                    }
+                })?;
+            referenced_files.push(ReferencedFile {
+                field: "identity.registered_nodes".into(),
+                path: nodes.clone(),
+                bytes,
+            });
             for node in list.node {
                 if let Some(c) = node.chip_id {
                     chip_ids.push(chip_id_field(
@@ -328,6 +388,11 @@ impl Policy {
             Some(p) => {
                 let path = at(p);
                 let bytes = read(&path)?;
+                referenced_files.push(ReferencedFile {
+                    field: "trust.test_root_ark".into(),
+                    path: p.clone(),
+                    bytes: bytes.clone(),
+                });
                 let certs = parse_certs(&bytes).map_err(|e| PolicyError::Cert {
                     path: path.clone(),
                     message: e.to_string(),
@@ -347,7 +412,18 @@ impl Policy {
                 })
             }
         };
-        let crl = file.trust.crl.as_ref().map(|p| read(&at(p))).transpose()?;
+        let crl = match &file.trust.crl {
+            None => None,
+            Some(p) => {
+                let bytes = read(&at(p))?;
+                referenced_files.push(ReferencedFile {
+                    field: "trust.crl".into(),
+                    path: p.clone(),
+                    bytes: bytes.clone(),
+                });
+                Some(bytes)
+            }
+        };
         let mut gpu_table = file.gpu.clone();
         let gpu_count = match gpu_table.remove("count") {
             None => None,
@@ -417,12 +493,15 @@ impl Policy {
             gpu,
             config_signers,
             is_default: false,
+            referenced_files,
+            sha256: [0; 32],
         })
     }
 
-    /// What this policy lacks to admit nodes (enrolment and `attest fleet` refuse such a
-    /// policy unless a lab override is given): a measurement allow-list, a TCB minimum, the
-    /// expected GPU count and a pinned configuration signer. Empty when complete.
+    /// What keeps this policy from admitting nodes (enrolment and `attest fleet` refuse such
+    /// a policy unless the lab override is given): a missing measurement allow-list, TCB
+    /// minimum, allowed VMPLs, expected GPU count or pinned configuration signer, and a test
+    /// root (`trust.test_root_ark` makes it a lab policy). Empty when the policy can admit.
     pub fn missing_for_admission(&self) -> Vec<&'static str> {
         let mut missing = Vec::new();
         if self.measurements.is_empty() {
@@ -433,13 +512,42 @@ impl Policy {
         if self.tcb_minimum.is_empty() {
             missing.push("a TCB minimum (tcb.milan, tcb.genoa or tcb.turin)");
         }
+        if self.vmpl.is_none() {
+            missing.push("the allowed VMPLs (guest_policy.vmpl)");
+        }
         if self.gpu_count.is_none() {
             missing.push("the expected GPU count (gpu.count)");
         }
         if self.config_signers.is_empty() {
             missing.push("a configuration signer (config.signers)");
         }
+        if self.test_root.is_some() {
+            missing.push(
+                "trust in AMD's roots alone (it names a test root, trust.test_root_ark: a lab policy)",
+            );
+        }
         missing
+    }
+
+    /// The TCB minimum for `product`: `Ok(None)` when the policy sets no TCB minimum at all
+    /// (admission refuses such a policy), an error when it sets minimums but not for
+    /// `product`.
+    pub fn tcb_minimum_for(&self, product: Product) -> Result<Option<&TcbParts>, TcbMinimumError> {
+        if self.tcb_minimum.is_empty() {
+            return Ok(None);
+        }
+        match self.tcb_minimum.iter().find(|(p, _)| *p == product) {
+            Some((_, m)) => Ok(Some(m)),
+            None => Err(TcbMinimumError::ProductNotListed {
+                product,
+                section: match product {
+                    Product::Milan => "milan",
+                    Product::Genoa => "genoa",
+                    Product::Turin => "turin",
+                },
+                listed: self.tcb_minimum.iter().map(|(p, _)| *p).collect(),
+            }),
+        }
     }
 
     /// AMD's pinned roots plus the test root if this policy names one.
@@ -450,6 +558,29 @@ impl Policy {
         }
         store
     }
+}
+
+/// The recorded policy digest: SHA-256 over [`POLICY_DIGEST_TAG`], the policy text, the number
+/// of referenced files (u32 LE), then for each file, in the order the policy names them
+/// (`identity.release_manifests` in list order, `identity.registered_nodes`,
+/// `trust.test_root_ark`, `trust.crl`), its field, its path as written and its bytes. The text
+/// and each field, path and file are preceded by their length (u64 LE), so the encoding is
+/// unambiguous (docs/attestation.md).
+pub fn policy_digest(text: &[u8], files: &[ReferencedFile]) -> [u8; 32] {
+    fn put(h: &mut Sha256, b: &[u8]) {
+        h.update((b.len() as u64).to_le_bytes());
+        h.update(b);
+    }
+    let mut h = Sha256::new();
+    h.update(POLICY_DIGEST_TAG);
+    put(&mut h, text);
+    h.update((files.len() as u32).to_le_bytes());
+    for f in files {
+        put(&mut h, f.field.as_bytes());
+        put(&mut h, f.path.to_string_lossy().as_bytes());
+        put(&mut h, &f.bytes);
+    }
+    h.finalize().into()
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, PolicyError> {
@@ -511,13 +642,17 @@ fn parse_version(text: &str, field: &str) -> Result<(u8, u8, Option<u8>), Policy
 /// 96 hex digits (a list of them is accepted too). A manifest built without the OVMF
 /// firmware has `launch_digest: null` and a `reason`; that is an error naming the reason.
 pub fn load_release_manifest(path: &Path) -> Result<Vec<Vec<u8>>, PolicyError> {
+    parse_release_manifest(path, &read(path)?)
+}
+
+/// [`load_release_manifest`] of bytes already read from `path`.
+pub fn parse_release_manifest(path: &Path, bytes: &[u8]) -> Result<Vec<Vec<u8>>, PolicyError> {
     let err = |message: String| PolicyError::Manifest {
         path: path.to_owned(),
         message,
     };
-    let bytes = read(path)?;
     let json: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| err(format!("not JSON: {e}")))?;
+        serde_json::from_slice(bytes).map_err(|e| err(format!("not JSON: {e}")))?;
     let sev_snp = json
         .get("sev_snp")
         .ok_or_else(|| err("no sev_snp section (not an image release manifest?)".into()))?;

@@ -519,6 +519,12 @@ fn the_configuration_is_bound_and_checked_against_the_pinned_signers_and_the_pla
         v.check("config.bundle_digest").unwrap().outcome,
         Outcome::Skip
     );
+    // Nothing registered for the node: listed as skipped, not left out.
+    assert_eq!(
+        v.check("identity.node_chip_id").map(|c| c.outcome),
+        Some(Outcome::Skip)
+    );
+    assert_eq!(v.check("binding.node_key").unwrap().outcome, Outcome::Skip);
 }
 
 #[test]
@@ -533,13 +539,15 @@ fn a_policy_lacking_what_admission_needs_says_what() {
     for what in [
         "measurement allow-list",
         "TCB minimum",
+        "guest_policy.vmpl",
         "gpu.count",
         "config.signers",
     ] {
         assert!(missing.contains(what), "{missing}");
     }
+    assert!(!missing.contains("test root"), "{missing}");
     let complete = format!(
-        "[identity]\nmeasurements = [\"{}\"]\n[tcb.milan]\nbootloader = 0\ntee = 0\nsnp = 0\nmicrocode = 0\n[gpu]\ncount = 0\n[config]\nsigners = [\"{}\"]\n",
+        "[identity]\nmeasurements = [\"{}\"]\n[tcb.milan]\nbootloader = 0\ntee = 0\nsnp = 0\nmicrocode = 0\n[guest_policy]\nvmpl = [0]\n[gpu]\ncount = 0\n[config]\nsigners = [\"{}\"]\n",
         "ab".repeat(48),
         hex::encode(
             ed25519_dalek::SigningKey::from_bytes(&[1; 32])
@@ -558,6 +566,22 @@ fn a_policy_lacking_what_admission_needs_says_what() {
         "{:?}",
         p.missing_for_admission()
     );
+    // The same policy naming a test root is a lab policy, and says exactly that.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("ark.pem"),
+        TestSigner::from_seed([3; 32]).unwrap().ark_pem(),
+    )
+    .unwrap();
+    let lab = Policy::from_toml(
+        &format!("{complete}[trust]\ntest_root_ark = \"ark.pem\"\n"),
+        dir.path(),
+        std::path::Path::new("p.toml"),
+    )
+    .unwrap();
+    let missing = lab.missing_for_admission();
+    assert_eq!(missing.len(), 1, "{missing:?}");
+    assert!(missing[0].contains("trust.test_root_ark"), "{missing:?}");
     let bad = "[config]\nsigners = [\"00\"]\n";
     let err = Policy::from_toml(
         bad,
@@ -566,4 +590,78 @@ fn a_policy_lacking_what_admission_needs_says_what() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("config.signers[0]"), "{err}");
+}
+
+#[test]
+fn the_policy_digest_covers_every_file_the_policy_refers_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |f: &str| dir.path().join(f);
+    let manifest = |m: &str| format!("{{\"sev_snp\": {{\"launch_digest\": \"{m}\"}}}}");
+    std::fs::write(d("release-manifest.json"), manifest(&"ab".repeat(48))).unwrap();
+    std::fs::write(
+        d("nodes.toml"),
+        format!(
+            "[[node]]\nname = \"n\"\nurl = \"http://x\"\nchip_id = \"{}\"\n",
+            "11".repeat(64)
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        d("ark.pem"),
+        TestSigner::from_seed([3; 32]).unwrap().ark_pem(),
+    )
+    .unwrap();
+    std::fs::write(d("amd.crl"), b"crl bytes").unwrap();
+    let text = "[identity]\nrelease_manifests = [\"release-manifest.json\"]\nregistered_nodes = \"nodes.toml\"\n[trust]\ntest_root_ark = \"ark.pem\"\ncrl = \"amd.crl\"\n";
+    std::fs::write(d("policy.toml"), text).unwrap();
+    let load = || Policy::load(&d("policy.toml")).unwrap();
+    let first = load();
+    let fields: Vec<&str> = first
+        .referenced_files
+        .iter()
+        .map(|f| f.field.as_str())
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "identity.release_manifests[0]",
+            "identity.registered_nodes",
+            "trust.test_root_ark",
+            "trust.crl"
+        ]
+    );
+    let base = first.sha256;
+    use sha2::Digest as _;
+    assert_ne!(base, <[u8; 32]>::from(sha2::Sha256::digest(text)));
+    assert_eq!(load().sha256, base, "the digest is deterministic");
+    // Each referenced file changes the digest while the TOML stays the same.
+    let changes: [(&str, Vec<u8>); 4] = [
+        (
+            "release-manifest.json",
+            manifest(&"cd".repeat(48)).into_bytes(),
+        ),
+        (
+            "nodes.toml",
+            format!(
+                "[[node]]\nname = \"n\"\nurl = \"http://x\"\nchip_id = \"{}\"\n",
+                "22".repeat(64)
+            )
+            .into_bytes(),
+        ),
+        (
+            "ark.pem",
+            TestSigner::from_seed([4; 32])
+                .unwrap()
+                .ark_pem()
+                .into_bytes(),
+        ),
+        ("amd.crl", b"other crl bytes".to_vec()),
+    ];
+    for (file, bytes) in changes {
+        let before = std::fs::read(d(file)).unwrap();
+        std::fs::write(d(file), &bytes).unwrap();
+        assert_ne!(load().sha256, base, "{file} is not covered");
+        std::fs::write(d(file), before).unwrap();
+        assert_eq!(load().sha256, base);
+    }
 }

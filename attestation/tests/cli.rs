@@ -314,3 +314,78 @@ fn test_evidence_command_round_trips_through_verify() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("\"admitted\": true"), "{out}");
 }
+
+#[test]
+fn fleet_refuses_a_test_root_policy_and_incomplete_node_entries_unless_lab() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |f: &str| dir.path().join(f).to_str().unwrap().to_owned();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let signer = hex::encode(
+        ed25519_dalek::SigningKey::from_bytes(&[1; 32])
+            .verifying_key()
+            .to_bytes(),
+    );
+    let complete = format!(
+        "[identity]\nmeasurements = [\"{}\"]\n[tcb.milan]\nbootloader = 0\ntee = 0\nsnp = 0\nmicrocode = 0\n[guest_policy]\nvmpl = [0]\n[gpu]\ncount = 0\n[config]\nsigners = [\"{signer}\"]\n",
+        "ab".repeat(48)
+    );
+    std::fs::write(d("policy.toml"), &complete).unwrap();
+    std::fs::write(
+        d("ark.pem"),
+        attestation::test_source::TestSigner::from_seed([3; 32])
+            .unwrap()
+            .ark_pem(),
+    )
+    .unwrap();
+    std::fs::write(
+        d("lab.toml"),
+        format!("{complete}[trust]\ntest_root_ark = \"ark.pem\"\n"),
+    )
+    .unwrap();
+    let entry = format!("[[node]]\nname = \"n1\"\nurl = \"http://{dead}\"\n");
+    let full = format!(
+        "{entry}chip_id = \"{}\"\nnode_public_key = \"{signer}\"\nconfig_digest = \"{}\"\n",
+        "11".repeat(64),
+        "22".repeat(32)
+    );
+    std::fs::write(d("bare.toml"), &entry).unwrap();
+    std::fs::write(d("full.toml"), &full).unwrap();
+    let fleet = |nodes: &str, policy: &str, lab: bool| {
+        let (nodes, policy) = (d(nodes), d(policy));
+        let mut args = vec![
+            "fleet",
+            "--nodes",
+            &nodes,
+            "--policy",
+            &policy,
+            "--timeout-ms",
+            "2000",
+        ];
+        if lab {
+            args.push("--lab-policy");
+        }
+        attest(&args)
+    };
+    // Complete policy, complete entry: queried (unreachable, so rejected).
+    let (code, out, err) = fleet("full.toml", "policy.toml", false);
+    assert_eq!(code, 1, "{out}{err}");
+    // A test root makes it a lab policy.
+    let (code, _, err) = fleet("full.toml", "lab.toml", false);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("trust.test_root_ark"), "{err}");
+    assert!(err.contains("--lab-policy"), "{err}");
+    // An entry without what was registered for it.
+    let (code, _, err) = fleet("bare.toml", "policy.toml", false);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("node n1's registered chip_id, node_public_key, config_digest"),
+        "{err}"
+    );
+    // The lab override runs it, loudly.
+    let (code, out, err) = fleet("bare.toml", "lab.toml", true);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("LAB POLICY"), "{err}");
+}

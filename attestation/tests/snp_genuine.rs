@@ -551,3 +551,42 @@ fn policy_can_require_the_author_key_to_be_absent() {
         "{err}"
     );
 }
+
+#[test]
+fn a_genuine_milan_report_under_a_genoa_only_tcb_minimum_is_refused() {
+    let report = data("go-sev-guest/attestation.bin");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.toml");
+    std::fs::write(
+        &path,
+        "[tcb]\ngenoa = { bootloader = 0, tee = 0, snp = 0, microcode = 0 }\n",
+    )
+    .unwrap();
+    let policy = Policy::load(&path).unwrap();
+    assert_eq!(
+        policy.tcb_minimum_for(Product::Milan).unwrap_err(),
+        attestation::policy::TcbMinimumError::ProductNotListed {
+            product: Product::Milan,
+            section: "milan",
+            listed: vec![Product::Genoa],
+        }
+    );
+    let v = verify(&report, "go-sev-guest/vcek.testcer", None, &policy, at(NOW));
+    // The chain anchors at AMD's Milan root: the product is known, and unlisted.
+    assert_eq!(outcome(&v, "snp.cert.product"), Outcome::Pass);
+    for name in [
+        "snp.tcb.current",
+        "snp.tcb.committed",
+        "snp.tcb.reported",
+        "snp.tcb.launch",
+    ] {
+        let c = v.check(name).unwrap();
+        assert_eq!(c.outcome, Outcome::Fail, "{name}\n{}", v.to_table());
+        assert!(
+            c.detail.contains("no Milan TCB minimum (tcb.milan)"),
+            "{}",
+            c.detail
+        );
+    }
+    assert!(!v.admitted);
+}

@@ -17,7 +17,6 @@ use http_body_util::{BodyExt, Empty, Limited};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use rand::RngCore;
-use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use crate::registry::{Decision, Record, Registry, RegistryError, rule_violations};
@@ -29,7 +28,8 @@ const MAX_BUNDLE_BYTES: usize = 4 << 20;
 pub enum EnrollError {
     #[error("policy {path}: {message}")]
     Policy { path: PathBuf, message: String },
-    /// The policy lacks what admission needs, and no lab override was given.
+    /// The policy lacks what admission needs or names a test root (or the plan bundle is
+    /// missing), and no lab override was given.
     #[error(
         "policy {path} cannot admit nodes: it lacks {}; pass --lab-policy to enrol under it in a lab (recorded in the registry)",
         missing.join(", ")
@@ -71,7 +71,8 @@ pub struct EnrollRequest<'a> {
     /// must bind exactly this bundle's digest and signer. `None` is refused unless
     /// `lab_policy` is set.
     pub plan_bundle: Option<&'a Path>,
-    /// Lab override: enrol under a policy that lacks what admission needs (recorded).
+    /// Lab override: enrol under a policy that lacks what admission needs or names a test
+    /// root, or without a plan bundle (recorded).
     pub lab_policy: bool,
 }
 
@@ -84,10 +85,6 @@ pub struct Enrolment {
 }
 
 pub fn enroll(req: &EnrollRequest<'_>) -> Result<Enrolment, EnrollError> {
-    let policy_bytes = std::fs::read(req.policy).map_err(|e| EnrollError::Policy {
-        path: req.policy.to_owned(),
-        message: e.to_string(),
-    })?;
     let policy = Policy::load(req.policy).map_err(|e| EnrollError::Policy {
         path: req.policy.to_owned(),
         message: e.to_string(),
@@ -145,7 +142,8 @@ pub fn enroll(req: &EnrollRequest<'_>) -> Result<Enrolment, EnrollError> {
         evidence_source: None,
         nonce: hex::encode(nonce),
         policy: req.policy.display().to_string(),
-        policy_sha256: hex::encode(Sha256::digest(&policy_bytes)),
+        // The policy text and every file it refers to (attestation::policy::policy_digest).
+        policy_sha256: hex::encode(policy.sha256),
         verify_unix_time: Some(req.verify_time),
         config_digest: None,
         config_signer: None,

@@ -135,9 +135,9 @@ impl Agents {
         url
     }
 
-    /// A complete policy (measurement allow-list, TCB minimum, GPU count, the plan's
-    /// configuration signer) trusting the test root of `seed`, or with `trusting = false`
-    /// the same without the test root (AMD roots only).
+    /// A complete policy (measurement allow-list, TCB minimum, allowed VMPLs, GPU count, the
+    /// plan's configuration signer) trusting the test root of `seed`, which makes it a lab
+    /// policy, or with `trusting = false` the same without the test root (AMD roots only).
     fn policy(&self, seed: u8, trusting: bool) -> PathBuf {
         let path = self
             .dir
@@ -145,7 +145,7 @@ impl Agents {
             .join(format!("policy-{seed}-{trusting}.toml"));
         let mut text = format!(
             "{}\n[trust]\n",
-            self.policy_sections(&["identity", "tcb", "gpu", "config"])
+            self.policy_sections(&["identity", "tcb", "vmpl", "gpu", "config"])
         );
         if trusting {
             let ark = TestSigner::from_seed([seed; 32]).unwrap().ark_pem();
@@ -161,7 +161,7 @@ impl Agents {
     }
 
     /// Policy sections by name: the test measurement, a TCB minimum the test chain meets,
-    /// no GPUs, the plan's signer.
+    /// VMPL 0, no GPUs, the plan's signer.
     fn policy_sections(&self, which: &[&str]) -> String {
         let mut text = String::new();
         for section in which {
@@ -171,6 +171,7 @@ impl Agents {
                     hex::encode(test_measurement())
                 ),
                 "tcb" => "[tcb.milan]\nbootloader = 0\ntee = 0\nsnp = 0\nmicrocode = 0\n".into(),
+                "vmpl" => "[guest_policy]\nvmpl = [0]\n".into(),
                 "gpu" => "[gpu]\ncount = 0\n".into(),
                 "config" => format!(
                     "[config]\nsigners = [\"{}\"]\n",
@@ -194,7 +195,8 @@ fn now() -> u64 {
         .as_secs()
 }
 
-/// Enrols under a complete policy, against node-01's plan bundle.
+/// Enrols against node-01's plan bundle under the lab override: the test evidence is
+/// anchored at a test root, which only a lab policy names.
 fn enrol(
     url: &str,
     name: &str,
@@ -202,7 +204,14 @@ fn enrol(
     registry: &Path,
 ) -> Result<provisioning::enroll::Enrolment, EnrollError> {
     let plan = registry.parent().unwrap().join("plan/node-01");
-    enrol_with(url, name, policy, registry, Some(&plan), false)
+    enrol_with(url, name, policy, registry, Some(&plan), true)
+}
+
+/// What the lab override records for a policy that is complete but for its test root.
+fn only_test_root(lab: &Option<Vec<String>>) {
+    let lab = lab.as_deref().unwrap_or_default();
+    assert_eq!(lab.len(), 1, "{lab:?}");
+    assert!(lab[0].contains("trust.test_root_ark"), "{lab:?}");
 }
 
 fn enrol_with(
@@ -255,8 +264,16 @@ fn enrolment_admits_refuses_and_audits_every_decision() {
     assert_eq!(a.record.planned_config_digest, Some(hex::encode(digest)));
     assert_eq!(a.record.config_signer, Some(hex::encode(config_signer)));
     assert!(a.record.verify_unix_time.is_some());
-    assert_eq!(a.record.policy_sha256.len(), 64);
-    assert_eq!(a.record.lab_policy, None);
+    // The recorded digest covers the policy text and the test root file it names.
+    let policy = attestation::policy::Policy::load(&trusting).unwrap();
+    assert_eq!(policy.referenced_files.len(), 1);
+    assert_eq!(a.record.policy_sha256, hex::encode(policy.sha256));
+    {
+        use sha2::Digest as _;
+        let text_only = sha2::Sha256::digest(std::fs::read(&trusting).unwrap());
+        assert_ne!(a.record.policy_sha256, hex::encode(text_only));
+    }
+    only_test_root(&a.record.lab_policy);
     let key_a = a.record.node_public_key.clone().unwrap();
 
     // The same node again: a duplicate, refused and recorded.
@@ -309,6 +326,10 @@ fn enrolment_admits_refuses_and_audits_every_decision() {
     // A policy that does not trust the test root: refused, with the failed checks.
     let strict = agents.policy(7, false);
     let refused = enrol(&agents.start(9, "key-c"), "node-c", &strict, &registry).unwrap();
+    assert_eq!(
+        refused.record.lab_policy, None,
+        "an AMD-only policy can admit"
+    );
     assert_eq!(refused.record.decision, Decision::Refuse);
     assert!(!refused.verdict.as_ref().unwrap().admitted);
     assert!(
@@ -369,7 +390,7 @@ fn a_node_that_does_not_run_the_plans_configuration_is_refused_and_recorded() {
     let policy = agents.policy(7, true);
     let plan01 = agents.bundle("node-01");
     let enrol_01 = |url: &str, name: &str| {
-        enrol_with(url, name, &policy, &registry, Some(&plan01), false).unwrap()
+        enrol_with(url, name, &policy, &registry, Some(&plan01), true).unwrap()
     };
     let failed = |e: &provisioning::enroll::Enrolment, check: &str| {
         assert_eq!(e.record.decision, Decision::Refuse);
@@ -417,7 +438,8 @@ fn a_policy_without_allow_list_tcb_gpu_count_or_signer_is_refused_unless_lab() {
     let node = agents.start(7, "key-a");
     let ark = TestSigner::from_seed([7; 32]).unwrap().ark_pem();
     std::fs::write(agents.dir.path().join("ark.pem"), ark).unwrap();
-    let all = ["identity", "tcb", "gpu", "config"];
+    let all = ["identity", "tcb", "vmpl", "gpu", "config"];
+    let plan = agents.bundle("node-01");
     for (i, leave_out) in all.iter().enumerate() {
         let sections: Vec<&str> = all.iter().copied().filter(|s| s != leave_out).collect();
         let path = agents.dir.path().join(format!("incomplete-{i}.toml"));
@@ -429,21 +451,36 @@ fn a_policy_without_allow_list_tcb_gpu_count_or_signer_is_refused_unless_lab() {
             ),
         )
         .unwrap();
-        let err = enrol(&node, "node-01", &path, &registry).unwrap_err();
+        let err = enrol_with(&node, "node-01", &path, &registry, Some(&plan), false).unwrap_err();
         assert_eq!(err.exit_code(), 2, "{err}");
         let want = match *leave_out {
             "identity" => "measurement allow-list",
             "tcb" => "TCB minimum",
+            "vmpl" => "guest_policy.vmpl",
             "gpu" => "gpu.count",
             _ => "config.signers",
         };
         assert!(err.to_string().contains(want), "{err}");
+        assert!(err.to_string().contains("trust.test_root_ark"), "{err}");
         assert!(err.to_string().contains("--lab-policy"), "{err}");
         assert!(
             !registry.exists(),
             "a refused policy decides nothing and records nothing"
         );
     }
+    // Complete but for its test root: a lab policy, refused the same way.
+    let err = enrol_with(
+        &node,
+        "node-01",
+        &agents.policy(7, true),
+        &registry,
+        Some(&plan),
+        false,
+    )
+    .unwrap_err();
+    assert_eq!(err.exit_code(), 2, "{err}");
+    assert!(err.to_string().contains("trust.test_root_ark"), "{err}");
+    assert!(!registry.exists());
     // No plan bundle: refused the same way.
     let err = enrol_with(
         &node,

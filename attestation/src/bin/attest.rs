@@ -88,9 +88,11 @@ enum Command {
         /// Per-node timeout in milliseconds.
         #[arg(long, default_value_t = 5000)]
         timeout_ms: u64,
-        /// Lab override: verify under a policy that lacks a measurement allow-list, a TCB
-        /// minimum, the GPU count or a configuration signer (refused otherwise). Printed
-        /// on every run; never for production.
+        /// Lab override: verify under a policy that cannot admit nodes (no measurement
+        /// allow-list, TCB minimum, allowed VMPLs, GPU count or configuration signer, or a
+        /// test root), or nodes whose NODES.toml entry lacks its chip id, node key or
+        /// planned configuration digest (refused otherwise). Printed on every run; never
+        /// for production.
         #[arg(long)]
         lab_policy: bool,
         #[command(flatten)]
@@ -306,7 +308,30 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             let nodes = NodeList::load(&nodes)?;
             let policy_path = policy;
             let policy = Arc::new(Policy::load(&policy_path)?);
-            let missing = policy.missing_for_admission();
+            let mut missing: Vec<String> = policy
+                .missing_for_admission()
+                .into_iter()
+                .map(str::to_string)
+                .collect();
+            // Admission compares every node with what was registered for it: an entry
+            // without its chip id, node key or planned configuration leaves a check unrun.
+            for node in &nodes.node {
+                let absent: Vec<&str> = [
+                    ("chip_id", node.chip_id.is_none()),
+                    ("node_public_key", node.node_public_key.is_none()),
+                    ("config_digest", node.config_digest.is_none()),
+                ]
+                .into_iter()
+                .filter_map(|(field, absent)| absent.then_some(field))
+                .collect();
+                if !absent.is_empty() {
+                    missing.push(format!(
+                        "node {}'s registered {} (NODES.toml)",
+                        node.name,
+                        absent.join(", ")
+                    ));
+                }
+            }
             if !missing.is_empty() {
                 if !lab_policy {
                     return Err(anyhow!(

@@ -474,23 +474,20 @@ fn tcb_checks(
         ));
         return;
     };
-    let minimum = policy
-        .tcb_minimum
-        .iter()
-        .find(|(p, _)| *p == product)
-        .map(|(_, m)| m);
+    let minimum = policy.tcb_minimum_for(product);
     for (name, raw) in tcbs {
         let parts = TcbParts::decode(raw, product);
-        checks.push(match minimum {
-            None => Check::skip(
+        checks.push(match &minimum {
+            Err(unlisted) => Check::fail(name, format!("{parts} ({raw:#018x}): {unlisted}")),
+            Ok(None) => Check::skip(
                 name,
-                format!("{parts} ({raw:#018x}); no {product} minimum configured"),
+                format!("{parts} ({raw:#018x}); no TCB minimum configured"),
             ),
-            Some(_) if !TcbParts::reserved_zero(raw, product) => Check::fail(
+            Ok(Some(_)) if !TcbParts::reserved_zero(raw, product) => Check::fail(
                 name,
                 format!("{raw:#018x}: reserved bytes of the {product} layout are not zero"),
             ),
-            Some(min) => {
+            Ok(Some(min)) => {
                 let below = parts.below(min);
                 if below.is_empty() {
                     Check::pass(name, format!("{parts} >= minimum {min} field by field"))
