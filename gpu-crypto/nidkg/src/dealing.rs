@@ -95,8 +95,14 @@ impl Dealing {
         self.public_coefficients.len()
     }
 
-    /// The IC-sized encoding, `96t + 848n + 7600` bytes.
+    /// The IC's encoding (serde_cbor, [`crate::ic_cbor`]).
     pub fn to_bytes(&self) -> Vec<u8> {
+        crate::ic_cbor::dealing_to_cbor(&self.to_element_stream(), self.n(), self.t())
+    }
+
+    /// The verifier's element stream, `96t + 848n + 7600` bytes: the IC's fields in the
+    /// IC's order, concatenated.
+    pub fn to_element_stream(&self) -> Vec<u8> {
         let (n, t) = (self.n(), self.t());
         let mut out = Vec::with_capacity(dealing_size(n, t));
         let c = &self.ciphertext;

@@ -93,7 +93,7 @@ impl DemoSetup {
             associated_data,
             receiver_keys: keys.iter().map(|k| k.to_compressed()).collect(),
             t,
-            dealing: ic_cbor::dealing_to_cbor(&dealing.to_bytes(), n, t),
+            dealing: dealing.to_bytes(),
         };
         Ok(DemoSetup {
             public_keys,
