@@ -1,4 +1,5 @@
-//! `gpu-crypto nidkg deal | verify`: NI-DKG dealings at the IC's shapes (the `nidkg` crate).
+//! `gpu-crypto nidkg deal | verify | verify-ic | verify-pop`: NI-DKG dealings in the IC's
+//! encoding (the `nidkg` crate).
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -8,6 +9,7 @@ use anyhow::Context;
 use gpu_crypto::{Engine, NIDKG_OPERATIONS, NidkgBatchOps};
 
 use crate::NidkgCommand;
+use nidkg::ic_cbor;
 
 /// Exit status of `verify` for input that is not a dealing file at all.
 const UNUSABLE_INPUT: u8 = 2;
@@ -31,77 +33,159 @@ pub fn run(
         }
         NidkgCommand::Verify { file } => {
             let bytes = read_bytes(file)?;
-            let engine = match engine() {
-                Ok(engine) => engine,
-                Err(e) => {
-                    println!("no verdict: {e:#}");
-                    return Ok(ExitCode::from(NO_VERDICT));
-                }
+            let Some(engine) = engine_or_no_verdict(engine) else {
+                return Ok(ExitCode::from(NO_VERDICT));
             };
             let result = nidkg::verify_with(&NidkgBatchOps::new(&engine), &bytes);
-            // Where each of the verification's batches ran, whatever the verdict.
-            let stats = engine.stats();
-            for op in NIDKG_OPERATIONS {
-                let route = engine.policy().operation(op);
-                let ran: Vec<String> = stats
-                    .operations
-                    .iter()
-                    .filter(|c| c.operation == op && c.calls > 0)
-                    .map(|c| format!("{} {} call(s) {} item(s)", c.executed, c.calls, c.items))
-                    .collect();
-                eprintln!(
-                    "{op}: policy {} (gpu from {}), ran {}",
-                    route.backend,
-                    route.gpu_min_batch,
-                    if ran.is_empty() {
-                        "nothing".to_string()
-                    } else {
-                        ran.join(", ")
+            Ok(print_verdict(&engine, result))
+        }
+        NidkgCommand::VerifyIc {
+            dealing,
+            receiver_keys,
+            threshold,
+            epoch,
+            dealer_index,
+        } => {
+            let dealing = ic_cbor::bytes_of_file(&read_bytes(dealing)?);
+            let mut keys = Vec::with_capacity(receiver_keys.len());
+            for (index, path) in receiver_keys.iter().enumerate() {
+                let bytes = ic_cbor::bytes_of_file(&read_bytes(path)?);
+                match ic_cbor::receiver_key(&bytes) {
+                    Ok(key) => keys.push(key),
+                    Err(e) => {
+                        println!("unusable receiver key {index} ({}): {e}", path.display());
+                        return Ok(ExitCode::from(UNUSABLE_INPUT));
                     }
-                );
+                }
             }
-            for f in &stats.fallbacks {
-                eprintln!(
-                    "{}: recomputed on the CPU after a GPU failure ({}) {} time(s)",
-                    f.operation, f.reason, f.count
-                );
-            }
-            match result {
-                Ok(report) => {
-                    let p = &report.phases;
-                    println!(
-                        "accepted n={} t={} epoch={} backend={} ({} CPU threads) g1={} g2={}",
-                        report.n,
-                        report.t,
-                        report.epoch,
-                        report.backend,
-                        rayon::current_num_threads(),
-                        report.g1_points,
-                        report.g2_points
-                    );
-                    println!(
-                        "phases deserialise={:.3}ms integrity={:.3}ms chunking={:.3}ms sharing={:.3}ms",
-                        ms(p.deserialize),
-                        ms(p.integrity),
-                        ms(p.chunking),
-                        ms(p.sharing)
-                    );
+            let context = nidkg::IcContext {
+                dealer_index: *dealer_index,
+                threshold: *threshold,
+                epoch: *epoch,
+            };
+            let Some(engine) = engine_or_no_verdict(engine) else {
+                return Ok(ExitCode::from(NO_VERDICT));
+            };
+            let result = nidkg::verify_ic(&NidkgBatchOps::new(&engine), &dealing, &keys, &context);
+            Ok(print_verdict(&engine, result))
+        }
+        NidkgCommand::VerifyPop {
+            key,
+            pop,
+            associated_data,
+        } => {
+            let key_bytes = ic_cbor::bytes_of_file(&read_bytes(key)?);
+            let pop_bytes = ic_cbor::bytes_of_file(&read_bytes(pop)?);
+            let parsed = ic_cbor::receiver_key(&key_bytes)
+                .map_err(|e| format!("key ({}): {e}", key.display()))
+                .and_then(|k| {
+                    ic_cbor::pop(&pop_bytes)
+                        .map(|p| (k, p))
+                        .map_err(|e| format!("proof of possession ({}): {e}", pop.display()))
+                });
+            let (key, pop) = match parsed {
+                Ok(parsed) => parsed,
+                Err(e) => {
+                    println!("unusable {e}");
+                    return Ok(ExitCode::from(UNUSABLE_INPUT));
+                }
+            };
+            match nidkg::verify_pop(&key, &pop, associated_data.as_bytes()) {
+                Ok(true) => {
+                    println!("valid proof of possession");
                     Ok(ExitCode::SUCCESS)
                 }
-                Err(e) if e.is_unusable_input() => {
-                    println!("unusable {}: {e}", e.component());
-                    Ok(ExitCode::from(UNUSABLE_INPUT))
-                }
-                Err(e) if e.is_backend_failure() => {
-                    println!("no verdict: {e}");
-                    Ok(ExitCode::from(NO_VERDICT))
+                Ok(false) => {
+                    println!("rejected proof of possession: the challenge does not match");
+                    Ok(ExitCode::FAILURE)
                 }
                 Err(e) => {
-                    println!("rejected {}: {e}", e.component());
+                    println!("rejected proof of possession: {e}");
                     Ok(ExitCode::FAILURE)
                 }
             }
         }
+    }
+}
+
+/// The engine, or `None` after printing why there is no verdict.
+fn engine_or_no_verdict(engine: impl FnOnce() -> anyhow::Result<Engine>) -> Option<Engine> {
+    match engine() {
+        Ok(engine) => Some(engine),
+        Err(e) => {
+            println!("no verdict: {e:#}");
+            None
+        }
+    }
+}
+
+/// Prints where each batch ran and the verdict; returns the exit status.
+fn print_verdict(engine: &Engine, result: Result<nidkg::Report, nidkg::VerifyError>) -> ExitCode {
+    print_routes(engine);
+    match result {
+        Ok(report) => {
+            let p = &report.phases;
+            println!(
+                "accepted n={} t={} epoch={} backend={} ({} CPU threads) g1={} g2={}",
+                report.n,
+                report.t,
+                report.epoch,
+                report.backend,
+                rayon::current_num_threads(),
+                report.g1_points,
+                report.g2_points
+            );
+            println!(
+                "phases deserialise={:.3}ms integrity={:.3}ms chunking={:.3}ms sharing={:.3}ms",
+                ms(p.deserialize),
+                ms(p.integrity),
+                ms(p.chunking),
+                ms(p.sharing)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) if e.is_unusable_input() => {
+            println!("unusable {}: {e}", e.component());
+            ExitCode::from(UNUSABLE_INPUT)
+        }
+        Err(e) if e.is_backend_failure() => {
+            println!("no verdict: {e}");
+            ExitCode::from(NO_VERDICT)
+        }
+        Err(e) => {
+            println!("rejected {}: {e}", e.component());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Where each of the verification's batches ran, whatever the verdict.
+fn print_routes(engine: &Engine) {
+    let stats = engine.stats();
+    for op in NIDKG_OPERATIONS {
+        let route = engine.policy().operation(op);
+        let ran: Vec<String> = stats
+            .operations
+            .iter()
+            .filter(|c| c.operation == op && c.calls > 0)
+            .map(|c| format!("{} {} call(s) {} item(s)", c.executed, c.calls, c.items))
+            .collect();
+        eprintln!(
+            "{op}: policy {} (gpu from {}), ran {}",
+            route.backend,
+            route.gpu_min_batch,
+            if ran.is_empty() {
+                "nothing".to_string()
+            } else {
+                ran.join(", ")
+            }
+        );
+    }
+    for f in &stats.fallbacks {
+        eprintln!(
+            "{}: recomputed on the CPU after a GPU failure ({}) {} time(s)",
+            f.operation, f.reason, f.count
+        );
     }
 }
 
