@@ -620,3 +620,72 @@ fn nidkg_deal_then_verify_with_the_documented_exit_codes() {
         other => panic!("exit {other:?}: {}{}", stdout(&out), stderr(&out)),
     }
 }
+
+/// The IC's published data folder beside the project (or `IC_NIDKG_TESTDATA`).
+fn ic_nidkg_data() -> std::path::PathBuf {
+    if let Some(dir) = std::env::var_os("IC_NIDKG_TESTDATA") {
+        return dir.into();
+    }
+    let cwd = std::env::current_dir().unwrap();
+    cwd.ancestors()
+        .flat_map(|a| [a.join("shared/testdata/ic-nidkg"), a.join("../shared/testdata/ic-nidkg")])
+        .find(|d| d.join("nidkg_dealing.hex").is_file())
+        .expect("the IC's NI-DKG data folder (build.rs found it at build time)")
+}
+
+/// `nidkg verify-ic` on the IC's own dealing and keys (hex text, as published): accepted
+/// under the IC's context (exit 0) on the CPU and, where a GPU is usable, on the GPU;
+/// rejected under another epoch or dealer naming the integrity check (exit 1); a key file
+/// that is not a key is unusable (exit 2). `verify-pop` accepts the published proof.
+#[test]
+#[cfg_attr(
+    ic_testdata_absent,
+    ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)"
+)]
+fn nidkg_verify_ic_on_the_ics_published_dealing() {
+    let data = ic_nidkg_data();
+    let path = |name: &str| data.join(name).to_str().unwrap().to_string();
+    let dealing = path("nidkg_dealing.hex");
+    let keys: Vec<String> = (0..4).map(|i| path(&format!("nidkg_dealing_pk{i}.hex"))).collect();
+    let verify_ic = |backend: &str, epoch: &str, dealer: &str, key0: &str| {
+        let mut args = vec!["--backend", backend, "nidkg", "verify-ic", "--dealing", &dealing];
+        for (i, k) in keys.iter().enumerate() {
+            args.extend(["--receiver-key", if i == 0 { key0 } else { k }]);
+        }
+        args.extend(["--threshold", "2", "--epoch", epoch, "--dealer-index", dealer]);
+        run(&args)
+    };
+    let out = verify_ic("cpu", "5", "0", &keys[0]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).starts_with("accepted n=4 t=2 epoch=5"), "{}", stdout(&out));
+    for (epoch, dealer) in [("6", "0"), ("5", "1")] {
+        let out = verify_ic("cpu", epoch, dealer, &keys[0]);
+        assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+        assert!(
+            stdout(&out).starts_with("rejected ciphertext_integrity["),
+            "{}",
+            stdout(&out)
+        );
+    }
+    let out = verify_ic("cpu", "5", "0", &path("nidkg_pop.hex"));
+    assert_eq!(out.status.code(), Some(2), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).starts_with("unusable receiver key 0"), "{}", stdout(&out));
+    let out = verify_ic("gpu", "5", "0", &keys[0]);
+    match out.status.code() {
+        Some(0) => assert!(
+            stderr(&out).contains("decompress: policy gpu (gpu from 256), ran gpu 1 call(s)"),
+            "{}",
+            stderr(&out)
+        ),
+        Some(3) => assert!(stdout(&out).starts_with("no verdict: "), "{}", stdout(&out)),
+        other => panic!("exit {other:?}: {}{}", stdout(&out), stderr(&out)),
+    }
+    let pop = |ad: &str| {
+        run(&[
+            "nidkg", "verify-pop", "--key", &path("nidkg_pk.hex"), "--pop",
+            &path("nidkg_pop.hex"), "--associated-data", ad,
+        ])
+    };
+    assert_eq!(pop("ic-crypto-kgen-assoc-data").status.code(), Some(0));
+    assert_eq!(pop("another context").status.code(), Some(1));
+}

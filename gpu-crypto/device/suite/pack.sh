@@ -37,6 +37,10 @@ printf '%s\n' "${tests[@]}" cli > "$stage/tests"
 mkdir -p "$stage/testdata" && cp gpu-crypto/engine/testdata/decompress/*.txt "$stage/testdata/"
 echo "$root/gpu-crypto/engine/testdata/decompress" > "$stage/testdata-path"
 echo "$root/gpu-crypto/cli" > "$stage/cli-manifest-dir"
+# The IC's published NI-DKG data travels in the bundle only (never in the repository), so
+# that the GPU machine verifies the IC's own dealing too.
+ic_data="$root/../shared/testdata/ic-nidkg"
+if [ -d "$ic_data" ]; then mkdir -p "$stage/ic-nidkg" && cp "$ic_data"/*.hex "$stage/ic-nidkg/"; fi
 for f in "$stage"/gpu* "$stage"/cli; do strip --strip-debug "$f"; done
 for t in "${tests[@]}" cli gpu-crypto; do [ -x "$stage/$t" ] || { echo "missing $t (build failed?)" >&2; exit 1; }; done
 rm -rf "$dest" && mkdir -p "$dest"

@@ -4,7 +4,8 @@
 # the shared-base MSM's again with the points staged as encodings, then
 # `gpu-crypto bench --json --backend auto` (the CPU path on every thread and the GPU path of
 # every operation, peers in the same run) and `nidkg verify` of a dealing at n = 28 under
-# each backend. Logs and the bench document go to $OUT.
+# each backend, and `nidkg verify-ic` of the IC's published dealing where the bundle carries
+# it. Logs and the bench document go to $OUT.
 # GPU_SUITE_TESTS: the test binaries to run (default: all of them); GPU_SUITE_BENCH=0 skips
 # the bench.
 set -uo pipefail
@@ -15,6 +16,7 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
   if [ -e "$d/libnvrtc.so.13" ]; then export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"; break; fi
 done
 export GPU_CRYPTO_KERNEL_CACHE=/tmp/gpu-crypto-kernels RUST_BACKTRACE=1
+[ -d ic-nidkg ] && export IC_NIDKG_TESTDATA="$PWD/ic-nidkg"
 # The CLI test runs the CLI and reads the corpus where they were built.
 bin_path=$(cat cli-bin-path); mkdir -p "$(dirname "$bin_path")"; cp gpu-crypto "$bin_path"
 data_path=$(cat testdata-path); mkdir -p "$data_path" "$(cat cli-manifest-dir)"; cp testdata/* "$data_path"/
@@ -39,6 +41,16 @@ for b in cpu auto gpu; do
   ./gpu-crypto --backend "$b" nidkg verify /tmp/dealing-28.bin >> "$OUT/nidkg-verify.log" 2>&1
   echo "exit $?" >> "$OUT/nidkg-verify.log"
 done
+# The IC's published dealing (n = 4, t = 2, epoch 5, dealer 0) under each backend.
+if [ -d ic-nidkg ]; then
+  keys=(); for i in 0 1 2 3; do keys+=(--receiver-key "ic-nidkg/nidkg_dealing_pk$i.hex"); done
+  for b in cpu auto gpu; do
+    echo "== --backend $b" >> "$OUT/nidkg-verify-ic.log"
+    ./gpu-crypto --backend "$b" nidkg verify-ic --dealing ic-nidkg/nidkg_dealing.hex "${keys[@]}" \
+      --threshold 2 --epoch 5 --dealer-index 0 >> "$OUT/nidkg-verify-ic.log" 2>&1
+    echo "exit $?" >> "$OUT/nidkg-verify-ic.log"
+  done
+fi
 if [ "${GPU_SUITE_BENCH:-1}" != 0 ]; then
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu --format=csv -lms 500 > "$OUT/clocks.log" 2>&1 &
   smi=$!
