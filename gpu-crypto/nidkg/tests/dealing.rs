@@ -590,3 +590,30 @@ fn honest_dealings_at_n28_and_n40_are_accepted() {
         }
     }
 }
+
+/// `DemoSetup`'s dealings are the IC's: their bytes verify through `verify_ic` under the
+/// IC's context (dealer 0, the setup's epoch and threshold) at n = 4 and both thresholds,
+/// and not under another dealer index.
+#[test]
+fn demo_dealings_verify_as_the_ics_under_their_context() {
+    for kind in [ThresholdKind::Low, ThresholdKind::High] {
+        let setup = DemoSetup::new(4, kind, 3).unwrap();
+        let context = nidkg::IcContext {
+            dealer_index: nidkg::DEMO_DEALER_INDEX,
+            threshold: setup.file.t,
+            epoch: setup.file.epoch,
+        };
+        let ops = CpuBatchOps::single_thread();
+        let keys = &setup.file.receiver_keys;
+        nidkg::verify_ic(&ops, &setup.file.dealing, keys, &context)
+            .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        let other = nidkg::IcContext {
+            dealer_index: 1,
+            ..context
+        };
+        assert!(matches!(
+            nidkg::verify_ic(&ops, &setup.file.dealing, keys, &other),
+            Err(VerifyError::CiphertextIntegrity { .. })
+        ));
+    }
+}
