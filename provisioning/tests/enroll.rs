@@ -590,17 +590,20 @@ fn the_enroll_command_exits_0_when_admitted_and_1_when_refused() {
     let agents = Agents::new();
     let registry = agents.registry();
     let node = agents.start(7, "key-a");
-    let run = |policy: &Path| {
-        std::process::Command::new(BIN)
-            .args(["enroll", "--node", &node, "--name", "node-a", "--policy"])
+    let run_with = |policy: &Path, lab: bool| {
+        let mut cmd = std::process::Command::new(BIN);
+        cmd.args(["enroll", "--node", &node, "--name", "node-a", "--policy"])
             .arg(policy)
             .arg("--registry")
             .arg(&registry)
             .arg("--bundle")
-            .arg(agents.bundle("node-01"))
-            .output()
-            .unwrap()
+            .arg(agents.bundle("node-01"));
+        if lab {
+            cmd.arg("--lab-policy");
+        }
+        cmd.output().unwrap()
     };
+    let run = |policy: &Path| run_with(policy, false);
     let out = run(&agents.policy(7, false));
     assert_eq!(
         out.status.code(),
@@ -609,7 +612,15 @@ fn the_enroll_command_exits_0_when_admitted_and_1_when_refused() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("REFUSED node-a"));
+    // The test root makes it a lab policy: unusable without the override, admitted with it.
     let out = run(&agents.policy(7, true));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("trust.test_root_ark"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run_with(&agents.policy(7, true), true);
     assert_eq!(
         out.status.code(),
         Some(0),
