@@ -320,7 +320,11 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReplicaConfig {
-    /// The replica's own Prometheus endpoint (plain HTTP). Empty: not scraped.
+    /// The replica's own Prometheus endpoint (plain HTTP). Empty: not scraped. The default
+    /// port, 9090, is the replica's metrics port in the IC's replica configuration
+    /// (`metrics.exporter.http` in ic.json5); it is also Prometheus's own default port, so the
+    /// collector calls the replica up only when the page carries a family only the replica
+    /// exports (see `collect::replica`).
     pub metrics_url: String,
     pub scrape_timeout_seconds: f64,
     /// systemd unit of the replica, in the pinning slice (used when systemd runs the node:

@@ -7,13 +7,17 @@ use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
 use common::read_testdata;
-use node_agent::collect::replica::{ReplicaScrapeError, ReplicaScraper, parse_page};
+use node_agent::collect::replica::{
+    ReplicaScrapeError, ReplicaScraper, not_the_replica, parse_page,
+};
 use std::time::Duration;
 
 async fn serve() -> std::net::SocketAddr {
     let t0 = read_testdata("replica/metrics-t0.txt");
+    let prometheus = read_testdata("replica/prometheus-self.txt");
     let app = Router::new()
         .route("/metrics", get(move || async move { t0 }))
+        .route("/prometheus", get(move || async move { prometheus }))
         .route("/missing", get(|| async { (StatusCode::NOT_FOUND, "no") }))
         .route("/other", get(|| async { "# TYPE foo gauge\nfoo 1\n" }))
         .route(
@@ -106,4 +110,49 @@ fn parses_the_second_page_and_ignores_garbage() {
     let empty = parse_page("this is not prometheus\n\n").unwrap();
     assert_eq!(empty.finalized_height, None);
     assert_eq!(empty.certification_lag_blocks(), None);
+}
+
+/// A Prometheus server's own /metrics (what answers on 127.0.0.1:9090 where Prometheus
+/// runs) parses, but is not the replica's: the scrape fails and says what the page is.
+#[tokio::test]
+async fn a_prometheus_servers_own_page_is_not_the_replica() {
+    let addr = serve().await;
+    let err = scraper(addr, "/prometheus").scrape().await.unwrap_err();
+    match &err {
+        ReplicaScrapeError::NoReplicaMetrics { found, .. } => {
+            assert!(
+                found.contains("a Prometheus server's own metrics"),
+                "{found}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let message = err.to_string();
+    assert!(
+        message.starts_with("not the replica's metrics: "),
+        "{message}"
+    );
+    assert!(message.contains("/prometheus"), "{message}");
+    // The page itself parses: it only lacks every replica family.
+    let h = parse_page(&read_testdata("replica/prometheus-self.txt")).unwrap();
+    assert_eq!(h.finalized_height, None);
+}
+
+#[test]
+fn the_replicas_pages_are_the_replicas() {
+    for page in ["replica/metrics-t0.txt", "replica/metrics-t1.txt"] {
+        assert_eq!(not_the_replica(&read_testdata(page)), None, "{page}");
+    }
+    // The version gauge alone (a replica that has not finalized anything yet) is enough.
+    let fresh = "# TYPE ic_replica_info gauge\n\
+                 ic_replica_info{ic_active_version=\"0\",ic_replica_binary_hash=\"na\"} 1\n";
+    assert_eq!(not_the_replica(fresh), None);
+    assert_eq!(
+        not_the_replica("# TYPE foo gauge\nfoo 1\n").as_deref(),
+        Some(
+            "1 series names (first: foo), none of ic_replica_info, \
+             artifact_pool_consensus_height_stat, state_manager_latest_certified_height, \
+             consensus_batch_height"
+        )
+    );
 }

@@ -162,7 +162,7 @@ impl Collectors {
                         let i = (*next).min(pages.len().saturating_sub(1));
                         *next += 1;
                         let page = pages.get(i).ok_or("no recorded replica page")?;
-                        replica::parse_page(page).map_err(|e| e.to_string())
+                        replica::scrape_page(&c.replica_url, page).map_err(|e| e.to_string())
                     }
                     None => Err("no replica source".into()),
                 });

@@ -3,7 +3,13 @@
 //! consensus_pool.rs), state_manager_latest_certified_height and
 //! state_manager_checkpoint_op_duration_seconds (rs/state_manager/src/lib.rs),
 //! consensus_batch_height (rs/consensus/src/consensus/metrics.rs), crypto_duration_seconds
-//! with domain="ni_dkg" (rs/crypto/internal/logmon/src/metrics.rs).
+//! with domain="ni_dkg" (rs/crypto/internal/logmon/src/metrics.rs), ic_replica_info
+//! (rs/replica/src/main.rs).
+//!
+//! The replica is "up" only when the page is the replica's: it carries ic_replica_info or
+//! one of the replica's height families. Any other page that parses (a Prometheus server's
+//! own /metrics on the same port, another exporter) is "not the replica's metrics", with
+//! what the page is instead.
 
 use crate::metric_family::{FamilyWriter, flag, one, opt};
 use crate::snapshot::ReplicaStatus;
@@ -28,8 +34,8 @@ pub enum ReplicaScrapeError {
     Status { url: String, status: u16 },
     #[error("replica metrics page does not parse: {0}")]
     Parse(String),
-    #[error("replica metrics page has none of the expected metrics (is {url} a replica?)")]
-    NoReplicaMetrics { url: String },
+    #[error("not the replica's metrics: {url} serves {found}")]
+    NoReplicaMetrics { url: String, found: String },
 }
 
 fn value(s: &Sample) -> Option<f64> {
@@ -90,6 +96,45 @@ fn histogram_totals(
     }
     out.sort_by(|a, b| a.label.cmp(&b.label));
     out
+}
+
+/// Families only the replica exports: its version gauge and its height families.
+pub const REPLICA_FAMILIES: [&str; 4] = [
+    "ic_replica_info",
+    "artifact_pool_consensus_height_stat",
+    "state_manager_latest_certified_height",
+    "consensus_batch_height",
+];
+
+/// `None` when the page is the replica's (it has a family of [`REPLICA_FAMILIES`]);
+/// otherwise what the page is instead.
+pub fn not_the_replica(text: &str) -> Option<String> {
+    let names: std::collections::BTreeSet<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .collect();
+    if REPLICA_FAMILIES.iter().any(|f| names.contains(f)) {
+        return None;
+    }
+    let has_prefix = |p: &str| names.iter().any(|n| n.starts_with(p));
+    Some(if names.is_empty() {
+        "a page without samples".to_string()
+    } else if names.contains("prometheus_build_info") || has_prefix("prometheus_") {
+        format!(
+            "a Prometheus server's own metrics ({} series names, prometheus_*), none of {}",
+            names.len(),
+            REPLICA_FAMILIES.join(", ")
+        )
+    } else {
+        format!(
+            "{} series names (first: {}), none of {}",
+            names.len(),
+            names.iter().next().unwrap(),
+            REPLICA_FAMILIES.join(", ")
+        )
+    })
 }
 
 /// Health figures from a replica metrics page (Prometheus text format).
@@ -197,20 +242,24 @@ impl ReplicaScraper {
             })?
     }
 
-    /// Fetches and parses; a page without any replica metric is an error (wrong URL).
+    /// Fetches and parses; a page that is not the replica's is an error that says what the
+    /// page is ([`not_the_replica`]).
     pub async fn scrape(&self) -> Result<ReplicaHealth, ReplicaScrapeError> {
         let text = self.fetch().await?;
-        let health = parse_page(&text)?;
-        if health.finalized_height.is_none()
-            && health.certified_height.is_none()
-            && health.batch_height.is_none()
-        {
-            return Err(ReplicaScrapeError::NoReplicaMetrics {
-                url: self.url.clone(),
-            });
-        }
-        Ok(health)
+        scrape_page(&self.url, &text)
     }
+}
+
+/// Parses `text`, served at `url`, when it is the replica's page.
+pub fn scrape_page(url: &str, text: &str) -> Result<ReplicaHealth, ReplicaScrapeError> {
+    let health = parse_page(text)?;
+    if let Some(found) = not_the_replica(text) {
+        return Err(ReplicaScrapeError::NoReplicaMetrics {
+            url: url.to_string(),
+            found,
+        });
+    }
+    Ok(health)
 }
 
 /// The replica collector's metric families.
