@@ -59,7 +59,7 @@ pub struct EncodedPop {
 /// is taken as binary.
 pub fn bytes_of_file(contents: &[u8]) -> Vec<u8> {
     let text = contents.trim_ascii();
-    let is_hex = !text.is_empty() && text.len() % 2 == 0 && text.iter().all(u8::is_ascii_hexdigit);
+    let is_hex = !text.is_empty() && text.len().is_multiple_of(2) && text.iter().all(u8::is_ascii_hexdigit);
     match is_hex.then(|| hex_decode(text)) {
         Some(decoded) => decoded,
         None => contents.to_vec(),
