@@ -163,6 +163,17 @@ fn dashboard_renders_in_headless_chromium() {
     assert!(dom.contains("http://127.0.0.1:1/metrics"), "{dom}");
     assert!(dom.contains("cpu: the policy runs it on the CPU"), "{dom}");
     assert!(dom.contains("off gpu"), "{dom}");
+    // Nothing measures the node's power here: the cost says so rather than "0.0 W".
+    assert!(
+        dom.contains("<th>energy</th><td>no measured source</td>"),
+        "{dom}"
+    );
+    assert!(!dom.contains("0.0 W"), "{dom}");
+    // Why the replica is down.
+    assert!(
+        dom.contains("<th>why down</th><td>GET http://127.0.0.1:1/metrics"),
+        "{dom}"
+    );
     // Where the replica's runtime configuration went, and that this is not the image.
     assert!(
         dom.contains(&format!(
@@ -258,7 +269,8 @@ fn history_plots_draw_after_a_few_cycles() {
 }
 
 /// The agent's router with a history of 40 cycles, 15 s apart, collected from the recorded
-/// H200 NVML samples: the GPU plots draw as well.
+/// H200 NVML samples: the GPU plots draw as well, and the page asks for the status and the
+/// history at once (its first paint has both).
 #[test]
 #[ignore = "needs chromium (Debian package chromium); CI installs it and runs --include-ignored"]
 fn gpu_history_plots_draw_from_recorded_nvml_samples() {
@@ -296,10 +308,45 @@ fn gpu_history_plots_draw_from_recorded_nvml_samples() {
     let url = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, router(state)).await.unwrap() });
+        // /v1/status answers only once /v1/history was asked for too (503 after 3 s): a page
+        // that asked for the history only after the status drew nothing.
+        let asked = Arc::new(tokio::sync::Semaphore::new(0));
+        let app = router(state).layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                let asked = asked.clone();
+                async move {
+                    match req.uri().path() {
+                        "/v1/history" => asked.add_permits(1),
+                        "/v1/status" => {
+                            let permit =
+                                tokio::time::timeout(Duration::from_secs(3), asked.acquire()).await;
+                            match permit {
+                                Ok(Ok(p)) => p.forget(),
+                                _ => {
+                                    return axum::response::IntoResponse::into_response((
+                                        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                                        "the history was not asked for with the status",
+                                    ));
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                    next.run(req).await
+                }
+            },
+        ));
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         format!("http://{addr}/")
     });
     let dom = headless(&url, &["--dump-dom".into()]);
+    // The status arrived (the middleware above let it through) and was drawn.
+    assert!(
+        dom.contains(
+            r#"<span id="updated" class="muted">collected 2025-11-30T00:09:45.000Z (cycle 40)"#
+        ),
+        "{dom}"
+    );
     let plots = plots(&dom);
     for caption in [
         "GPU utilisation (%)",

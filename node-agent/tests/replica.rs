@@ -156,3 +156,44 @@ fn the_replicas_pages_are_the_replicas() {
         )
     );
 }
+
+/// In a collection cycle: the replica's page makes the replica up; a Prometheus server's
+/// page on the replica's address makes it down, and the replica collector's error says why.
+#[test]
+fn the_collector_calls_only_the_replicas_page_up() {
+    use node_agent::clock::ManualClock;
+    use node_agent::collect::ReplicaSource;
+    use std::sync::Arc;
+    let clock = Arc::new(ManualClock::new(common::T0));
+    let mut c = common::fixed_collectors(common::node("ci-2core", "auto"), clock.clone());
+    c.replica = Some(ReplicaSource::Recorded {
+        pages: vec![
+            read_testdata("replica/metrics-t0.txt"),
+            read_testdata("replica/prometheus-self.txt"),
+        ],
+        next: 0,
+    });
+    let first = c.collect();
+    assert!(first.replica.up, "{:?}", first.replica);
+    assert_eq!(
+        first.replica.health.unwrap().finalized_height,
+        Some(481220.0)
+    );
+    clock.advance(15.0);
+    let second = c.collect();
+    assert!(!second.replica.up);
+    assert_eq!(second.replica.health, None);
+    let run = second
+        .collectors
+        .iter()
+        .find(|x| x.name == "replica")
+        .unwrap();
+    assert!(!run.up);
+    let error = run.error.as_deref().unwrap();
+    assert!(
+        error.starts_with(
+            "not the replica's metrics: http://[::1]:9090/metrics serves a Prometheus server's own metrics"
+        ),
+        "{error}"
+    );
+}
