@@ -11,7 +11,10 @@ fn main() {
     let beside_project = Path::new(&manifest).join("../../../shared/testdata/ic-nidkg");
     println!("cargo::rerun-if-changed={}", beside_project.display());
     let from_env = std::env::var_os("IC_NIDKG_TESTDATA").map(std::path::PathBuf::from);
-    let present = from_env.unwrap_or(beside_project).join("nidkg_dealing.hex").is_file();
+    let present = from_env
+        .unwrap_or(beside_project)
+        .join("nidkg_dealing.hex")
+        .is_file();
     if !present {
         println!("cargo::rustc-cfg=ic_testdata_absent");
     }

@@ -628,7 +628,12 @@ fn ic_nidkg_data() -> std::path::PathBuf {
     }
     let cwd = std::env::current_dir().unwrap();
     cwd.ancestors()
-        .flat_map(|a| [a.join("shared/testdata/ic-nidkg"), a.join("../shared/testdata/ic-nidkg")])
+        .flat_map(|a| {
+            [
+                a.join("shared/testdata/ic-nidkg"),
+                a.join("../shared/testdata/ic-nidkg"),
+            ]
+        })
         .find(|d| d.join("nidkg_dealing.hex").is_file())
         .expect("the IC's NI-DKG data folder (build.rs found it at build time)")
 }
@@ -646,21 +651,53 @@ fn nidkg_verify_ic_on_the_ics_published_dealing() {
     let data = ic_nidkg_data();
     let path = |name: &str| data.join(name).to_str().unwrap().to_string();
     let dealing = path("nidkg_dealing.hex");
-    let keys: Vec<String> = (0..4).map(|i| path(&format!("nidkg_dealing_pk{i}.hex"))).collect();
+    let keys: Vec<String> = (0..4)
+        .map(|i| path(&format!("nidkg_dealing_pk{i}.hex")))
+        .collect();
     let verify_ic = |backend: &str, epoch: &str, dealer: &str, key0: &str| {
-        let mut args = vec!["--backend", backend, "nidkg", "verify-ic", "--dealing", &dealing];
+        let mut args = vec![
+            "--backend",
+            backend,
+            "nidkg",
+            "verify-ic",
+            "--dealing",
+            &dealing,
+        ];
         for (i, k) in keys.iter().enumerate() {
             args.extend(["--receiver-key", if i == 0 { key0 } else { k }]);
         }
-        args.extend(["--threshold", "2", "--epoch", epoch, "--dealer-index", dealer]);
+        args.extend([
+            "--threshold",
+            "2",
+            "--epoch",
+            epoch,
+            "--dealer-index",
+            dealer,
+        ]);
         run(&args)
     };
     let out = verify_ic("cpu", "5", "0", &keys[0]);
-    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
-    assert!(stdout(&out).starts_with("accepted n=4 t=2 epoch=5"), "{}", stdout(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).starts_with("accepted n=4 t=2 epoch=5"),
+        "{}",
+        stdout(&out)
+    );
     for (epoch, dealer) in [("6", "0"), ("5", "1")] {
         let out = verify_ic("cpu", epoch, dealer, &keys[0]);
-        assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}{}",
+            stdout(&out),
+            stderr(&out)
+        );
         assert!(
             stdout(&out).starts_with("rejected ciphertext_integrity["),
             "{}",
@@ -668,8 +705,18 @@ fn nidkg_verify_ic_on_the_ics_published_dealing() {
         );
     }
     let out = verify_ic("cpu", "5", "0", &path("nidkg_pop.hex"));
-    assert_eq!(out.status.code(), Some(2), "{}{}", stdout(&out), stderr(&out));
-    assert!(stdout(&out).starts_with("unusable receiver key 0"), "{}", stdout(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).starts_with("unusable receiver key 0"),
+        "{}",
+        stdout(&out)
+    );
     let out = verify_ic("gpu", "5", "0", &keys[0]);
     match out.status.code() {
         Some(0) => assert!(
@@ -682,8 +729,14 @@ fn nidkg_verify_ic_on_the_ics_published_dealing() {
     }
     let pop = |ad: &str| {
         run(&[
-            "nidkg", "verify-pop", "--key", &path("nidkg_pk.hex"), "--pop",
-            &path("nidkg_pop.hex"), "--associated-data", ad,
+            "nidkg",
+            "verify-pop",
+            "--key",
+            &path("nidkg_pk.hex"),
+            "--pop",
+            &path("nidkg_pop.hex"),
+            "--associated-data",
+            ad,
         ])
     };
     assert_eq!(pop("ic-crypto-kgen-assoc-data").status.code(), Some(0));

@@ -274,7 +274,11 @@ pub fn chunking_second_challenge(
     let chunk_digests: Vec<_> = per_chunk
         .map(|e_ij| hash_vector(e_ij.iter().map(|&v| hash_int(u64::from(v)))))
         .collect();
-    let first_challenge = hash_vector(chunk_digests.chunks(NUM_CHUNKS).map(|row| hash_vector(row.iter().copied())));
+    let first_challenge = hash_vector(
+        chunk_digests
+            .chunks(NUM_CHUNKS)
+            .map(|row| hash_vector(row.iter().copied())),
+    );
     let second_move = HashedMap::new()
         .with("z_s", hash_vector(z_s.iter().map(hash_scalar)))
         .with("dd", hash_g1_vector(dd))

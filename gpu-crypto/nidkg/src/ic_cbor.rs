@@ -59,7 +59,8 @@ pub struct EncodedPop {
 /// is taken as binary.
 pub fn bytes_of_file(contents: &[u8]) -> Vec<u8> {
     let text = contents.trim_ascii();
-    let is_hex = !text.is_empty() && text.len().is_multiple_of(2) && text.iter().all(u8::is_ascii_hexdigit);
+    let is_hex =
+        !text.is_empty() && text.len().is_multiple_of(2) && text.iter().all(u8::is_ascii_hexdigit);
     match is_hex.then(|| hex_decode(text)) {
         Some(decoded) => decoded,
         None => contents.to_vec(),
@@ -108,7 +109,9 @@ fn fields<'a, const N: usize>(
             .position(|n| *n == key)
             .ok_or_else(|| VerifyError::Encoding(format!("{what}: unknown field {key:?}")))?;
         if found[slot].replace(field).is_some() {
-            return Err(VerifyError::Encoding(format!("{what}: field {key:?} twice")));
+            return Err(VerifyError::Encoding(format!(
+                "{what}: field {key:?} twice"
+            )));
         }
     }
     let mut out = [&Value::Null; N];
@@ -143,7 +146,10 @@ fn byte_string<const L: usize>(value: &Value, what: &str) -> Result<[u8; L], Ver
         .as_bytes()
         .ok_or_else(|| VerifyError::Encoding(format!("{what}: not a byte string")))?;
     bytes.as_slice().try_into().map_err(|_| {
-        VerifyError::Encoding(format!("{what}: {} bytes where {L} are required", bytes.len()))
+        VerifyError::Encoding(format!(
+            "{what}: {} bytes where {L} are required",
+            bytes.len()
+        ))
     })
 }
 
@@ -163,8 +169,7 @@ fn put_all<const L: usize>(
 /// number of ciphertext rows and `t` the number of public coefficients.
 pub fn dealing_stream(bytes: &[u8]) -> Result<(usize, usize, Vec<u8>), VerifyError> {
     let value = decode(bytes)?;
-    let [coefficients, ciphertexts, chunking, sharing] =
-        fields(&value, "dealing", DEALING_FIELDS)?;
+    let [coefficients, ciphertexts, chunking, sharing] = fields(&value, "dealing", DEALING_FIELDS)?;
     let [coefficients] = fields(coefficients, "public_coefficients", ["coefficients"])?;
     let coefficients = array(coefficients, "public_coefficients.coefficients")?;
     let [rand_r, rand_s, rand_z, chunks] = fields(ciphertexts, "ciphertexts", CIPHERTEXT_FIELDS)?;
@@ -172,11 +177,27 @@ pub fn dealing_stream(bytes: &[u8]) -> Result<(usize, usize, Vec<u8>), VerifyErr
     let (n, t) = (rows.len(), coefficients.len());
     crate::encoding::check_shape(n, t)?;
     let mut stream = Vec::with_capacity(dealing_size(n, t));
-    put_all::<96>(&mut stream, coefficients, "public_coefficients.coefficients")?;
+    put_all::<96>(
+        &mut stream,
+        coefficients,
+        "public_coefficients.coefficients",
+    )?;
     let m = NUM_CHUNKS;
-    put_all::<48>(&mut stream, fixed_array(rand_r, "ciphertexts.rand_r", m)?, "rand_r")?;
-    put_all::<48>(&mut stream, fixed_array(rand_s, "ciphertexts.rand_s", m)?, "rand_s")?;
-    put_all::<96>(&mut stream, fixed_array(rand_z, "ciphertexts.rand_z", m)?, "rand_z")?;
+    put_all::<48>(
+        &mut stream,
+        fixed_array(rand_r, "ciphertexts.rand_r", m)?,
+        "rand_r",
+    )?;
+    put_all::<48>(
+        &mut stream,
+        fixed_array(rand_s, "ciphertexts.rand_s", m)?,
+        "rand_s",
+    )?;
+    put_all::<96>(
+        &mut stream,
+        fixed_array(rand_z, "ciphertexts.rand_z", m)?,
+        "rand_z",
+    )?;
     for (i, row) in rows.iter().enumerate() {
         let what = format!("ciphertexts.ciphertext_chunks[{i}]");
         put_all::<48>(&mut stream, fixed_array(row, &what, m)?, &what)?;
@@ -194,7 +215,11 @@ fn put_chunking_proof(stream: &mut Vec<u8>, proof: &Value, n: usize) -> Result<(
     stream.extend_from_slice(&byte_string::<48>(y0, "first_move_y0")?);
     put_all::<48>(stream, fixed_array(bb, "first_move_b", l)?, "first_move_b")?;
     put_all::<48>(stream, fixed_array(cc, "first_move_c", l)?, "first_move_c")?;
-    put_all::<48>(stream, fixed_array(dd, "second_move_d", n + 1)?, "second_move_d")?;
+    put_all::<48>(
+        stream,
+        fixed_array(dd, "second_move_d", n + 1)?,
+        "second_move_d",
+    )?;
     stream.extend_from_slice(&byte_string::<48>(yy, "second_move_y")?);
     put_all::<32>(stream, fixed_array(z_r, "response_z_r", n)?, "response_z_r")?;
     put_all::<32>(stream, fixed_array(z_s, "response_z_s", l)?, "response_z_s")?;
@@ -249,7 +274,11 @@ pub fn dealing_to_cbor(stream: &[u8], n: usize, t: usize) -> Vec<u8> {
         ("rand_z", Value::Array(take::<96>(&mut s, m))),
         (
             "ciphertext_chunks",
-            Value::Array((0..n).map(|_| Value::Array(take::<48>(&mut s, m))).collect()),
+            Value::Array(
+                (0..n)
+                    .map(|_| Value::Array(take::<48>(&mut s, m)))
+                    .collect(),
+            ),
         ),
     ]);
     let chunking = map(vec![

@@ -7,7 +7,6 @@
 use nidkg::{CpuBatchOps, IcContext, VerifyError, ic_cbor};
 use std::path::PathBuf;
 
-
 /// The data folder: `IC_NIDKG_TESTDATA`, else `shared/testdata/ic-nidkg` beside an
 /// ancestor of the current directory (test binaries also run away from their build tree).
 fn data_dir() -> PathBuf {
@@ -16,7 +15,12 @@ fn data_dir() -> PathBuf {
     }
     let cwd = std::env::current_dir().expect("current directory");
     cwd.ancestors()
-        .flat_map(|a| [a.join("shared/testdata/ic-nidkg"), a.join("../shared/testdata/ic-nidkg")])
+        .flat_map(|a| {
+            [
+                a.join("shared/testdata/ic-nidkg"),
+                a.join("../shared/testdata/ic-nidkg"),
+            ]
+        })
         .find(|d| d.join("nidkg_dealing.hex").is_file())
         .expect("the IC's NI-DKG data folder (build.rs found it at build time)")
 }
@@ -44,13 +48,19 @@ fn verify(dealing: &[u8], keys: &[[u8; 48]], context: &IcContext) -> Result<(), 
 }
 
 #[test]
-#[cfg_attr(ic_testdata_absent, ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)")]
+#[cfg_attr(
+    ic_testdata_absent,
+    ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)"
+)]
 fn the_ics_published_dealing_verifies() {
     verify(&read("nidkg_dealing.hex"), &receiver_keys(), &CONTEXT).unwrap();
 }
 
 #[test]
-#[cfg_attr(ic_testdata_absent, ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)")]
+#[cfg_attr(
+    ic_testdata_absent,
+    ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)"
+)]
 fn the_ics_published_proof_of_possession_verifies() {
     let key = ic_cbor::receiver_key(&read("nidkg_pk.hex")).unwrap();
     let pop = ic_cbor::pop(&read("nidkg_pop.hex")).unwrap();
@@ -65,24 +75,39 @@ fn the_ics_published_proof_of_possession_verifies() {
 }
 
 #[test]
-#[cfg_attr(ic_testdata_absent, ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)")]
+#[cfg_attr(
+    ic_testdata_absent,
+    ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)"
+)]
 fn the_published_dealing_under_a_wrong_context_is_rejected() {
     let dealing = read("nidkg_dealing.hex");
     let keys = receiver_keys();
-    let wrong_dealer = IcContext { dealer_index: 1, ..CONTEXT };
+    let wrong_dealer = IcContext {
+        dealer_index: 1,
+        ..CONTEXT
+    };
     assert!(matches!(
         verify(&dealing, &keys, &wrong_dealer),
         Err(VerifyError::CiphertextIntegrity { .. })
     ));
-    let wrong_epoch = IcContext { epoch: 6, ..CONTEXT };
+    let wrong_epoch = IcContext {
+        epoch: 6,
+        ..CONTEXT
+    };
     assert!(matches!(
         verify(&dealing, &keys, &wrong_epoch),
         Err(VerifyError::CiphertextIntegrity { .. })
     ));
-    let wrong_threshold = IcContext { threshold: 3, ..CONTEXT };
+    let wrong_threshold = IcContext {
+        threshold: 3,
+        ..CONTEXT
+    };
     assert!(matches!(
         verify(&dealing, &keys, &wrong_threshold),
-        Err(VerifyError::ThresholdMismatch { expected: 3, actual: 2 })
+        Err(VerifyError::ThresholdMismatch {
+            expected: 3,
+            actual: 2
+        })
     ));
     let mut swapped = keys.clone();
     swapped.swap(1, 2);
@@ -92,14 +117,20 @@ fn the_published_dealing_under_a_wrong_context_is_rejected() {
     ));
     assert!(matches!(
         verify(&dealing, &keys[..3], &CONTEXT),
-        Err(VerifyError::ReceiverCount { expected: 3, actual: 4 })
+        Err(VerifyError::ReceiverCount {
+            expected: 3,
+            actual: 4
+        })
     ));
 }
 
 /// Every element of the dealing, changed one at a time (one bit of its last byte), is
 /// rejected; nothing is accepted and nothing is reported unusable.
 #[test]
-#[cfg_attr(ic_testdata_absent, ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)")]
+#[cfg_attr(
+    ic_testdata_absent,
+    ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)"
+)]
 fn every_single_component_corruption_is_rejected() {
     let dealing = read("nidkg_dealing.hex");
     let keys = receiver_keys();
@@ -118,17 +149,26 @@ fn every_single_component_corruption_is_rejected() {
         }
         offset += kind.size() * count;
     }
-    assert_eq!(rejected, 16 * 3 + 16 * n + 1 + 32 * 2 + (n + 1) + 1 + n + 32 + 1 + 5 + t);
+    assert_eq!(
+        rejected,
+        16 * 3 + 16 * n + 1 + 32 * 2 + (n + 1) + 1 + n + 32 + 1 + 5 + t
+    );
 }
 
 #[test]
-#[cfg_attr(ic_testdata_absent, ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)")]
+#[cfg_attr(
+    ic_testdata_absent,
+    ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)"
+)]
 fn our_encoding_of_the_published_dealing_is_the_ics_bytes() {
     let dealing = read("nidkg_dealing.hex");
     let (n, t, stream) = ic_cbor::dealing_stream(&dealing).unwrap();
     assert_eq!(ic_cbor::dealing_to_cbor(&stream, n, t), dealing);
     let key = read("nidkg_dealing_pk0.hex");
-    assert_eq!(ic_cbor::receiver_key_to_cbor(&ic_cbor::receiver_key(&key).unwrap()), key);
+    assert_eq!(
+        ic_cbor::receiver_key_to_cbor(&ic_cbor::receiver_key(&key).unwrap()),
+        key
+    );
     let pop = read("nidkg_pop.hex");
     assert_eq!(ic_cbor::pop_to_cbor(&ic_cbor::pop(&pop).unwrap()), pop);
 }
