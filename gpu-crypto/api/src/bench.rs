@@ -99,6 +99,10 @@ pub struct BenchEntry {
     /// `nidkg_verify`: the median seconds of each phase of one dealing verification.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phases: Option<DealingPhases>,
+    /// `nidkg_verify`, `nidkg_dkg_round`: the median call's host CPU time, the process's
+    /// user plus system seconds over all its threads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpu_seconds_per_call: Option<f64>,
 }
 
 /// Seconds of the phases of one NI-DKG dealing verification (`nidkg::PhaseTimes`).

@@ -491,6 +491,7 @@ fn measure_shared_u8(
             source: "measured".to_string(),
             reference: None,
             phases: None,
+            host_cpu_seconds_per_call: None,
         })
     };
     let ic_1t = time_calls(plan, || {
@@ -595,6 +596,7 @@ fn measure(
         source: "measured".to_string(),
         reference: None,
         phases: None,
+        host_cpu_seconds_per_call: None,
     })
 }
 

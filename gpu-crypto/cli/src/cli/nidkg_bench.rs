@@ -125,13 +125,22 @@ fn row(
     verify_all()?;
     let started = Instant::now();
     let mut calls: Vec<(f64, PhaseTimes)> = Vec::new();
+    let mut cpu_seconds: Vec<f64> = Vec::new();
     while calls.len() < plan.max_reps
         && (calls.len() < plan.min_reps || started.elapsed() < plan.min_time)
     {
+        let cpu = process_cpu_seconds();
         let t = Instant::now();
         let phases = verify_all()?;
         calls.push((t.elapsed().as_secs_f64(), phases));
+        if let (Some(before), Some(after)) = (cpu, process_cpu_seconds()) {
+            cpu_seconds.push(after - before);
+        }
     }
+    cpu_seconds.sort_by(f64::total_cmp);
+    // Every call or none: a median of some calls would describe other calls than the wall's.
+    let host_cpu = (!cpu_seconds.is_empty() && cpu_seconds.len() == calls.len())
+        .then(|| cpu_seconds[cpu_seconds.len() / 2]);
     let mut times: Vec<f64> = calls.iter().map(|(t, _)| *t).collect();
     times.sort_by(f64::total_cmp);
     let median_of = |f: fn(&PhaseTimes) -> Duration| {
@@ -165,7 +174,19 @@ fn row(
             chunking: median_of(|p| p.chunking),
             sharing: median_of(|p| p.sharing),
         }),
+        host_cpu_seconds_per_call: host_cpu,
     })
+}
+
+/// The process's CPU time so far (user and system, every thread), where the clock reads.
+fn process_cpu_seconds() -> Option<f64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec and the clock id is a constant of the kernel.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    (rc == 0).then_some(ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
 }
 
 /// Items the engine ran per (operation, where) so far.
