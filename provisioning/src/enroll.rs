@@ -150,6 +150,9 @@ pub fn enroll(req: &EnrollRequest<'_>) -> Result<Enrolment, EnrollError> {
         planned_config_digest: plan_bundle.as_ref().map(|b| hex::encode(b.digest())),
         lab_policy: lab,
         reasons: Vec::new(),
+        reason: None,
+        supersedes: None,
+        evidence_record: None,
         entry_sha256: String::new(),
     };
 

@@ -5,9 +5,20 @@
 //! field empty, and `seq` counts from 0, so an edited, removed or reordered line breaks the
 //! chain at that line. The registered nodes are the `admit` records.
 //!
-//! A chain shows tampering relative to a head the governing body has kept: anyone who can
-//! rewrite the whole file can recompute it. `provision registry check` prints the head to
-//! record elsewhere (minutes, a second copy).
+//! A node's life is recorded as transitions, each with its reason: `rekey` (the same chip
+//! under a new node key, from a verified enrolment: a TCB update or a new image seals a new
+//! identity; the old key is retired), `config_update` (a new configuration bundle
+//! supersedes the node's current one, which is refused from then on) and `retire`. The
+//! registry's current view ([`current_nodes`]) is what `provision registry nodes` gives
+//! `attest fleet`.
+//!
+//! The chain alone cannot show a full rewrite or a truncation at a record boundary, so the
+//! governing body signs the head with its Ed25519 key ([`SignedHead`], kept in
+//! `REGISTRY.head`): the number of records and the SHA-256 of the last line.
+//! [`Registry::check_head`] refuses a file shorter than the signed head, one whose line at
+//! the signed position is not the signed one (an edit, a rewrite, an emptied file) and
+//! records after the signed head that nobody signed (a forged append, or enrolments not yet
+//! reviewed with `provision registry sign`).
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -16,6 +27,7 @@ use std::os::fd::AsFd;
 use nix::fcntl::Flock;
 use std::path::{Path, PathBuf};
 
+use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
@@ -43,6 +55,12 @@ pub enum RegistryError {
 pub enum Decision {
     Admit,
     Refuse,
+    /// The node's chip under a new node key (and measurement); the old key is retired.
+    Rekey,
+    /// The node's new configuration bundle; the previous digest is superseded.
+    ConfigUpdate,
+    /// The node leaves the subnet.
+    Retire,
 }
 
 /// One line of the registry.
@@ -83,6 +101,16 @@ pub struct Record {
     pub lab_policy: Option<Vec<String>>,
     /// Why it was refused: failed checks and registry rules; empty when admitted.
     pub reasons: Vec<String>,
+    /// For a transition: why the governing body took it (`--reason`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// For a transition: the `seq` of the node's record it replaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<u64>,
+    /// For `rekey` and `config_update`: the `seq` of the enrolment whose verified evidence
+    /// it admits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence_record: Option<u64>,
     /// SHA-256 of this line as written with this field empty: the last line has no
     /// successor whose `prev_sha256` would show an edit, so each line carries its own.
     #[serde(default)]
@@ -105,6 +133,8 @@ pub struct Registry {
     path: PathBuf,
     file: Flock<File>,
     records: Vec<Record>,
+    /// SHA-256 of each line, by seq.
+    hashes: Vec<String>,
     head: String,
 }
 
@@ -136,16 +166,21 @@ impl Registry {
                 line: 0,
                 reason: format!("not UTF-8 text: {e}"),
             })?;
-        let (records, head) =
-            verify_chain(&text).map_err(|(line, reason)| RegistryError::Broken {
+        let (records, hashes) =
+            chain_hashes(&text).map_err(|(line, reason)| RegistryError::Broken {
                 path: path.to_owned(),
                 line,
                 reason,
             })?;
+        let head = hashes
+            .last()
+            .cloned()
+            .unwrap_or_else(|| GENESIS.to_string());
         Ok(Registry {
             path: path.to_owned(),
             file,
             records,
+            hashes,
             head,
         })
     }
@@ -159,10 +194,16 @@ impl Registry {
         &self.head
     }
 
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The current record of every registered node (admitted, re-keyed or updated, not
+    /// retired), in the order the nodes were admitted.
     pub fn admitted(&self) -> impl Iterator<Item = &Record> {
-        self.records
-            .iter()
-            .filter(|r| r.decision == Decision::Admit)
+        current_nodes(&self.records)
+            .into_iter()
+            .map(|n| &self.records[n.current as usize])
     }
 
     /// Fills `seq` and `prev_sha256`, appends the line and syncs it to disk.
@@ -183,6 +224,7 @@ impl Registry {
             .map_err(io)?;
         self.file.sync_all().map_err(io)?;
         self.head = hex::encode(Sha256::digest(line.as_bytes()));
+        self.hashes.push(self.head.clone());
         let record: Record = serde_json::from_str(&line).map_err(|e| RegistryError::Io {
             path: self.path.clone(),
             source: std::io::Error::other(e),
@@ -194,10 +236,21 @@ impl Registry {
 
 /// Checks every line; returns the records and the head, or (1-based line, reason).
 pub fn verify_chain(text: &str) -> Result<(Vec<Record>, String), (usize, String)> {
+    let (records, hashes) = chain_hashes(text)?;
+    let head = hashes
+        .last()
+        .cloned()
+        .unwrap_or_else(|| GENESIS.to_string());
+    Ok((records, head))
+}
+
+/// As [`verify_chain`], with the SHA-256 of every line.
+fn chain_hashes(text: &str) -> Result<(Vec<Record>, Vec<String>), (usize, String)> {
     let mut records = Vec::new();
+    let mut hashes = Vec::new();
     let mut head = GENESIS.to_string();
     if text.is_empty() {
-        return Ok((records, head));
+        return Ok((records, hashes));
     }
     let Some(body) = text.strip_suffix('\n') else {
         let line = text.lines().count();
@@ -233,9 +286,10 @@ pub fn verify_chain(text: &str) -> Result<(Vec<Record>, String), (usize, String)
             ));
         }
         head = hex::encode(Sha256::digest(line.as_bytes()));
+        hashes.push(head.clone());
         records.push(record);
     }
-    Ok((records, head))
+    Ok((records, hashes))
 }
 
 fn sync_parent(path: &Path) -> Result<(), RegistryError> {
@@ -286,4 +340,439 @@ pub fn rule_violations<'a>(
         }
     }
     reasons
+}
+
+/// A registered node in the registry's current view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeView {
+    /// The `seq` of the record that states the node's current identity and configuration.
+    pub current: u64,
+    pub chip_id: String,
+    /// Configuration digests this node ran before and that are refused from now on.
+    pub superseded_configs: Vec<String>,
+    /// Node keys this chip had before a re-key.
+    pub retired_keys: Vec<String>,
+}
+
+/// The registry's current view: one entry per registered chip, following `admit`, `rekey`,
+/// `config_update` and `retire` records in order. `attest fleet` checks nodes against it
+/// (through `provision registry nodes`).
+pub fn current_nodes(records: &[Record]) -> Vec<NodeView> {
+    let mut nodes: Vec<NodeView> = Vec::new();
+    for r in records {
+        let Some(chip) = r.chip_id.as_deref() else {
+            continue;
+        };
+        let at = nodes.iter().position(|n| n.chip_id == chip);
+        match (r.decision, at) {
+            (Decision::Admit, None) => nodes.push(NodeView {
+                current: r.seq,
+                chip_id: chip.to_string(),
+                superseded_configs: Vec::new(),
+                retired_keys: Vec::new(),
+            }),
+            (Decision::Rekey | Decision::ConfigUpdate, Some(i)) => {
+                let old = &records[nodes[i].current as usize];
+                if old.config_digest != r.config_digest
+                    && let Some(d) = &old.config_digest
+                {
+                    nodes[i].superseded_configs.push(d.clone());
+                }
+                if old.node_public_key != r.node_public_key
+                    && let Some(k) = &old.node_public_key
+                {
+                    nodes[i].retired_keys.push(k.clone());
+                }
+                nodes[i].current = r.seq;
+            }
+            (Decision::Retire, Some(i)) => {
+                nodes.remove(i);
+            }
+            _ => {}
+        }
+    }
+    nodes
+}
+
+/// A transition the registry refuses to record: nothing is appended.
+#[derive(Debug, Error)]
+pub enum TransitionError {
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error("{path}: record {seq}: {reason}")]
+    Refused {
+        path: PathBuf,
+        seq: u64,
+        reason: String,
+    },
+    #[error("{path}: {reason}")]
+    NoSuchNode { path: PathBuf, reason: String },
+}
+
+/// Whether an enrolment's reasons are registry rules only (its evidence verified).
+fn refused_only_by_registry_rules(r: &Record) -> bool {
+    !r.reasons.is_empty()
+        && r.reasons.iter().all(|reason| {
+            reason.starts_with("duplicate: ")
+                || reason.starts_with("chip id changed: ")
+                || (reason.starts_with("chip id ")
+                    && reason.contains(" is already registered under node key "))
+        })
+}
+
+impl Registry {
+    fn refused(&self, seq: u64, reason: String) -> TransitionError {
+        TransitionError::Refused {
+            path: self.path.clone(),
+            seq,
+            reason,
+        }
+    }
+
+    /// The enrolment record `seq`, its evidence verified under the policy (it was refused
+    /// only by the registry rules), and the node its chip id is registered as.
+    fn evidence(&self, seq: u64) -> Result<(&Record, NodeView), TransitionError> {
+        let ev = self.records.get(seq as usize).ok_or_else(|| {
+            self.refused(
+                seq,
+                format!("no such record (the registry has {})", self.records.len()),
+            )
+        })?;
+        if ev.decision != Decision::Refuse || !refused_only_by_registry_rules(ev) {
+            return Err(self.refused(
+                seq,
+                "not an enrolment whose evidence verified and that only the registry rules refused (enrol the node with `provision enroll` first)".into(),
+            ));
+        }
+        let (Some(chip), Some(_), Some(_)) = (&ev.chip_id, &ev.node_public_key, &ev.measurement)
+        else {
+            return Err(self.refused(
+                seq,
+                "the evidence lacks a chip id, node key or measurement".into(),
+            ));
+        };
+        let node = current_nodes(&self.records)
+            .into_iter()
+            .find(|n| &n.chip_id == chip)
+            .ok_or_else(|| {
+                self.refused(
+                    seq,
+                    format!("chip id {chip} is not a registered node (enrol it instead)"),
+                )
+            })?;
+        if self
+            .records
+            .iter()
+            .any(|r| r.seq > seq && r.evidence_record == Some(seq))
+        {
+            return Err(self.refused(
+                seq,
+                "this evidence was already used for a transition".into(),
+            ));
+        }
+        Ok((ev, node))
+    }
+
+    /// A transition record for `node` built from the evidence record `ev`.
+    fn transition(&self, decision: Decision, ev: &Record, node: &NodeView, reason: &str) -> Record {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let current = &self.records[node.current as usize];
+        Record {
+            seq: 0,
+            prev_sha256: String::new(),
+            time: attestation::snp::amd::fmt_unix(now),
+            unix_time: now,
+            decision,
+            name: current.name.clone(),
+            reasons: Vec::new(),
+            reason: Some(reason.to_string()),
+            supersedes: Some(current.seq),
+            evidence_record: Some(ev.seq),
+            entry_sha256: String::new(),
+            ..ev.clone()
+        }
+    }
+
+    /// Re-keys a registered node: the enrolment `evidence_seq` (same chip id, a new node key,
+    /// evidence verified under the policy, so an allowed measurement) becomes the node's
+    /// identity and the old key is retired. Appends the `rekey` record.
+    pub fn rekey(&mut self, evidence_seq: u64, reason: &str) -> Result<Record, TransitionError> {
+        check_reason(self, evidence_seq, reason)?;
+        let (ev, node) = self.evidence(evidence_seq)?;
+        let current = &self.records[node.current as usize];
+        if ev.node_public_key == current.node_public_key {
+            return Err(self.refused(
+                evidence_seq,
+                "the node key is the node's current key: not a re-key (a new configuration is `config-update`)".into(),
+            ));
+        }
+        let key = ev.node_public_key.as_deref().unwrap_or_default();
+        if node.retired_keys.iter().any(|k| k == key) {
+            return Err(self.refused(
+                evidence_seq,
+                format!("node key {key} was retired from this node"),
+            ));
+        }
+        if let Some(d) = &ev.config_digest
+            && node.superseded_configs.contains(d)
+        {
+            return Err(self.refused(
+                evidence_seq,
+                format!("configuration {d} was superseded on this node: a rollback"),
+            ));
+        }
+        let record = self.transition(Decision::Rekey, ev, &node, reason);
+        Ok(self.append(record)?)
+    }
+
+    /// Records a registered node's new configuration bundle from the enrolment
+    /// `evidence_seq` (same chip id and node key, evidence binding the plan's new bundle);
+    /// the previous digest is superseded and refused from then on. Appends the
+    /// `config_update` record.
+    pub fn config_update(
+        &mut self,
+        evidence_seq: u64,
+        reason: &str,
+    ) -> Result<Record, TransitionError> {
+        check_reason(self, evidence_seq, reason)?;
+        let (ev, node) = self.evidence(evidence_seq)?;
+        let current = &self.records[node.current as usize];
+        if ev.node_public_key != current.node_public_key {
+            return Err(self.refused(
+                evidence_seq,
+                "the node key is not the node's current key (a new identity is `rekey`)".into(),
+            ));
+        }
+        let Some(digest) = ev.config_digest.as_deref() else {
+            return Err(self.refused(evidence_seq, "the evidence binds no configuration".into()));
+        };
+        if ev.planned_config_digest.as_deref() != Some(digest) {
+            return Err(self.refused(
+                evidence_seq,
+                "the evidence's configuration was not checked against a plan bundle (enrol with --bundle)".into(),
+            ));
+        }
+        if current.config_digest.as_deref() == Some(digest) {
+            return Err(self.refused(
+                evidence_seq,
+                format!("configuration {digest} is already the node's current one"),
+            ));
+        }
+        if node.superseded_configs.iter().any(|d| d == digest) {
+            return Err(self.refused(
+                evidence_seq,
+                format!(
+                    "configuration {digest} was superseded on this node: a rollback is refused"
+                ),
+            ));
+        }
+        let record = self.transition(Decision::ConfigUpdate, ev, &node, reason);
+        Ok(self.append(record)?)
+    }
+
+    /// Retires the registered node `name`. Appends the `retire` record.
+    pub fn retire(&mut self, name: &str, reason: &str) -> Result<Record, TransitionError> {
+        let nodes = current_nodes(&self.records);
+        let matching: Vec<&NodeView> = nodes
+            .iter()
+            .filter(|n| self.records[n.current as usize].name == name)
+            .collect();
+        let node = match matching.as_slice() {
+            [one] => (*one).clone(),
+            [] => {
+                return Err(TransitionError::NoSuchNode {
+                    path: self.path.clone(),
+                    reason: format!("no registered node is named {name:?}"),
+                });
+            }
+            _ => {
+                return Err(TransitionError::NoSuchNode {
+                    path: self.path.clone(),
+                    reason: format!("several registered nodes are named {name:?}"),
+                });
+            }
+        };
+        check_reason(self, node.current, reason)?;
+        let current = self.records[node.current as usize].clone();
+        let mut record = self.transition(Decision::Retire, &current, &node, reason);
+        record.evidence_record = None;
+        Ok(self.append(record)?)
+    }
+}
+
+fn check_reason(reg: &Registry, seq: u64, reason: &str) -> Result<(), TransitionError> {
+    if reason.trim().is_empty() {
+        return Err(reg.refused(seq, "a transition needs a reason (--reason)".into()));
+    }
+    Ok(())
+}
+
+/// Domain separation of the head signature.
+const HEAD_CONTEXT: &[u8] = b"sovereign-node registry head v1\0";
+
+/// The governing body's signature over the registry's head: `REGISTRY.head`, JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignedHead {
+    /// The number of records the signature covers.
+    pub records: u64,
+    /// SHA-256 of the last covered line (GENESIS for none).
+    pub head_sha256: String,
+    /// The governing body's Ed25519 public key, hex.
+    pub signer: String,
+    /// Ed25519 over HEAD_CONTEXT, `records` (u64 big-endian) and `head_sha256` (ASCII), hex.
+    pub signature: String,
+}
+
+fn head_message(records: u64, head: &str) -> Vec<u8> {
+    let mut m = HEAD_CONTEXT.to_vec();
+    m.extend_from_slice(&records.to_be_bytes());
+    m.extend_from_slice(head.as_bytes());
+    m
+}
+
+/// Where the signed head of `registry` is kept by default: `REGISTRY.head`.
+pub fn head_path(registry: &Path) -> PathBuf {
+    let mut p = registry.as_os_str().to_owned();
+    p.push(".head");
+    PathBuf::from(p)
+}
+
+/// What the signed head check found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeadCheck {
+    /// Records the signed head covers.
+    pub signed: u64,
+    /// Records after it, not signed (enrolments not yet reviewed, or forged).
+    pub unsigned: u64,
+}
+
+impl Registry {
+    /// Signs the current head with the governing body's key and writes it to `head`
+    /// (temporary file, fsync, rename).
+    pub fn sign_head(&self, key: &SigningKey, head: &Path) -> Result<SignedHead, RegistryError> {
+        let records = self.records.len() as u64;
+        let signed = SignedHead {
+            records,
+            head_sha256: self.head.clone(),
+            signer: hex::encode(key.verifying_key().to_bytes()),
+            signature: hex::encode(key.sign(&head_message(records, &self.head)).to_bytes()),
+        };
+        let text = serde_json::to_string_pretty(&signed).map_err(|e| RegistryError::Io {
+            path: head.to_owned(),
+            source: std::io::Error::other(e),
+        })? + "\n";
+        sn_config::fs::write_file_atomic(head, text.as_bytes()).map_err(|e| RegistryError::Io {
+            path: head.to_owned(),
+            source: std::io::Error::other(e),
+        })?;
+        Ok(signed)
+    }
+
+    /// Checks the registry against the signed head in `head`, signed by `signer` (the
+    /// governing body's public key): the file must hold at least the signed records and
+    /// the line at the signed position must be the signed one. Records after it are
+    /// refused unless `allow_unsigned` (as when reviewing and signing them).
+    pub fn check_head(
+        &self,
+        head: &Path,
+        signer: &[u8; 32],
+        allow_unsigned: bool,
+    ) -> Result<HeadCheck, RegistryError> {
+        let broken = |line: usize, reason: String| RegistryError::Broken {
+            path: self.path.clone(),
+            line,
+            reason,
+        };
+        let text = std::fs::read_to_string(head).map_err(|e| {
+            broken(
+                0,
+                format!(
+                    "no signed head at {}: {e} (the governing body signs it with `provision registry sign`)",
+                    head.display()
+                ),
+            )
+        })?;
+        let signed: SignedHead = serde_json::from_str(&text).map_err(|e| {
+            broken(
+                0,
+                format!("signed head {}: not a signed head: {e}", head.display()),
+            )
+        })?;
+        let key = VerifyingKey::from_bytes(signer)
+            .map_err(|e| broken(0, format!("signer {}: {e}", hex::encode(signer))))?;
+        if signed.signer != hex::encode(signer) {
+            return Err(broken(
+                0,
+                format!(
+                    "signed head {} is signed by {}, not the governing body's key {}",
+                    head.display(),
+                    signed.signer,
+                    hex::encode(signer)
+                ),
+            ));
+        }
+        let signature = hex::decode(&signed.signature)
+            .ok()
+            .and_then(|b| Signature::from_slice(&b).ok())
+            .ok_or_else(|| {
+                broken(
+                    0,
+                    format!("signed head {}: bad signature encoding", head.display()),
+                )
+            })?;
+        key.verify(
+            &head_message(signed.records, &signed.head_sha256),
+            &signature,
+        )
+        .map_err(|_| {
+            broken(
+                0,
+                format!(
+                    "signed head {}: the signature does not verify under {}",
+                    head.display(),
+                    hex::encode(signer)
+                ),
+            )
+        })?;
+        let have = self.records.len() as u64;
+        if have < signed.records {
+            return Err(broken(
+                self.records.len(),
+                format!(
+                    "the file has {have} record(s), the signed head covers {}: records were removed (truncated or emptied)",
+                    signed.records
+                ),
+            ));
+        }
+        let at = match signed.records {
+            0 => GENESIS.to_string(),
+            n => self.hashes[n as usize - 1].clone(),
+        };
+        if at != signed.head_sha256 {
+            return Err(broken(
+                signed.records as usize,
+                format!(
+                    "line {} has SHA-256 {at}, the signed head {}: the registry was rewritten",
+                    signed.records, signed.head_sha256
+                ),
+            ));
+        }
+        let unsigned = have - signed.records;
+        if unsigned > 0 && !allow_unsigned {
+            return Err(broken(
+                signed.records as usize + 1,
+                format!(
+                    "{unsigned} record(s) from seq {} on are not covered by the signed head: appended without the governing body's key (review them and run `provision registry sign`)",
+                    signed.records
+                ),
+            ));
+        }
+        Ok(HeadCheck {
+            signed: signed.records,
+            unsigned,
+        })
+    }
 }

@@ -14,7 +14,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use provisioning::enroll::{EnrollRequest, enroll};
 use provisioning::flash::{Destination, FlashError, Progress, flash, verify_target};
 use provisioning::image::{ReleaseManifest, check_image, write_test_image};
-use provisioning::registry::{Decision, Registry};
+use provisioning::registry::{
+    Decision, Record, Registry, RegistryError, TransitionError, head_path,
+};
 use provisioning::subnet::{Subnet, SubnetError};
 use provisioning::target::{Expect, SystemView};
 use sha2::{Digest, Sha256};
@@ -158,11 +160,56 @@ enum Command {
 
 #[derive(Subcommand)]
 enum RegistryCommand {
-    /// Verify the hash chain; print the number of records and the head.
+    /// Verify the hash chain and the governing body's signed head; print the number of
+    /// records and the head.
     Check {
         /// The registry file.
         #[arg(long, value_name = "REGISTRY")]
         registry: PathBuf,
+        /// The governing body's public key (KEY.pub from `provision keygen`, or hex).
+        #[arg(long, value_name = "KEY.pub")]
+        signer: String,
+        /// The signed head (default: REGISTRY.head).
+        #[arg(long, value_name = "HEAD")]
+        head: Option<PathBuf>,
+    },
+    /// Review the records after the signed head and sign the new head with the governing
+    /// body's key.
+    Sign {
+        #[arg(long, value_name = "REGISTRY")]
+        registry: PathBuf,
+        /// The governing body's Ed25519 key (PKCS#8 PEM, from `provision keygen`).
+        #[arg(long, value_name = "KEY")]
+        key: PathBuf,
+        /// The signed head (default: REGISTRY.head).
+        #[arg(long, value_name = "HEAD")]
+        head: Option<PathBuf>,
+    },
+    /// Re-key a registered node (TCB update, new image) from an enrolment of its new
+    /// identity that only the registry rules refused; the old key is retired.
+    Rekey {
+        #[command(flatten)]
+        t: Transition,
+        /// The seq of the enrolment record with the new identity's evidence.
+        #[arg(long, value_name = "SEQ")]
+        evidence: u64,
+    },
+    /// Record a registered node's new configuration bundle from an enrolment against the
+    /// new plan bundle; the previous bundle is refused from then on.
+    ConfigUpdate {
+        #[command(flatten)]
+        t: Transition,
+        /// The seq of the enrolment record with the new bundle's evidence.
+        #[arg(long, value_name = "SEQ")]
+        evidence: u64,
+    },
+    /// Retire a registered node.
+    Retire {
+        #[command(flatten)]
+        t: Transition,
+        /// The node's recorded name.
+        #[arg(long, value_name = "NAME")]
+        node: String,
     },
     /// NODES.toml (name, url, chip_id, node_public_key) of every admitted node.
     Nodes {
@@ -170,6 +217,23 @@ enum RegistryCommand {
         #[arg(long, value_name = "REGISTRY")]
         registry: PathBuf,
     },
+}
+
+/// What every transition takes.
+#[derive(clap::Args)]
+struct Transition {
+    #[arg(long, value_name = "REGISTRY")]
+    registry: PathBuf,
+    /// Why, recorded in the transition's record.
+    #[arg(long)]
+    reason: String,
+    /// The governing body's Ed25519 key: the registry is checked against its signed head
+    /// and the new head signed.
+    #[arg(long, value_name = "KEY")]
+    key: PathBuf,
+    /// The signed head (default: REGISTRY.head).
+    #[arg(long, value_name = "HEAD")]
+    head: Option<PathBuf>,
 }
 
 /// An error with the exit status it maps to.
@@ -392,7 +456,7 @@ fn run(args: Args) -> Result<u8, Failure> {
                         registry.display(),
                         outcome.registry_head
                     ),
-                    Decision::Refuse => {
+                    _ => {
                         println!(
                             "REFUSED {}, record {} of {}:",
                             r.name,
@@ -408,16 +472,71 @@ fn run(args: Args) -> Result<u8, Failure> {
             Ok(if r.decision == Decision::Admit { 0 } else { 1 })
         }
         Command::Registry { command } => match command {
-            RegistryCommand::Check { registry } => {
+            RegistryCommand::Check {
+                registry,
+                signer,
+                head,
+            } => {
+                let signer = load_signer(&signer)?;
                 let reg = open_registry(&registry)?;
+                let head = head.unwrap_or_else(|| head_path(&registry));
+                reg.check_head(&head, &signer, false)
+                    .map_err(|e| fail(5)(e.into()))?;
                 let admitted = reg.admitted().count();
                 println!(
-                    "{}: {} record(s), {admitted} admitted, chain intact, head {}",
+                    "{}: {} record(s), {admitted} registered, chain intact, head {} signed by {}",
                     registry.display(),
                     reg.records().len(),
-                    reg.head()
+                    reg.head(),
+                    hex::encode(signer)
                 );
                 Ok(0)
+            }
+            RegistryCommand::Sign {
+                registry,
+                key,
+                head,
+            } => {
+                let key = sn_config::sign::load_signing_key(&key).map_err(|e| fail(2)(e.into()))?;
+                let reg = open_registry(&registry)?;
+                let head = head.unwrap_or_else(|| head_path(&registry));
+                let from = if head.exists() {
+                    reg.check_head(&head, &key.verifying_key().to_bytes(), true)
+                        .map_err(|e| fail(5)(e.into()))?
+                        .signed
+                } else {
+                    0
+                };
+                for r in &reg.records()[from as usize..] {
+                    println!(
+                        "record {}: {:?} {} ({}){}",
+                        r.seq,
+                        r.decision,
+                        r.name,
+                        r.node_url,
+                        r.reason
+                            .as_deref()
+                            .map(|t| format!(": {t}"))
+                            .unwrap_or_default()
+                    );
+                }
+                reg.sign_head(&key, &head).map_err(|e| fail(4)(e.into()))?;
+                println!(
+                    "signed head {} ({} record(s)) written to {}",
+                    reg.head(),
+                    reg.records().len(),
+                    head.display()
+                );
+                Ok(0)
+            }
+            RegistryCommand::Rekey { t, evidence } => {
+                transition(&t, |reg| reg.rekey(evidence, &t.reason))
+            }
+            RegistryCommand::ConfigUpdate { t, evidence } => {
+                transition(&t, |reg| reg.config_update(evidence, &t.reason))
+            }
+            RegistryCommand::Retire { t, node } => {
+                transition(&t, |reg| reg.retire(&node, &t.reason))
             }
             RegistryCommand::Nodes { registry } => {
                 let reg = open_registry(&registry)?;
@@ -462,6 +581,50 @@ fn run(args: Args) -> Result<u8, Failure> {
 
 fn toml_str(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
+}
+
+/// A public key: a file holding hex (KEY.pub), or the hex itself.
+fn load_signer(arg: &str) -> Result<[u8; 32], Failure> {
+    let text = match std::fs::read_to_string(arg) {
+        Ok(t) => t,
+        Err(_) if sn_config::sign::parse_public_key(arg).is_some() => arg.to_string(),
+        Err(e) => return Err(fail(2)(anyhow!("--signer {arg}: {e}"))),
+    };
+    sn_config::sign::parse_public_key(text.trim()).ok_or_else(|| {
+        fail(2)(anyhow!(
+            "--signer {arg}: not an Ed25519 public key (64 hex digits)"
+        ))
+    })
+}
+
+/// Checks the registry against its signed head, records one transition, signs the new head.
+fn transition(
+    t: &Transition,
+    step: impl FnOnce(&mut Registry) -> Result<Record, TransitionError>,
+) -> Result<u8, Failure> {
+    let key = sn_config::sign::load_signing_key(&t.key).map_err(|e| fail(2)(e.into()))?;
+    let mut reg = open_registry(&t.registry)?;
+    let head = t.head.clone().unwrap_or_else(|| head_path(&t.registry));
+    if head.exists() || !reg.records().is_empty() {
+        reg.check_head(&head, &key.verifying_key().to_bytes(), true)
+            .map_err(|e| fail(5)(e.into()))?;
+    }
+    let r = step(&mut reg).map_err(|e| match e {
+        TransitionError::Registry(RegistryError::Broken { .. }) => fail(5)(e.into()),
+        TransitionError::Registry(RegistryError::Io { .. }) => fail(4)(e.into()),
+        _ => fail(1)(e.into()),
+    })?;
+    reg.sign_head(&key, &head).map_err(|e| fail(4)(e.into()))?;
+    println!(
+        "{:?} {} recorded as record {} of {} ({}), signed head {}",
+        r.decision,
+        r.name,
+        r.seq,
+        t.registry.display(),
+        r.reason.as_deref().unwrap_or(""),
+        reg.head()
+    );
+    Ok(0)
 }
 
 fn open_registry(path: &Path) -> Result<Registry, Failure> {
