@@ -563,26 +563,32 @@ fn a_tampered_registry_is_detected_and_nothing_is_appended() {
     let err = Registry::open(&registry).err().unwrap();
     assert!(err.to_string().contains("not terminated"), "{err}");
 
-    // The binary reports a broken chain with exit status 5, an intact one with 0.
-    let out = std::process::Command::new(BIN)
-        .args(["registry", "check", "--registry"])
-        .arg(&registry)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(5));
+    // The binary reports a broken chain with exit status 5, an intact signed one with 0.
+    let gb = ed25519_dalek::SigningKey::from_bytes(&[9; 32]);
+    let signer = hex::encode(gb.verifying_key().to_bytes());
+    let check = || {
+        std::process::Command::new(BIN)
+            .args(["registry", "check", "--signer", &signer, "--registry"])
+            .arg(&registry)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(check().status.code(), Some(5));
     std::fs::write(&registry, &pristine).unwrap();
-    let out = std::process::Command::new(BIN)
-        .args(["registry", "check", "--registry"])
-        .arg(&registry)
-        .output()
+    let reg = Registry::open(&registry).unwrap();
+    reg.sign_head(&gb, &provisioning::registry::head_path(&registry))
         .unwrap();
+    drop(reg);
+    let out = check();
     assert_eq!(
         out.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("2 record(s), 1 admitted, chain intact"));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("2 record(s), 1 registered, chain intact")
+    );
 }
 
 #[test]
