@@ -16,6 +16,14 @@ fn key() -> ed25519_dalek::SigningKey {
     ed25519_dalek::SigningKey::from_bytes(&[7; 32])
 }
 
+/// The image's kernel command line as image/build writes it: the signer pinned.
+fn production_cmdline() -> String {
+    format!(
+        "console=ttyS0 root=/dev/mapper/root ro sn.config_signer={}",
+        hex::encode(key().verifying_key().to_bytes())
+    )
+}
+
 fn node_config(profile: &str) -> sn_config::NodeConfig {
     sn_config::NodeConfig::parse(
         format!(
@@ -122,7 +130,7 @@ fn apply_config_exit_status_and_records() {
     let text = String::from_utf8_lossy(&archive).into_owned();
     let at = text.find("name = \"node-07\"").unwrap();
     bad[at + 9] ^= 1;
-    let out = s.apply(&s.partition(&bad), "quiet");
+    let out = s.apply(&s.partition(&bad), &production_cmdline());
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("node.toml"), "{stderr}");
@@ -142,17 +150,92 @@ fn apply_config_exit_status_and_records() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(s.status()["error_kind"], "wrong_signer");
 
+    // The bundle re-signed by a foreign key, under the image's command line: refused.
+    let foreign = ed25519_dalek::SigningKey::from_bytes(&[9; 32]);
+    let resigned = sn_config::Bundle::sign(bundle.node(), None, &foreign).unwrap();
+    assert_eq!(resigned.digest(), bundle.digest(), "same content, other signer");
+    let out = s.apply(
+        &s.partition(&resigned.archive().unwrap()),
+        &production_cmdline(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(s.status()["error_kind"], "wrong_signer");
+    assert!(!s.path("run/sovereign-config/node.toml").exists());
+
+    // Nothing pinned: no bundle is applied, whoever signed it, and the record says why.
+    for partition in [archive.clone(), Vec::new()] {
+        let out = s.apply(&s.partition(&partition), "console=ttyS0 quiet");
+        assert_eq!(out.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("no configuration signer is pinned"), "{stderr}");
+        assert_eq!(s.status()["state"], "failed");
+        assert_eq!(s.status()["error_kind"], "no_pinned_signer");
+        assert!(!s.path("run/sovereign-config/node.toml").exists());
+    }
+
+    // A second pin added to the image's: refused unless the boot is a test boot.
+    let test_key = hex::encode(
+        ed25519_dalek::SigningKey::from_bytes(&[10; 32])
+            .verifying_key()
+            .to_bytes(),
+    );
+    let added = format!("{} sn.config_signer={test_key}", production_cmdline());
+    let out = s.apply(&s.partition(&archive), &added);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(s.status()["error_kind"], "bad_signature_file");
+    let out = s.apply(
+        &s.partition(&archive),
+        &format!("{added} sn.evidence=test"),
+    );
+    assert!(out.status.success());
+    assert_eq!(s.status()["state"], "applied");
+
     // All zeros: the documented default, exit 0.
-    let out = s.apply(&s.partition(&[]), "quiet");
+    let out = s.apply(&s.partition(&[]), &production_cmdline());
     assert!(out.status.success());
     assert_eq!(s.status()["state"], "default");
+}
+
+#[test]
+fn nothing_pinned_makes_the_node_not_ready_and_the_agent_stays_up() {
+    let s = Setup::new();
+    let bundle = sn_config::Bundle::sign(&node_config("development"), None, &key()).unwrap();
+    let out = s.apply(&s.partition(&bundle.archive().unwrap()), "console=ttyS0");
+    assert_eq!(out.status.code(), Some(1));
+    let dir = s.path("run/sovereign-config");
+    let root = fixture_root("ci-2core").display().to_string();
+    let mut agent = Agent::start(
+        TEST_CONFIG,
+        &["--root", &root, "--node-config", dir.to_str().unwrap()],
+        None,
+    );
+    let ready = agent.messages.last().unwrap().clone();
+    assert!(ready.contains("READY=1"), "{ready:?}");
+    assert!(
+        ready.contains("node NOT ready: configuration refused")
+            && ready.contains("no configuration signer is pinned"),
+        "{ready:?}"
+    );
+    let (code, body) = agent.get("/readyz");
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("no configuration signer is pinned"), "{body}");
+    let status: serde_json::Value = serde_json::from_str(&agent.get("/v1/status").1).unwrap();
+    let c = &status["node"]["configuration"];
+    assert_eq!(c["state"], "failed", "{c}");
+    assert_eq!(c["error_kind"], "no_pinned_signer");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(agent.get("/healthz").0, 200);
+    assert!(agent.terminate().success());
 }
 
 #[test]
 fn the_agent_runs_the_applied_configuration_and_names_the_node() {
     let s = Setup::new();
     let bundle = sn_config::Bundle::sign(&node_config("development"), None, &key()).unwrap();
-    let out = s.apply(&s.partition(&bundle.archive().unwrap()), "quiet");
+    let out = s.apply(
+        &s.partition(&bundle.archive().unwrap()),
+        &production_cmdline(),
+    );
     assert!(out.status.success());
     let dir = s.path("run/sovereign-config");
     let root = fixture_root("ci-2core").display().to_string();
@@ -187,7 +270,7 @@ fn a_refused_configuration_makes_the_node_not_ready_and_the_agent_stays_up() {
     h.set_cksum();
     archive.extend_from_slice(h.as_bytes());
     archive.extend_from_slice(&[0; 1024]);
-    let out = s.apply(&s.partition(&archive), "quiet");
+    let out = s.apply(&s.partition(&archive), &production_cmdline());
     assert_eq!(out.status.code(), Some(1));
 
     let dir = s.path("run/sovereign-config");

@@ -18,7 +18,7 @@ use crate::image::{BLOCK, ImageError, ReleaseManifest, check_image};
 use crate::target::{
     Expect, OpenKind, OpenTarget, SystemView, TargetError, open_device, open_file,
 };
-use sn_config::archive::{Partition, read_partition};
+use sn_config::archive::{Partition, read_partition, read_partition_any_signer};
 use sn_config::{Bundle, ConfigError};
 
 #[derive(Debug, Error)]
@@ -194,6 +194,7 @@ pub fn flash(
         &target.file,
         manifest,
         Some(expected_config.into()),
+        Some(bundle.signer()),
         progress,
     )
 }
@@ -284,16 +285,18 @@ pub fn verify_target(
             reason: "neither a block device nor a regular file".into(),
         }));
     }
-    read_back(target_path, &file, manifest, expected_config, progress)
+    read_back(target_path, &file, manifest, expected_config, None, progress)
 }
 
 /// Reads [0, image size) back through the target's descriptor: the image part's SHA-256 with
-/// the configuration region read as zeros, and the configuration region itself.
+/// the configuration region read as zeros, and the configuration region itself: a bundle
+/// signed by `signer` when given (the bundle just written), else by whichever key signed.
 fn read_back(
     path: &Path,
     file: &File,
     manifest: &ReleaseManifest,
     expected_config: Option<[u8; 32]>,
+    signer: Option<[u8; 32]>,
     progress: &dyn Progress,
 ) -> Result<Verified, FlashError> {
     let size = manifest.disk_image.size;
@@ -354,7 +357,11 @@ fn read_back(
             hex::encode(want)
         ));
     }
-    let node_name = match read_partition(&region, &[]) {
+    let read = match signer {
+        Some(key) => read_partition(&region, &[key]),
+        None => read_partition_any_signer(&region),
+    };
+    let node_name = match read {
         Ok(Partition::Bundle { bundle, .. }) => bundle.node().name.clone(),
         Ok(Partition::Empty) => {
             reasons.push("the configuration partition is empty (all zeros)".into());

@@ -266,13 +266,27 @@ pub fn device_serials(name: &str, devnum: (u32, u32), view: &SystemView) -> Vec<
 }
 
 /// Opens (or creates) the regular file `path` for `--to-file` and checks that descriptor:
-/// a regular file, not the image, not backing a loop device.
+/// a regular file, not the image, not backing a loop device. The last component is never
+/// followed (`O_NOFOLLOW`): a symbolic link there is refused, not written through, and so is
+/// a directory.
 pub fn open_file(path: &Path, image: &Path, view: &SystemView) -> Result<OpenTarget, TargetError> {
     let refuse = |reason: String| TargetError::Refused {
         target: path.to_owned(),
         reason,
     };
-    let flags = libc_flags(OFlag::O_NONBLOCK | OFlag::O_NOCTTY);
+    let flags = libc_flags(OFlag::O_NONBLOCK | OFlag::O_NOCTTY | OFlag::O_NOFOLLOW);
+    // What an open error says about the path itself, when it is a refusal rather than I/O.
+    let refusal_of = |e: &std::io::Error| match e.raw_os_error() {
+        Some(nix::libc::ELOOP) => Some(refuse(
+            "it is a symbolic link, not a regular file (--to-file never writes through a link)"
+                .into(),
+        )),
+        Some(nix::libc::EISDIR) => Some(refuse(
+            "it is a directory, not a regular file (--to-file names the image file to write)"
+                .into(),
+        )),
+        _ => None,
+    };
     let (file, created) = match OpenOptions::new()
         .read(true)
         .write(true)
@@ -282,15 +296,18 @@ pub fn open_file(path: &Path, image: &Path, view: &SystemView) -> Result<OpenTar
     {
         Ok(f) => (f, true),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let f = OpenOptions::new()
+            let f = match OpenOptions::new()
                 .read(true)
                 .write(true)
                 .custom_flags(flags)
                 .open(path)
-                .map_err(io_error(path))?;
+            {
+                Ok(f) => f,
+                Err(e) => return Err(refusal_of(&e).unwrap_or_else(|| io_error(path)(e))),
+            };
             (f, false)
         }
-        Err(e) => return Err(io_error(path)(e)),
+        Err(e) => return Err(refusal_of(&e).unwrap_or_else(|| io_error(path)(e))),
     };
     let meta = file.metadata().map_err(io_error(path))?;
     let ft = meta.file_type();

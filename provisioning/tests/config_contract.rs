@@ -14,6 +14,11 @@ fn key() -> SigningKey {
     SigningKey::from_bytes(&[7; 32])
 }
 
+/// What the image's kernel command line pins: the plan's signer.
+fn pinned() -> [[u8; 32]; 1] {
+    [key().verifying_key().to_bytes()]
+}
+
 /// The plan's bundles for the shipped example subnet, signed by `key`.
 fn plan_bundles(key: &SigningKey) -> Vec<Bundle> {
     let subnet = provisioning::subnet::Subnet::load(
@@ -155,7 +160,7 @@ fn flipped(archive: &[u8], offset: usize) -> Vec<u8> {
 fn an_honest_bundle_gives_exactly_the_plans_files() {
     let bundle = node01();
     let node = Node::new();
-    let status = node.apply(&bundle.archive().unwrap(), &[]).unwrap();
+    let status = node.apply(&bundle.archive().unwrap(), &pinned()).unwrap();
     assert_eq!(status.state, ApplyState::Applied);
     assert_eq!(status.node.as_deref(), Some("node-01"));
     assert_eq!(status.subnet.as_deref(), Some("sovereign-eu-1"));
@@ -209,7 +214,7 @@ fn the_replica_configuration_travels_when_the_plan_has_one() {
     let node_cfg = node01().node().clone();
     let bundle = Bundle::sign(&node_cfg, Some(b"{ registry_client: {} }\n"), &key()).unwrap();
     let node = Node::new();
-    node.apply(&bundle.archive().unwrap(), &[]).unwrap();
+    node.apply(&bundle.archive().unwrap(), &pinned()).unwrap();
     assert_eq!(
         std::fs::read(node.out().join("ic.json5")).unwrap(),
         b"{ registry_client: {} }\n"
@@ -225,12 +230,12 @@ fn a_flipped_byte_anywhere_is_refused_naming_what_it_hit() {
     let node = Node::new();
     // In node.toml's data: its checksum no longer matches.
     let at = data_offset(&archive, "node.toml") + 20;
-    let (kind, member, msg) = node.refused(&flipped(&archive, at), &[]);
+    let (kind, member, msg) = node.refused(&flipped(&archive, at), &pinned());
     assert_eq!(kind, "checksum_mismatch", "{msg}");
     assert_eq!(member.as_deref(), Some("node.toml"));
     // In SHA256SUMS: the signature no longer verifies.
     let at = data_offset(&archive, "SHA256SUMS") + 3;
-    let (kind, member, msg) = node.refused(&flipped(&archive, at), &[]);
+    let (kind, member, msg) = node.refused(&flipped(&archive, at), &pinned());
     assert_eq!(kind, "bad_signature", "{msg}");
     assert_eq!(member.as_deref(), Some("SHA256SUMS.sig"));
     // In the signature itself (a hex digit changed to another).
@@ -239,19 +244,19 @@ fn a_flipped_byte_anywhere_is_refused_naming_what_it_hit() {
     let pos = at + sig_text.find("signature = \"").unwrap() + 13;
     let mut bad = archive.clone();
     bad[pos] = if bad[pos] == b'0' { b'1' } else { b'0' };
-    let (kind, _, msg) = node.refused(&bad, &[]);
+    let (kind, _, msg) = node.refused(&bad, &pinned());
     assert_eq!(kind, "bad_signature", "{msg}");
     // In a header: the tar header checksum fails.
-    let (kind, _, msg) = node.refused(&flipped(&archive, 3), &[]);
+    let (kind, _, msg) = node.refused(&flipped(&archive, 3), &pinned());
     assert_eq!(kind, "damaged_archive", "{msg}");
     // In the padding after a member, and after the archive: bytes no checksum covers.
     let sums_end = data_offset(&archive, "SHA256SUMS") + node01().sums().len();
-    let (kind, _, msg) = node.refused(&flipped(&archive, sums_end + 1), &[]);
+    let (kind, _, msg) = node.refused(&flipped(&archive, sums_end + 1), &pinned());
     assert_eq!(kind, "uncovered_data", "{msg}");
     let mut trailing = archive.clone();
     trailing.resize(archive.len() + 4096, 0);
     trailing[archive.len() + 100] = b'x';
-    let (kind, _, msg) = node.refused(&trailing, &[]);
+    let (kind, _, msg) = node.refused(&trailing, &pinned());
     assert_eq!(kind, "uncovered_data", "{msg}");
 }
 
@@ -318,7 +323,7 @@ fn every_member_that_is_not_a_regular_file_of_the_schema_is_refused_by_name() {
     ];
     for (name, kind, data, link, want_kind, want_member) in cases {
         let bad = appended(&archive, name, kind, data, link);
-        let (got_kind, member, msg) = node.refused(&bad, &[]);
+        let (got_kind, member, msg) = node.refused(&bad, &pinned());
         assert_eq!(got_kind, want_kind, "{want_member}: {msg}");
         assert_eq!(member.as_deref(), Some(want_member), "{msg}");
         assert!(msg.contains(want_member), "{msg}");
@@ -326,7 +331,7 @@ fn every_member_that_is_not_a_regular_file_of_the_schema_is_refused_by_name() {
     // A pax header or GNU long name would rename the next member: refused as such.
     for kind in [b'x', b'g', b'L'] {
         let bad = appended(&archive, b"ic.json5", kind, b"30 path=node.toml\n", b"");
-        let (got_kind, _, msg) = node.refused(&bad, &[]);
+        let (got_kind, _, msg) = node.refused(&bad, &pinned());
         assert_eq!(got_kind, "not_regular_file", "{msg}");
     }
 }
@@ -337,19 +342,19 @@ fn a_duplicate_or_oversize_member_is_refused() {
     let node = Node::new();
     let (kind, member, msg) = node.refused(
         &appended(&archive, b"node.toml", b'0', b"name = \"node-02\"\n", b""),
-        &[],
+        &pinned(),
     );
     assert_eq!(kind, "duplicate_member", "{msg}");
     assert_eq!(member.as_deref(), Some("node.toml"));
     // ic.json5 one byte over its limit.
     let big = vec![b' '; (sn_config::member_limit("ic.json5") + 1) as usize];
-    let (kind, member, msg) = node.refused(&appended(&archive, b"ic.json5", b'0', &big, b""), &[]);
+    let (kind, member, msg) = node.refused(&appended(&archive, b"ic.json5", b'0', &big, b""), &pinned());
     assert_eq!(kind, "oversize_member", "{msg}");
     assert_eq!(member.as_deref(), Some("ic.json5"));
     // A header that claims more data than the partition holds: refused before reading.
     let mut claim = without_end(&archive);
     claim.extend_from_slice(&header(b"ic.json5", b'0', 20 << 20, b""));
-    let (kind, _, msg) = node.refused(&claim, &[]);
+    let (kind, _, msg) = node.refused(&claim, &pinned());
     assert_eq!(kind, "oversize_member", "{msg}");
 }
 
@@ -370,13 +375,13 @@ fn a_member_missing_from_the_archive_or_unlisted_is_refused() {
         builder.append(&h, bytes.as_slice()).unwrap();
     }
     let node = Node::new();
-    let (kind, member, msg) = node.refused(&builder.into_inner().unwrap(), &[]);
+    let (kind, member, msg) = node.refused(&builder.into_inner().unwrap(), &pinned());
     assert_eq!(kind, "missing_member", "{msg}");
     assert_eq!(member.as_deref(), Some("node.toml"));
     // An ic.json5 the signer never listed.
     let (kind, _, msg) = node.refused(
         &appended(&bundle.archive().unwrap(), b"ic.json5", b'0', b"{}", b""),
-        &[],
+        &pinned(),
     );
     assert_eq!(kind, "bad_checksum_list", "{msg}");
     assert!(msg.contains("ic.json5"), "{msg}");
@@ -420,7 +425,7 @@ fn a_bundle_signed_by_another_key_is_refused_where_the_signer_is_pinned() {
 #[test]
 fn an_empty_or_absent_partition_is_the_documented_default() {
     let node = Node::new();
-    let status = node.apply(&[], &[]).unwrap();
+    let status = node.apply(&[], &pinned()).unwrap();
     assert_eq!(status.state, ApplyState::Default);
     assert!(status.reason.as_deref().unwrap().contains("all zeros"));
     assert_eq!(
@@ -428,7 +433,7 @@ fn an_empty_or_absent_partition_is_the_documented_default() {
         ["status.json"]
     );
     let absent = node.tmp.path().join("no-such-partition");
-    let a = apply(&absent, &node.out(), &[]).unwrap();
+    let a = apply(&absent, &node.out(), &pinned()).unwrap();
     assert_eq!(a.status.state, ApplyState::Default);
     assert!(a.status.reason.unwrap().contains("does not exist"));
 }
@@ -438,17 +443,17 @@ fn a_second_apply_replaces_the_first_atomically_and_leaves_nothing_behind() {
     let bundles = plan_bundles(&key());
     let node = Node::new();
     let with_replica = Bundle::sign(bundles[0].node(), Some(b"{}\n"), &key()).unwrap();
-    node.apply(&with_replica.archive().unwrap(), &[]).unwrap();
+    node.apply(&with_replica.archive().unwrap(), &pinned()).unwrap();
     assert!(node.out().join("ic.json5").exists());
     // node-02's bundle: exactly its files, nothing left of node-01's (no ic.json5).
-    let status = node.apply(&bundles[1].archive().unwrap(), &[]).unwrap();
+    let status = node.apply(&bundles[1].archive().unwrap(), &pinned()).unwrap();
     assert_eq!(status.node.as_deref(), Some("node-02"));
     let mut got = tree(&node.out());
     got.remove("status.json");
     assert_eq!(got, node_files(&bundles[1]).unwrap());
     // A refused partition replaces it with the failure record alone: nothing of node-02
     // stays to be mistaken for the current configuration.
-    node.refused(&flipped(&bundles[1].archive().unwrap(), 3), &[]);
+    node.refused(&flipped(&bundles[1].archive().unwrap(), 3), &pinned());
     // No temporary directories are left next to DIR.
     let siblings: Vec<_> = std::fs::read_dir(node.out().parent().unwrap())
         .unwrap()
@@ -461,7 +466,7 @@ fn a_second_apply_replaces_the_first_atomically_and_leaves_nothing_behind() {
 fn a_refusal_or_a_bad_directory_never_half_applies() {
     let node = Node::new();
     let bundle = node01();
-    node.apply(&bundle.archive().unwrap(), &[]).unwrap();
+    node.apply(&bundle.archive().unwrap(), &pinned()).unwrap();
     let before = tree(&node.out());
     // DIR's parent is a file: nothing can be written, the error says so; the previous
     // result (elsewhere) is untouched.
@@ -469,7 +474,7 @@ fn a_refusal_or_a_bad_directory_never_half_applies() {
     std::fs::write(&blocked, "").unwrap();
     let part = node.tmp.path().join("p");
     std::fs::write(&part, bundle.archive().unwrap()).unwrap();
-    let err = apply(&part, &blocked.join("sovereign-config"), &[]).unwrap_err();
+    let err = apply(&part, &blocked.join("sovereign-config"), &pinned()).unwrap_err();
     assert!(matches!(err, ApplyError::Write(_)), "{err}");
     assert_eq!(tree(&node.out()), before);
 }

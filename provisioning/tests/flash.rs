@@ -512,6 +512,68 @@ fn target_takes_only_block_devices_and_to_file_only_regular_files() {
 }
 
 #[test]
+fn to_file_never_writes_through_a_symbolic_link() {
+    let fx = Fixture::new();
+    // A link to a regular file the operator keeps: refused, the file untouched.
+    let victim = fx.dir.path().join("precious.txt");
+    std::fs::write(&victim, b"keep me").unwrap();
+    let link = fx.dir.path().join("link-to-precious");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let err = fx
+        .flash_to(&Destination::File { path: link.clone() })
+        .unwrap_err();
+    assert_eq!(err.exit_code(), 3, "{err}");
+    assert!(
+        matches!(err, FlashError::Target(TargetError::Refused { .. })),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    // A dangling link: refused too, and nothing is created where it points.
+    let nowhere = fx.dir.path().join("not-there.img");
+    let dangling = fx.dir.path().join("dangling");
+    std::os::unix::fs::symlink(&nowhere, &dangling).unwrap();
+    let err = fx
+        .flash_to(&Destination::File { path: dangling })
+        .unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert!(!nowhere.exists());
+    // The binary says the same.
+    let out = Command::new(BIN)
+        .args(["flash", "--image"])
+        .arg(fx.image())
+        .arg("--node")
+        .arg(fx.dir.path().join("node-01"))
+        .arg("--to-file")
+        .arg(&link)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("symbolic link"), "{stderr}");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+}
+
+#[test]
+fn to_file_on_a_directory_is_a_refusal_not_an_io_error() {
+    let fx = Fixture::new();
+    let dir = fx.dir.path().join("a-directory");
+    std::fs::create_dir(&dir).unwrap();
+    let err = fx
+        .flash_to(&Destination::File { path: dir.clone() })
+        .unwrap_err();
+    assert!(
+        matches!(err, FlashError::Target(TargetError::Refused { .. })),
+        "{err:?}"
+    );
+    assert_eq!(err.exit_code(), 3, "{err}");
+    assert!(err.to_string().contains("is a directory"), "{err}");
+    assert!(dir.is_dir());
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+}
+
+#[test]
 fn device_facts_are_checked_against_the_pins_and_the_image() {
     let facts = DeviceFacts {
         name: "sdb".into(),

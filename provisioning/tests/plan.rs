@@ -443,7 +443,7 @@ fn the_shipped_example_plans_13_nodes_and_writes_bundles_the_agent_accepts() {
         let part = out.path().join(format!("{}.part", b.node().name));
         std::fs::write(&part, b.archive().unwrap()).unwrap();
         let applied = out.path().join(format!("{}.applied", b.node().name));
-        sn_config::apply::apply(&part, &applied, &[]).unwrap();
+        sn_config::apply::apply(&part, &applied, &[key.verifying_key().to_bytes()]).unwrap();
         let seen = node_agent::node_config::NodeConfiguration::load(&applied);
         assert!(seen.ok(), "{:?}", seen.view);
         assert_eq!(seen.view.node.as_deref(), Some(b.node().name.as_str()));

@@ -213,11 +213,20 @@ pub struct Applied {
 /// Reads `from`, verifies, maps and writes DIR atomically. On a refused partition DIR holds
 /// only the failure record and the error is returned too (the caller exits non-zero);
 /// an I/O error writing DIR is returned without a record (nothing was replaced).
+///
+/// `pinned` are the signers the measured kernel command line names ([`pinned_signers`]).
+/// Nothing pinned applies nothing, whatever the partition holds: the record is a refusal
+/// ([`ConfigError::NoPinnedSigner`]), so an image built without a signer cannot run a
+/// bundle, nor pass for a node with its image's default configuration.
 pub fn apply(from: &Path, to: &Path, pinned: &[[u8; 32]]) -> Result<Applied, ApplyError> {
-    let outcome = read_source(from).and_then(|bytes| match bytes {
-        None => Ok(None),
-        Some(b) => read_partition(&b, pinned).map(Some),
-    });
+    let outcome = if pinned.is_empty() {
+        Err(ConfigError::NoPinnedSigner)
+    } else {
+        read_source(from).and_then(|bytes| match bytes {
+            None => Ok(None),
+            Some(b) => read_partition(&b, pinned).map(Some),
+        })
+    };
     let mut status;
     let mut files = BTreeMap::new();
     let mut bundle = None;
@@ -372,12 +381,23 @@ pub fn replace_dir(dir: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<(), 
     Ok(())
 }
 
-/// Pinned signers from a kernel command line: every `sn.config_signer=HEX[,HEX...]`.
-/// A malformed key is an error (a pin that cannot match must not read as "no pin").
+/// Pinned signers from a kernel command line: `sn.config_signer=HEX[,HEX...]`.
+///
+/// A malformed key is an error (a pin that cannot match must not read as "no pin"). The
+/// image's command line (image/build) carries the parameter once; a second one is accepted
+/// only on a test boot's command line (`sn.evidence=test`), which may add a test key, and
+/// then every key named is pinned. No parameter at all is an empty list, which
+/// [`apply`] refuses.
 pub fn pinned_signers(cmdline: &str) -> Result<Vec<[u8; 32]>, ConfigError> {
     let mut out = Vec::new();
+    let mut seen = 0usize;
+    let mut test_boot = false;
     for word in cmdline.split_ascii_whitespace() {
+        if word == "sn.evidence=test" {
+            test_boot = true;
+        }
         if let Some(list) = word.strip_prefix("sn.config_signer=") {
+            seen += 1;
             for hex_key in list.split(',') {
                 out.push(crate::sign::parse_public_key(hex_key).ok_or_else(|| {
                     ConfigError::SignatureFile(format!(
@@ -386,6 +406,12 @@ pub fn pinned_signers(cmdline: &str) -> Result<Vec<[u8; 32]>, ConfigError> {
                 })?);
             }
         }
+    }
+    if seen > 1 && !test_boot {
+        return Err(ConfigError::SignatureFile(format!(
+            "kernel command line: sn.config_signer= appears {seen} times; only a test boot \
+             (sn.evidence=test) may add a signer to the image's"
+        )));
     }
     Ok(out)
 }

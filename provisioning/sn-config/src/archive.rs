@@ -5,12 +5,15 @@
 //! a bundle always gives the same bytes. Reader: the exact inverse, strict: only type-`0`
 //! members whose name is one of the schema's, each at most once and within its size limit;
 //! the padding of each member's last block and everything after the end-of-archive marker
-//! must be zeros (bytes no checksum covers are refused, not ignored).
+//! must be zeros (bytes no checksum covers are refused, not ignored). Every header must be
+//! byte for byte the one the writer makes for that member's name and size, and the members
+//! must come in the writer's order, so one bundle has exactly one archive: a partition's bytes
+//! are malleable nowhere the checksums do not reach.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
 
-use crate::bundle::Bundle;
+use crate::bundle::{Bundle, Signers};
 use crate::{ConfigError, PARTITION_BYTES, allowed_list, allowed_members, member_limit};
 
 /// The archive of `files` (name -> bytes). [`Bundle::archive`] is the way to call it.
@@ -27,15 +30,7 @@ fn write_archive(files: &BTreeMap<String, Vec<u8>>) -> Result<Vec<u8>, ConfigErr
         let Some(bytes) = files.get(name) else {
             continue;
         };
-        let mut header = tar::Header::new_ustar();
-        header.set_path(name).map_err(|e| archive_err(name, e))?;
-        header.set_size(bytes.len() as u64);
-        header.set_mode(0o644);
-        header.set_uid(0);
-        header.set_gid(0);
-        header.set_mtime(0);
-        header.set_entry_type(tar::EntryType::Regular);
-        header.set_cksum();
+        let header = member_header(name, bytes.len() as u64).map_err(|e| archive_err(name, e))?;
         builder
             .append(&header, bytes.as_slice())
             .map_err(|e| archive_err(name, e))?;
@@ -50,6 +45,77 @@ fn write_archive(files: &BTreeMap<String, Vec<u8>>) -> Result<Vec<u8>, ConfigErr
         )));
     }
     Ok(archive)
+}
+
+/// The one header the writer makes for a member: ustar, type `0`, mode 0644, uid/gid 0,
+/// mtime 0, empty owner names, the name in the name field, the size in octal.
+fn member_header(name: &str, size: u64) -> std::io::Result<tar::Header> {
+    let mut header = tar::Header::new_ustar();
+    header.set_path(name)?;
+    header.set_size(size);
+    header.set_mode(0o644);
+    header.set_uid(0);
+    header.set_gid(0);
+    header.set_mtime(0);
+    header.set_entry_type(tar::EntryType::Regular);
+    header.set_cksum();
+    Ok(header)
+}
+
+/// The ustar header's fields, by byte range, to name the first one that differs.
+const HEADER_FIELDS: [(&str, usize, usize); 17] = [
+    ("name", 0, 100),
+    ("mode", 100, 108),
+    ("uid", 108, 116),
+    ("gid", 116, 124),
+    ("size", 124, 136),
+    ("mtime", 136, 148),
+    ("checksum", 148, 156),
+    ("type", 156, 157),
+    ("link name", 157, 257),
+    ("magic", 257, 263),
+    ("version", 263, 265),
+    ("owner name (uname)", 265, 297),
+    ("group name (gname)", 297, 329),
+    ("device major", 329, 337),
+    ("device minor", 337, 345),
+    ("name prefix", 345, 500),
+    ("header padding", 500, 512),
+];
+
+/// Refuses a header that is not byte for byte [`member_header`] of its name and size.
+fn check_canonical(name: &str, size: u64, actual: &[u8; 512]) -> Result<(), ConfigError> {
+    let expected = member_header(name, size).map_err(|e| ConfigError::UnsafeName {
+        member: name.to_string(),
+        reason: e.to_string(),
+    })?;
+    let expected = expected.as_bytes();
+    let Some(at) = (0..512).find(|&i| actual[i] != expected[i]) else {
+        return Ok(());
+    };
+    let (field, lo, hi) = HEADER_FIELDS
+        .iter()
+        .copied()
+        .find(|&(_, lo, hi)| (lo..hi).contains(&at))
+        .unwrap_or(("header", 0, 512));
+    Err(ConfigError::NonCanonicalHeader {
+        member: name.to_string(),
+        field: field.to_string(),
+        detail: format!(
+            "header byte {at}: {} where the writer writes {}",
+            hex::encode(&actual[lo..hi]),
+            hex::encode(&expected[lo..hi])
+        ),
+    })
+}
+
+/// The writer's order: SHA256SUMS, SHA256SUMS.sig, then the content members by name.
+fn writer_rank(name: &str) -> (u8, &str) {
+    match name {
+        crate::SUMS => (0, ""),
+        crate::SIGNATURE => (1, ""),
+        other => (2, other),
+    }
 }
 
 impl Bundle {
@@ -124,10 +190,22 @@ fn all_zero(bytes: &[u8]) -> Option<usize> {
 }
 
 /// Reads the bytes of a configuration partition: all zeros is [`Partition::Empty`];
-/// otherwise a strict archive whose members form a verified [`Bundle`] (signature by one of
-/// `pinned` when it is not empty). Nothing is parsed beyond the tar headers before the
-/// signature and checksums are verified. At most [`PARTITION_BYTES`] are considered.
+/// otherwise a strict archive whose members form a verified [`Bundle`] signed by one of
+/// `pinned` (nothing pinned accepts no bundle: [`ConfigError::NoPinnedSigner`]). Nothing is
+/// parsed beyond the tar headers before the signature and checksums are verified. At most
+/// [`PARTITION_BYTES`] are considered.
 pub fn read_partition(region: &[u8], pinned: &[[u8; 32]]) -> Result<Partition, ConfigError> {
+    read_partition_with(region, Signers::Pinned(pinned))
+}
+
+/// [`read_partition`] with the signature checked against whichever key signed, returned as
+/// the bundle's signer: for `provision verify`, which reads a disk back on the host and
+/// reports the signer. The node never uses it.
+pub fn read_partition_any_signer(region: &[u8]) -> Result<Partition, ConfigError> {
+    read_partition_with(region, Signers::Any)
+}
+
+fn read_partition_with(region: &[u8], signers: Signers<'_>) -> Result<Partition, ConfigError> {
     let region = region
         .get(..usize::try_from(PARTITION_BYTES).unwrap_or(usize::MAX))
         .unwrap_or(region);
@@ -170,6 +248,20 @@ pub fn read_partition(region: &[u8], pinned: &[[u8; 32]]) -> Result<Partition, C
         if files.contains_key(&name) {
             return Err(ConfigError::DuplicateMember { member: name });
         }
+        if let Some(last) = files.keys().map(|n| writer_rank(n)).max()
+            && writer_rank(&name) < last
+        {
+            return Err(ConfigError::NonCanonicalHeader {
+                field: "member order".into(),
+                detail: format!(
+                    "the writer writes {}, {}, then the content members by name",
+                    crate::SUMS,
+                    crate::SIGNATURE
+                ),
+                member: name,
+            });
+        }
+        check_canonical(&name, size, header.as_bytes())?;
         let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
         entry
             .read_to_end(&mut bytes)
@@ -211,7 +303,7 @@ pub fn read_partition(region: &[u8], pinned: &[[u8; 32]]) -> Result<Partition, C
             place: "after the archive's last member".into(),
         });
     }
-    let bundle = Bundle::verify(files, pinned)?;
+    let bundle = Bundle::verify_with(files, signers)?;
     Ok(Partition::Bundle {
         bundle: Box::new(bundle),
         archive_len: end + 1024,

@@ -13,6 +13,15 @@ use crate::{
     ConfigError, NODE_CONFIG, REPLICA_CONFIG, SIGNATURE, SUMS, allowed_members, member_limit,
 };
 
+/// Whose signature [`Bundle::verify_with`] accepts.
+#[derive(Clone, Copy)]
+pub(crate) enum Signers<'a> {
+    /// One of these keys; none pinned accepts nothing.
+    Pinned(&'a [[u8; 32]]),
+    /// Whichever key signed (host-side tools, which compare the signer themselves).
+    Any,
+}
+
 /// A verified bundle: every member's checksum matched SHA256SUMS and the signature over
 /// SHA256SUMS verified. Only [`Bundle::sign`] and [`Bundle::verify`] make one.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,11 +109,26 @@ impl Bundle {
     }
 
     /// Verifies a bundle given as all its files (name -> bytes): exactly the schema's
-    /// members, the signature over SHA256SUMS (by one of `pinned`, when not empty), then
-    /// every checksum, and only then parses node.toml.
+    /// members, the signature over SHA256SUMS by one of `pinned` (nothing pinned is
+    /// [`ConfigError::NoPinnedSigner`]), then every checksum, and only then parses
+    /// node.toml.
     pub fn verify(
-        mut files: BTreeMap<String, Vec<u8>>,
+        files: BTreeMap<String, Vec<u8>>,
         pinned: &[[u8; 32]],
+    ) -> Result<Bundle, ConfigError> {
+        Bundle::verify_with(files, Signers::Pinned(pinned))
+    }
+
+    /// [`Bundle::verify`] with the signature checked against whichever key SHA256SUMS.sig
+    /// names, returned as [`Bundle::signer`] for the caller to compare. Host-side tools only
+    /// (reading their own plan's output); the node never uses it.
+    pub fn verify_any_signer(files: BTreeMap<String, Vec<u8>>) -> Result<Bundle, ConfigError> {
+        Bundle::verify_with(files, Signers::Any)
+    }
+
+    pub(crate) fn verify_with(
+        mut files: BTreeMap<String, Vec<u8>>,
+        signers: Signers<'_>,
     ) -> Result<Bundle, ConfigError> {
         for (name, bytes) in &files {
             if !allowed_members().any(|m| m == name) {
@@ -124,7 +148,10 @@ impl Bundle {
         };
         let sums = take(&mut files, SUMS)?;
         let signature = SignatureFile::parse(&take(&mut files, SIGNATURE)?)?;
-        let signer = signature.verify(&sums, pinned)?;
+        let signer = match signers {
+            Signers::Pinned(pinned) => signature.verify(&sums, pinned)?,
+            Signers::Any => signature.verify_any_signer(&sums)?,
+        };
         let listed = parse_sums(&sums)?;
         for (name, bytes) in &files {
             let Some(recorded) = listed.get(name) else {
@@ -161,7 +188,10 @@ impl Bundle {
     }
 
     /// Reads and verifies a bundle directory (as [`Bundle::write_dir`] writes it). Anything
-    /// but the schema's regular files in it is refused.
+    /// but the schema's regular files in it is refused. A bundle directory is read by the
+    /// host-side tools only (`provision flash`, `provision enroll --bundle`): `pinned` empty
+    /// verifies the signature by whichever key signed and leaves comparing
+    /// [`Bundle::signer`] to the caller; otherwise the signer must be one of `pinned`.
     pub fn load_dir(dir: &Path, pinned: &[[u8; 32]]) -> Result<Bundle, ConfigError> {
         let io = |path: &Path| {
             let path = path.to_owned();
@@ -188,7 +218,11 @@ impl Bundle {
             check_size(&name, meta.len())?;
             files.insert(name, std::fs::read(&path).map_err(io(&path))?);
         }
-        Bundle::verify(files, pinned)
+        if pinned.is_empty() {
+            Bundle::verify_any_signer(files)
+        } else {
+            Bundle::verify(files, pinned)
+        }
     }
 
     /// Writes the bundle's files into `dir` (created if missing; existing bundle files are

@@ -52,6 +52,21 @@ pub enum ConfigError {
     BadSignature { signer: String },
     #[error("signed by {signer}, which is not a pinned configuration signer ({pinned})")]
     WrongSigner { signer: String, pinned: String },
+    /// The node's measured kernel command line pins no configuration signer
+    /// (`sn.config_signer=`): no bundle is applied, whoever signed it.
+    #[error(
+        "no configuration signer is pinned (no sn.config_signer= on the measured kernel command line): no bundle is applied"
+    )]
+    NoPinnedSigner,
+    /// A tar header with bytes the writer never sets (mode, owner, times, names, padding,
+    /// number encodings), or members out of the writer's order: the same bundle must have
+    /// exactly one archive.
+    #[error("member {member:?}: {field} differs from the archive the writer makes ({detail})")]
+    NonCanonicalHeader {
+        member: String,
+        field: String,
+        detail: String,
+    },
     /// A member's content is not valid for the schema (names the field).
     #[error("member {member:?}: {reason}")]
     Invalid { member: String, reason: String },
@@ -77,6 +92,8 @@ impl ConfigError {
             ConfigError::SignatureFile(_) => "bad_signature_file",
             ConfigError::BadSignature { .. } => "bad_signature",
             ConfigError::WrongSigner { .. } => "wrong_signer",
+            ConfigError::NoPinnedSigner => "no_pinned_signer",
+            ConfigError::NonCanonicalHeader { .. } => "noncanonical_header",
             ConfigError::Invalid { .. } => "invalid_member",
             ConfigError::Key { .. } => "signing_key",
         }
@@ -92,6 +109,7 @@ impl ConfigError {
             | ConfigError::OversizeMember { member, .. }
             | ConfigError::MissingMember { member }
             | ConfigError::ChecksumMismatch { member, .. }
+            | ConfigError::NonCanonicalHeader { member, .. }
             | ConfigError::Invalid { member, .. } => Some(member),
             ConfigError::Sums(_) => Some(crate::SUMS),
             ConfigError::SignatureFile(_)

@@ -77,9 +77,31 @@ impl SignatureFile {
     }
 
     /// Verifies the signature over `sums` (strict Ed25519: no small-order keys, canonical
-    /// signatures) and, when `pinned` is not empty, that the signer is one of them.
-    /// Returns the signer's public key.
+    /// signatures) and that the signer is one of `pinned`. Nothing pinned accepts no
+    /// signature at all ([`ConfigError::NoPinnedSigner`]): the node applies a bundle only
+    /// under a signer its measured kernel command line names. Returns the signer's key.
     pub fn verify(&self, sums: &[u8], pinned: &[[u8; 32]]) -> Result<[u8; 32], ConfigError> {
+        if pinned.is_empty() {
+            return Err(ConfigError::NoPinnedSigner);
+        }
+        let signer = self.verify_any_signer(sums)?;
+        if !pinned.contains(&signer) {
+            return Err(ConfigError::WrongSigner {
+                signer: hex::encode(signer),
+                pinned: pinned
+                    .iter()
+                    .map(hex::encode)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        Ok(signer)
+    }
+
+    /// Verifies the signature over `sums` by whichever key the file names and returns that
+    /// key. For host-side tools reading their own plan's output, which compare the signer
+    /// with what they expect themselves; the node never uses it.
+    pub fn verify_any_signer(&self, sums: &[u8]) -> Result<[u8; 32], ConfigError> {
         let signer = parse_public_key(&self.signer).ok_or_else(|| {
             sig_err(format!(
                 "signer {:?} is not an Ed25519 public key (64 hex digits)",
@@ -96,16 +118,6 @@ impl SignatureFile {
             .map_err(|_| ConfigError::BadSignature {
                 signer: hex::encode(signer),
             })?;
-        if !pinned.is_empty() && !pinned.contains(&signer) {
-            return Err(ConfigError::WrongSigner {
-                signer: hex::encode(signer),
-                pinned: pinned
-                    .iter()
-                    .map(hex::encode)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            });
-        }
         Ok(signer)
     }
 }
