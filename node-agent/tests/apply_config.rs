@@ -153,7 +153,11 @@ fn apply_config_exit_status_and_records() {
     // The bundle re-signed by a foreign key, under the image's command line: refused.
     let foreign = ed25519_dalek::SigningKey::from_bytes(&[9; 32]);
     let resigned = sn_config::Bundle::sign(bundle.node(), None, &foreign).unwrap();
-    assert_eq!(resigned.digest(), bundle.digest(), "same content, other signer");
+    assert_eq!(
+        resigned.digest(),
+        bundle.digest(),
+        "same content, other signer"
+    );
     let out = s.apply(
         &s.partition(&resigned.archive().unwrap()),
         &production_cmdline(),
@@ -167,7 +171,10 @@ fn apply_config_exit_status_and_records() {
         let out = s.apply(&s.partition(&partition), "console=ttyS0 quiet");
         assert_eq!(out.status.code(), Some(1));
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains("no configuration signer is pinned"), "{stderr}");
+        assert!(
+            stderr.contains("no configuration signer is pinned"),
+            "{stderr}"
+        );
         assert_eq!(s.status()["state"], "failed");
         assert_eq!(s.status()["error_kind"], "no_pinned_signer");
         assert!(!s.path("run/sovereign-config/node.toml").exists());
@@ -183,10 +190,7 @@ fn apply_config_exit_status_and_records() {
     let out = s.apply(&s.partition(&archive), &added);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(s.status()["error_kind"], "bad_signature_file");
-    let out = s.apply(
-        &s.partition(&archive),
-        &format!("{added} sn.evidence=test"),
-    );
+    let out = s.apply(&s.partition(&archive), &format!("{added} sn.evidence=test"));
     assert!(out.status.success());
     assert_eq!(s.status()["state"], "applied");
 

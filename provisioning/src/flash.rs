@@ -285,7 +285,14 @@ pub fn verify_target(
             reason: "neither a block device nor a regular file".into(),
         }));
     }
-    read_back(target_path, &file, manifest, expected_config, None, progress)
+    read_back(
+        target_path,
+        &file,
+        manifest,
+        expected_config,
+        None,
+        progress,
+    )
 }
 
 /// Reads [0, image size) back through the target's descriptor: the image part's SHA-256 with

@@ -348,7 +348,8 @@ fn a_duplicate_or_oversize_member_is_refused() {
     assert_eq!(member.as_deref(), Some("node.toml"));
     // ic.json5 one byte over its limit.
     let big = vec![b' '; (sn_config::member_limit("ic.json5") + 1) as usize];
-    let (kind, member, msg) = node.refused(&appended(&archive, b"ic.json5", b'0', &big, b""), &pinned());
+    let (kind, member, msg) =
+        node.refused(&appended(&archive, b"ic.json5", b'0', &big, b""), &pinned());
     assert_eq!(kind, "oversize_member", "{msg}");
     assert_eq!(member.as_deref(), Some("ic.json5"));
     // A header that claims more data than the partition holds: refused before reading.
@@ -443,10 +444,13 @@ fn a_second_apply_replaces_the_first_atomically_and_leaves_nothing_behind() {
     let bundles = plan_bundles(&key());
     let node = Node::new();
     let with_replica = Bundle::sign(bundles[0].node(), Some(b"{}\n"), &key()).unwrap();
-    node.apply(&with_replica.archive().unwrap(), &pinned()).unwrap();
+    node.apply(&with_replica.archive().unwrap(), &pinned())
+        .unwrap();
     assert!(node.out().join("ic.json5").exists());
     // node-02's bundle: exactly its files, nothing left of node-01's (no ic.json5).
-    let status = node.apply(&bundles[1].archive().unwrap(), &pinned()).unwrap();
+    let status = node
+        .apply(&bundles[1].archive().unwrap(), &pinned())
+        .unwrap();
     assert_eq!(status.node.as_deref(), Some("node-02"));
     let mut got = tree(&node.out());
     got.remove("status.json");

@@ -202,27 +202,71 @@ fn every_header_byte_the_writer_does_not_set_is_refused() {
     type Edit = Box<dyn Fn(&mut [u8; 512])>;
     let cases: Vec<(&str, &str, Edit)> = vec![
         ("mode 0755", "mode", Box::new(|b| put(b, 100, b"0000755\0"))),
-        ("mode with S_IFREG", "mode", Box::new(|b| put(b, 100, b"0100644\0"))),
-        ("mode, space-terminated", "mode", Box::new(|b| put(b, 100, b"000644 \0"))),
+        (
+            "mode with S_IFREG",
+            "mode",
+            Box::new(|b| put(b, 100, b"0100644\0")),
+        ),
+        (
+            "mode, space-terminated",
+            "mode",
+            Box::new(|b| put(b, 100, b"000644 \0")),
+        ),
         ("uid 1000", "uid", Box::new(|b| put(b, 108, b"0001750\0"))),
         ("gid 1000", "gid", Box::new(|b| put(b, 116, b"0001750\0"))),
-        ("mtime 1", "mtime", Box::new(|b| put(b, 136, b"00000000001\0"))),
-        ("uname root", "owner name (uname)", Box::new(|b| put(b, 265, b"root"))),
-        ("gname root", "group name (gname)", Box::new(|b| put(b, 297, b"root"))),
-        ("devmajor 1", "device major", Box::new(|b| put(b, 329, b"0000001\0"))),
-        ("devminor 1", "device minor", Box::new(|b| put(b, 337, b"0000001\0"))),
-        ("a link name on a file", "link name", Box::new(|b| put(b, 157, b"x"))),
+        (
+            "mtime 1",
+            "mtime",
+            Box::new(|b| put(b, 136, b"00000000001\0")),
+        ),
+        (
+            "uname root",
+            "owner name (uname)",
+            Box::new(|b| put(b, 265, b"root")),
+        ),
+        (
+            "gname root",
+            "group name (gname)",
+            Box::new(|b| put(b, 297, b"root")),
+        ),
+        (
+            "devmajor 1",
+            "device major",
+            Box::new(|b| put(b, 329, b"0000001\0")),
+        ),
+        (
+            "devminor 1",
+            "device minor",
+            Box::new(|b| put(b, 337, b"0000001\0")),
+        ),
+        (
+            "a link name on a file",
+            "link name",
+            Box::new(|b| put(b, 157, b"x")),
+        ),
         ("header padding", "header padding", Box::new(|b| b[511] = 1)),
-        ("a byte after the name's NUL", "name", Box::new(|b| b[99] = b'x')),
+        (
+            "a byte after the name's NUL",
+            "name",
+            Box::new(|b| b[99] = b'x'),
+        ),
         // " 0000000123\0": the same size, octal with a leading space.
-        ("size with a leading space", "size", Box::new(|b| b[124] = b' ')),
+        (
+            "size with a leading space",
+            "size",
+            Box::new(|b| b[124] = b' '),
+        ),
     ];
     for index in 0..3 {
         for (what, field, edit) in &cases {
             let bad = tweaked(&archive, index, edit);
             assert_ne!(bad, archive, "{what}: no change");
             let err = read_partition(&bad, &pinned).unwrap_err();
-            assert_eq!(err.kind(), "noncanonical_header", "{what} (member {index}): {err}");
+            assert_eq!(
+                err.kind(),
+                "noncanonical_header",
+                "{what} (member {index}): {err}"
+            );
             assert!(
                 err.to_string().contains(&format!("{field} differs")),
                 "{what} (member {index}): {err}"
