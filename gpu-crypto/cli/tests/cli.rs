@@ -606,18 +606,24 @@ fn nidkg_deal_then_verify_with_the_documented_exit_codes() {
     );
 
     let out = run(&["--backend", "gpu", "nidkg", "verify", file_arg]);
+    assert_verified_on_the_gpu_or_no_verdict(&out);
+}
+
+/// Under `--backend gpu`: accepted with the decoding on the GPU, or, without a usable GPU,
+/// no verdict (exit 3) saying why.
+fn assert_verified_on_the_gpu_or_no_verdict(out: &Output) {
     match out.status.code() {
         Some(0) => assert!(
-            stderr(&out).contains("decompress: policy gpu (gpu from 256), ran gpu 1 call(s)"),
+            stderr(out).contains("decompress: policy gpu (gpu from 256), ran gpu 1 call(s)"),
             "{}",
-            stderr(&out)
+            stderr(out)
         ),
         Some(3) => assert!(
-            stdout(&out).starts_with("no verdict: ") && stdout(&out).contains("GPU"),
+            stdout(out).starts_with("no verdict: ") && stdout(out).contains("GPU"),
             "{}",
-            stdout(&out)
+            stdout(out)
         ),
-        other => panic!("exit {other:?}: {}{}", stdout(&out), stderr(&out)),
+        other => panic!("exit {other:?}: {}{}", stdout(out), stderr(out)),
     }
 }
 
@@ -718,15 +724,7 @@ fn nidkg_verify_ic_on_the_ics_published_dealing() {
         stdout(&out)
     );
     let out = verify_ic("gpu", "5", "0", &keys[0]);
-    match out.status.code() {
-        Some(0) => assert!(
-            stderr(&out).contains("decompress: policy gpu (gpu from 256), ran gpu 1 call(s)"),
-            "{}",
-            stderr(&out)
-        ),
-        Some(3) => assert!(stdout(&out).starts_with("no verdict: "), "{}", stdout(&out)),
-        other => panic!("exit {other:?}: {}{}", stdout(&out), stderr(&out)),
-    }
+    assert_verified_on_the_gpu_or_no_verdict(&out);
     let pop = |ad: &str| {
         run(&[
             "nidkg",
