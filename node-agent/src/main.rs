@@ -55,8 +55,12 @@ enum Command {
     /// exits 1; an all-zero or absent one records the image default and exits 0.
     /// The contract: provisioning/sn-config/README.md.
     ApplyConfig {
+        /// The configuration partition (its block device) or a file with its bytes; an
+        /// absent or all-zero one means the image's default configuration.
         #[arg(long, value_name = "PARTITION_OR_FILE")]
         from: PathBuf,
+        /// The directory to write (`run --node-config` reads it); replaced as a whole, in
+        /// one rename, so a reader never sees half of it.
         #[arg(long, value_name = "DIR")]
         to: PathBuf,
         /// The measured kernel command line; `sn.config_signer=HEX[,HEX]` there pins the
