@@ -175,6 +175,11 @@ def cmd_release(a):
         "source_date_epoch": int(env["SOURCE_DATE_EPOCH"]),
         "artifacts": artifacts,
         "disk_image": disk_image,
+        "config": {
+            "signers": [a.config_signer],
+            "pinned_by": "kernel command line sn.config_signer= (measured)",
+            "what": "Ed25519 keys whose signature a node accepts on its configuration bundle",
+        },
         "verity": {"root_hash": a.roothash, "salt": env["VERITY_SALT"], "uuid": env["VERITY_UUID"],
                    "hash": "sha256", "data_block_size": 4096, "hash_block_size": 4096},
         "inputs": {
@@ -217,6 +222,7 @@ def main():
             s.add_argument("--out", required=True)
             s.add_argument("--work", required=True)
             s.add_argument("--roothash", required=True)
+            s.add_argument("--config-signer", required=True)
             s.add_argument("--config-offset", type=int, required=True)
             s.add_argument("--config-size", type=int, required=True)
             s.add_argument("--data-offset", type=int, required=True)
