@@ -1,28 +1,24 @@
 //! `attest fleet`: fetch fresh evidence from every node agent concurrently and verify it.
 //!
-//! Each node gets its own random nonce, so a recorded answer cannot be replayed. Plain HTTP is
+//! Each request gets its own random nonce, so a recorded answer cannot be replayed; a node
+//! that answers 429 or 503 is asked again within the per-node deadline, each time with a new
+//! nonce ([`crate::retry`]). Plain HTTP is
 //! enough for integrity: the bundle is bound to the nonce and signed by AMD-rooted hardware, and
 //! it carries nothing secret. A node that does not answer is reported, never fatal.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use http_body_util::{BodyExt as _, Empty, Limited};
-use hyper::body::Bytes;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
-use rand::RngCore as _;
 use serde::Serialize;
 
 use crate::bundle::{Bundle, verify_bundle};
 use crate::nodes::{NodeEntry, NodeList};
 use crate::policy::Policy;
 use crate::report::Verdict;
+use crate::retry::{Evidence, EvidenceClient, RetryPolicy, evidence_client, fetch_evidence};
 use crate::snp::amd::ChainVerifier;
 
-/// Largest bundle accepted from a node (a bundle with several GPUs is ~30 KiB).
-pub const MAX_BUNDLE_BYTES: usize = 4 << 20;
+pub use crate::retry::MAX_BUNDLE_BYTES;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -49,7 +45,8 @@ pub struct NodeResult {
 #[derive(Debug, Clone, Copy)]
 pub struct FleetOptions {
     pub concurrency: usize,
-    /// Per node, request and body together.
+    /// Per node: the deadline of all its tries together, requests and bodies (a busy node
+    /// is asked again within it, see [`crate::retry`]).
     pub timeout: Duration,
     /// Verification time (Unix seconds).
     pub now: u64,
@@ -62,12 +59,7 @@ pub async fn run(
     chains: Arc<ChainVerifier>,
     opts: FleetOptions,
 ) -> Vec<NodeResult> {
-    let mut connector = HttpConnector::new();
-    connector.set_connect_timeout(Some(opts.timeout));
-    connector.set_nodelay(true);
-    let client: Client<HttpConnector, Empty<Bytes>> = Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(30))
-        .build(connector);
+    let client = evidence_client(opts.timeout);
     let semaphore = Arc::new(tokio::sync::Semaphore::new(opts.concurrency.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
     for (i, node) in nodes.node.iter().cloned().enumerate() {
@@ -104,48 +96,14 @@ pub async fn run(
         .collect()
 }
 
-async fn fetch(
-    client: &Client<HttpConnector, Empty<Bytes>>,
-    url: &str,
-    nonce: &[u8; 32],
-) -> Result<Bytes, String> {
-    let uri: hyper::Uri = format!(
-        "{}/v1/attestation?nonce={}",
-        url.trim_end_matches('/'),
-        hex::encode(nonce)
-    )
-    .parse()
-    .map_err(|e| format!("bad URL {url:?}: {e}"))?;
-    if uri.scheme_str() != Some("http") {
-        return Err(format!("unsupported URL scheme in {url:?} (http only)"));
-    }
-    let response = client
-        .get(uri)
-        .await
-        .map_err(|e| format!("request failed: {e}"))?;
-    let status = response.status();
-    let body = Limited::new(response.into_body(), MAX_BUNDLE_BYTES)
-        .collect()
-        .await
-        .map_err(|e| format!("reading body: {e}"))?
-        .to_bytes();
-    if !status.is_success() {
-        let text = String::from_utf8_lossy(body.get(..200).unwrap_or(&body));
-        return Err(format!("HTTP {status}: {text}"));
-    }
-    Ok(body)
-}
-
 async fn query_node(
-    client: &Client<HttpConnector, Empty<Bytes>>,
+    client: &EvidenceClient,
     node: NodeEntry,
     policy: Arc<Policy>,
     chains: Arc<ChainVerifier>,
     opts: FleetOptions,
 ) -> NodeResult {
     let start = Instant::now();
-    let mut nonce = [0u8; 32];
-    rand::rngs::OsRng.fill_bytes(&mut nonce);
     let result = |status, reason: String, verdict| NodeResult {
         name: node.name.clone(),
         url: node.url.clone(),
@@ -158,16 +116,10 @@ async fn query_node(
         Ok(e) => e,
         Err(e) => return result(NodeStatus::BadEvidence, e.to_string(), None),
     };
-    let body = match tokio::time::timeout(opts.timeout, fetch(client, &node.url, &nonce)).await {
-        Err(_) => {
-            return result(
-                NodeStatus::Unreachable,
-                format!("no answer within {:?}", opts.timeout),
-                None,
-            );
-        }
-        Ok(Err(e)) => return result(NodeStatus::Unreachable, e, None),
-        Ok(Ok(body)) => body,
+    let retry = RetryPolicy::within(opts.timeout);
+    let Evidence { nonce, body, .. } = match fetch_evidence(client, &node.url, &retry).await {
+        Ok(evidence) => evidence,
+        Err(e) => return result(NodeStatus::Unreachable, e.to_string(), None),
     };
     let bundle = match Bundle::from_json(&body) {
         Ok(b) => b,

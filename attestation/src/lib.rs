@@ -10,6 +10,7 @@
 //! * [`test_source`]: a test evidence source with a generated AMD-style key chain.
 //! * [`nodes`]: the registered nodes (NODES.toml) and what a verifier expects of each.
 //! * [`fleet`]: fetching and verifying evidence from many node agents.
+//! * [`retry`]: one evidence request, retried within a deadline with a fresh nonce per try.
 
 pub mod bundle;
 pub mod collect;
@@ -19,5 +20,6 @@ pub mod nodes;
 pub mod nvidia;
 pub mod policy;
 pub mod report;
+pub mod retry;
 pub mod snp;
 pub mod test_source;
