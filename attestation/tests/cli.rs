@@ -389,3 +389,50 @@ fn fleet_refuses_a_test_root_policy_and_incomplete_node_entries_unless_lab() {
     assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("LAB POLICY"), "{err}");
 }
+
+/// `attest --help` ends with the exit statuses.
+#[test]
+fn help_lists_the_exit_statuses() {
+    let (code, out, _) = attest(&["--help"]);
+    assert_eq!(code, 0, "{out}");
+    for status in ["0 admitted", "1 rejected", "2 unusable input"] {
+        assert!(out.contains(status), "{status:?} not in\n{out}");
+    }
+}
+
+/// Evidence that is not a bundle (a truncated download) is unusable input: exit 2, one
+/// line on standard error naming the file, nothing on standard output.
+#[test]
+fn verify_of_a_truncated_bundle_names_the_file_once_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |f: &str| dir.path().join(f).to_str().unwrap().to_owned();
+    let nonce = "cd".repeat(32);
+    let (code, bundle, err) = attest(&[
+        "test-evidence",
+        "--seed",
+        &d("seed"),
+        "--node-key",
+        &d("node.key"),
+        "--nonce",
+        &nonce,
+        "--ark-out",
+        &d("ark.pem"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(d("truncated.json"), &bundle[..bundle.len() / 2]).unwrap();
+    std::fs::write(d("policy.toml"), "[trust]\ntest_root_ark = \"ark.pem\"\n").unwrap();
+    let (code, out, err) = attest(&[
+        "verify",
+        "--evidence",
+        &d("truncated.json"),
+        "--policy",
+        &d("policy.toml"),
+        "--nonce",
+        &nonce,
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.is_empty(), "stdout: {out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(err.matches(&d("truncated.json")).count(), 1, "{err}");
+    assert!(err.starts_with("attest: unusable input: "), "{err}");
+}

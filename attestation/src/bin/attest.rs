@@ -18,11 +18,20 @@ use attestation::snp::amd::{ChainVerifier, SuppliedChain, parse_certs, parse_tim
 use attestation::snp::{self, SnpContext};
 use clap::{Parser, Subcommand};
 
+const AFTER_HELP: &str = "\
+Exit status: 0 admitted (fleet: every node; test-evidence: the bundle was written); \
+1 rejected (a check failed; fleet: some node not admitted, unreachable or with bad \
+evidence); 2 unusable input (an unreadable file, a malformed policy, node list, nonce, \
+time or evidence bundle, a policy that cannot admit nodes without --lab-policy). A report \
+or certificate that is present but wrong is a failed check (1). Errors go to standard \
+error, the verdict to standard output.";
+
 #[derive(Parser)]
 #[command(
     name = "attest",
     version,
-    about = "Verify sovereign-node attestation evidence (SEV-SNP + NVIDIA GPU CC)"
+    about = "Verify sovereign-node attestation evidence (SEV-SNP + NVIDIA GPU CC)",
+    after_help = AFTER_HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -237,7 +246,8 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             let nonce =
                 parse_nonce(&nonce).ok_or_else(|| anyhow!("--nonce must be 64 hex digits"))?;
             let policy = Policy::load(&policy)?;
-            let bundle = Bundle::from_json(&read(&evidence)?)?;
+            let bundle = Bundle::from_json(&read(&evidence)?)
+                .with_context(|| format!("evidence {}", evidence.display()))?;
             let entry = NodeEntry {
                 name: "cli".into(),
                 url: String::new(),
