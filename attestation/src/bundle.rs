@@ -472,8 +472,66 @@ pub fn verify_bundle(
     }
 
     config_checks(&bundle.config, policy, expected, &mut checks);
+    image_signer_check(
+        &bundle.config,
+        outcome.report.as_ref().map(|r| r.measurement()),
+        policy,
+        &mut checks,
+    );
     gpu_checks(bundle, expected_nonce, policy, now, &mut checks);
     Verdict::from_checks(checks)
+}
+
+/// The bundle's signer is one the node's image pins (its release manifest's
+/// `config.signers`, on the measured command line): a node applies no other, so a bundle
+/// that claims another signer under that measurement contradicts the image. Only
+/// measurements the policy took from a release manifest have known pins.
+fn image_signer_check(
+    config: &ConfigBinding,
+    measurement: Option<[u8; 48]>,
+    policy: &Policy,
+    checks: &mut Vec<Check>,
+) {
+    let name = "config.image_signer";
+    let Some(measurement) = measurement else {
+        checks.push(Check::fail(name, "not evaluated: no parsable report"));
+        return;
+    };
+    let pins = policy
+        .image_pins
+        .iter()
+        .find(|p| p.measurement.as_slice() == measurement.as_slice());
+    let signer = hex::encode(config.signer);
+    checks.push(match pins {
+        None => Check::skip(
+            name,
+            "the measurement is not from a release manifest: the image's pinned signers are \
+             not known to the policy (config.signer applies)",
+        ),
+        Some(_) if config.is_none() => Check::fail(
+            name,
+            "the node runs no signed configuration bundle (image default or refused partition)",
+        ),
+        Some(p) if p.config_signers.contains(&config.signer) => Check::pass(
+            name,
+            format!(
+                "bundle signed by {signer}, the signer the image pins ({})",
+                p.manifest
+            ),
+        ),
+        Some(p) => Check::fail(
+            name,
+            format!(
+                "bundle signed by {signer}, which the image does not pin ({} pins {})",
+                p.manifest,
+                p.config_signers
+                    .iter()
+                    .map(hex::encode)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+    });
 }
 
 /// The configuration the node runs (bound into REPORT_DATA, checked above): signed by a key

@@ -46,6 +46,16 @@ pub enum TcbMinimumError {
     },
 }
 
+/// The configuration signers an image pins on its measured command line, as its release
+/// manifest records them, for the image of one launch measurement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImagePins {
+    pub measurement: Vec<u8>,
+    pub config_signers: Vec<[u8; 32]>,
+    /// The manifest's path, for the check's detail.
+    pub manifest: String,
+}
+
 /// First bytes hashed into [`Policy::sha256`].
 pub const POLICY_DIGEST_TAG: &[u8] = b"sovereign-node-policy-digest-v1";
 
@@ -213,6 +223,9 @@ pub struct Policy {
     pub min_firmware: Option<(u8, u8, Option<u8>)>,
     /// (measurement, where it came from)
     pub measurements: Vec<(Vec<u8>, String)>,
+    /// For each measurement taken from a release manifest, the configuration signers that
+    /// image pins.
+    pub image_pins: Vec<ImagePins>,
     pub host_data: Option<Vec<u8>>,
     pub id_key_digests: Vec<Vec<u8>>,
     pub author_key_digests: Vec<Vec<u8>>,
@@ -339,11 +352,18 @@ impl Policy {
             ));
         }
         let mut referenced_files = Vec::new();
+        let mut image_pins = Vec::new();
         for (i, manifest) in id.release_manifests.iter().enumerate() {
             let path = at(manifest);
             let bytes = read(&path)?;
-            for m in parse_release_manifest(&path, &bytes)? {
-                measurements.push((m, format!("manifest {}", path.display())));
+            let manifest_pins = parse_release_manifest(&path, &bytes)?;
+            for m in &manifest_pins.launch_digests {
+                measurements.push((m.clone(), format!("manifest {}", path.display())));
+                image_pins.push(ImagePins {
+                    measurement: m.clone(),
+                    config_signers: manifest_pins.config_signers.clone(),
+                    manifest: path.display().to_string(),
+                });
             }
             referenced_files.push(ReferencedFile {
                 field: format!("identity.release_manifests[{i}]"),
@@ -439,11 +459,9 @@ impl Policy {
         let mut config_signers = Vec::new();
         for (i, k) in file.config.signers.iter().enumerate() {
             let field = format!("config.signers[{i}]");
-            let bytes = hex_field(k, 32, &field)?;
-            let key: [u8; 32] = bytes.try_into().unwrap_or([0; 32]);
-            if ed25519_dalek::VerifyingKey::from_bytes(&key).is_err() {
-                return Err(value_err(&field, "not an Ed25519 public key"));
-            }
+            hex_field(k, 32, &field)?;
+            let key = ed25519_public_key(k)
+                .ok_or_else(|| value_err(&field, "not an Ed25519 public key"))?;
             config_signers.push(key);
         }
         Ok(Policy {
@@ -460,6 +478,7 @@ impl Policy {
             tcb_minimum,
             min_firmware,
             measurements,
+            image_pins,
             host_data: id
                 .host_data
                 .as_deref()
@@ -637,33 +656,51 @@ fn parse_version(text: &str, field: &str) -> Result<(u8, u8, Option<u8>), Policy
     }
 }
 
-/// Expected measurement from an image `release-manifest.json` (schema
-/// `sovereign-node/release-manifest/v1`, written by `image/build`): `sev_snp.launch_digest`,
-/// 96 hex digits (a list of them is accepted too). A manifest built without the OVMF
-/// firmware has `launch_digest: null` and a `reason`; that is an error naming the reason.
-pub fn load_release_manifest(path: &Path) -> Result<Vec<Vec<u8>>, PolicyError> {
+/// What a verifier takes from an image's `release-manifest.json` (schema
+/// `sovereign-node/release-manifest/v1`, written by `image/build`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReleaseManifest {
+    /// `sev_snp.launch_digest`: 48 bytes each (a list of them is accepted too).
+    pub launch_digests: Vec<Vec<u8>>,
+    /// `config.signers`: the configuration signers the image pins on its measured command
+    /// line, so a node reporting one of these launch digests applies only their bundles.
+    pub config_signers: Vec<[u8; 32]>,
+}
+
+/// Reads an image's release manifest: its launch digests and pinned configuration signers.
+/// A manifest built without the OVMF firmware has `launch_digest: null` and a `reason`; a
+/// manifest without `config.signers` comes from an image that pins no signer. Both are
+/// errors naming why.
+pub fn load_release_manifest(path: &Path) -> Result<ReleaseManifest, PolicyError> {
     parse_release_manifest(path, &read(path)?)
 }
 
 /// [`load_release_manifest`] of bytes already read from `path`.
-pub fn parse_release_manifest(path: &Path, bytes: &[u8]) -> Result<Vec<Vec<u8>>, PolicyError> {
+pub fn parse_release_manifest(path: &Path, bytes: &[u8]) -> Result<ReleaseManifest, PolicyError> {
     let err = |message: String| PolicyError::Manifest {
         path: path.to_owned(),
         message,
     };
     let json: serde_json::Value =
         serde_json::from_slice(bytes).map_err(|e| err(format!("not JSON: {e}")))?;
+    Ok(ReleaseManifest {
+        launch_digests: manifest_launch_digests(&json).map_err(err)?,
+        config_signers: manifest_config_signers(&json).map_err(err)?,
+    })
+}
+
+fn manifest_launch_digests(json: &serde_json::Value) -> Result<Vec<Vec<u8>>, String> {
     let sev_snp = json
         .get("sev_snp")
-        .ok_or_else(|| err("no sev_snp section (not an image release manifest?)".into()))?;
+        .ok_or("no sev_snp section (not an image release manifest?)")?;
     let field = match sev_snp.get("launch_digest") {
-        None => return Err(err("no sev_snp.launch_digest field".into())),
+        None => return Err("no sev_snp.launch_digest field".into()),
         Some(serde_json::Value::Null) => {
             let reason = sev_snp
                 .get("reason")
                 .and_then(|r| r.as_str())
                 .unwrap_or("no reason given");
-            return Err(err(format!("sev_snp.launch_digest is null: {reason}")));
+            return Err(format!("sev_snp.launch_digest is null: {reason}"));
         }
         Some(v) => v,
     };
@@ -675,18 +712,43 @@ pub fn parse_release_manifest(path: &Path, bytes: &[u8]) -> Result<Vec<Vec<u8>>,
     for v in values {
         let s = v
             .as_str()
-            .ok_or_else(|| err("sev_snp.launch_digest is not a hex string".into()))?;
-        let m = hex::decode(s.trim()).map_err(|e| err(format!("not hex: {e}")))?;
+            .ok_or("sev_snp.launch_digest is not a hex string")?;
+        let m = hex::decode(s.trim()).map_err(|e| format!("not hex: {e}"))?;
         if m.len() != 48 {
-            return Err(err(format!(
-                "measurement is {} bytes, expected 48",
-                m.len()
-            )));
+            return Err(format!("measurement is {} bytes, expected 48", m.len()));
         }
         out.push(m);
     }
     if out.is_empty() {
-        return Err(err("sev_snp.launch_digest is empty".into()));
+        return Err("sev_snp.launch_digest is empty".into());
     }
     Ok(out)
+}
+
+/// An Ed25519 public key written as 64 hex digits.
+fn ed25519_public_key(hex_key: &str) -> Option<[u8; 32]> {
+    let key: [u8; 32] = hex::decode(hex_key.trim()).ok()?.try_into().ok()?;
+    ed25519_dalek::VerifyingKey::from_bytes(&key).ok()?;
+    Some(key)
+}
+
+fn manifest_config_signers(json: &serde_json::Value) -> Result<Vec<[u8; 32]>, String> {
+    let none = "no config.signers: the image pins no configuration signer, so its nodes \
+                apply no bundle (image/build --config-signer)";
+    let list = json
+        .get("config")
+        .and_then(|c| c.get("signers"))
+        .and_then(|s| s.as_array())
+        .ok_or(none)?;
+    if list.is_empty() {
+        return Err(none.into());
+    }
+    list.iter()
+        .enumerate()
+        .map(|(i, v)| {
+            v.as_str()
+                .and_then(ed25519_public_key)
+                .ok_or_else(|| format!("config.signers[{i}] is not an Ed25519 public key"))
+        })
+        .collect()
 }

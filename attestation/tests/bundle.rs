@@ -527,6 +527,68 @@ fn the_configuration_is_bound_and_checked_against_the_pinned_signers_and_the_pla
     assert_eq!(v.check("binding.node_key").unwrap().outcome, Outcome::Skip);
 }
 
+/// The configuration signer of the tests that load a release manifest.
+fn config_signer() -> ed25519_dalek::SigningKey {
+    ed25519_dalek::SigningKey::from_bytes(&[0x33; 32])
+}
+
+#[test]
+fn the_bundle_signer_must_be_one_the_image_pins() {
+    use attestation::bundle::ConfigBinding;
+    use attestation::policy::ImagePins;
+    use attestation::snp::raw::AttestationReport;
+    let pinned = config_signer().verifying_key().to_bytes();
+    let other = ed25519_dalek::SigningKey::from_bytes(&[0x34; 32])
+        .verifying_key()
+        .to_bytes();
+    let nonce = [0x45; 32];
+    let signed_by = |signer: [u8; 32]| {
+        Attester {
+            node_key: ed25519_dalek::SigningKey::from_bytes(&[5; 32]),
+            snp: SnpSource::Test(Box::new(TestSigner::from_seed([3; 32]).unwrap())),
+            gpu: GpuSource::None,
+            config: ConfigBinding::from_parts([0xC0; 32], signer),
+        }
+        .attest(&nonce)
+        .unwrap()
+    };
+    let bundle = signed_by(pinned);
+    let measurement = AttestationReport::parse_hex(&bundle.snp.report)
+        .unwrap()
+        .measurement();
+    // Both signers are ones the policy accepts: only the image's pins tell them apart.
+    let mut p = test_policy();
+    p.config_signers = vec![pinned, other];
+    p.image_pins = vec![ImagePins {
+        measurement: measurement.to_vec(),
+        config_signers: vec![pinned],
+        manifest: "release-manifest.json".into(),
+    }];
+    let v = verify(&bundle, &nonce, &p, &ExpectedNode::default());
+    assert!(v.admitted, "{}", v.to_table());
+    assert_eq!(
+        v.check("config.image_signer").unwrap().outcome,
+        Outcome::Pass
+    );
+    let v = verify(&signed_by(other), &nonce, &p, &ExpectedNode::default());
+    rejects(&v, "config.image_signer");
+    assert!(
+        v.check("config.image_signer")
+            .unwrap()
+            .detail
+            .contains("does not pin"),
+        "{}",
+        v.to_table()
+    );
+    // The image's pins belong to its measurement only.
+    p.image_pins[0].measurement = vec![0xAB; 48];
+    let v = verify(&signed_by(other), &nonce, &p, &ExpectedNode::default());
+    assert_eq!(
+        v.check("config.image_signer").unwrap().outcome,
+        Outcome::Skip
+    );
+}
+
 #[test]
 fn a_policy_lacking_what_admission_needs_says_what() {
     let p = Policy::from_toml(
@@ -596,7 +658,12 @@ fn a_policy_lacking_what_admission_needs_says_what() {
 fn the_policy_digest_covers_every_file_the_policy_refers_to() {
     let dir = tempfile::tempdir().unwrap();
     let d = |f: &str| dir.path().join(f);
-    let manifest = |m: &str| format!("{{\"sev_snp\": {{\"launch_digest\": \"{m}\"}}}}");
+    let manifest = |m: &str| {
+        format!(
+            "{{\"sev_snp\": {{\"launch_digest\": \"{m}\"}}, \"config\": {{\"signers\": [\"{}\"]}}}}",
+            hex::encode(config_signer().verifying_key().to_bytes())
+        )
+    };
     std::fs::write(d("release-manifest.json"), manifest(&"ab".repeat(48))).unwrap();
     std::fs::write(
         d("nodes.toml"),

@@ -12,6 +12,10 @@ use attestation::snp::tcb::{Product, TcbParts};
 use attestation::snp::{self, SnpContext};
 use attestation::test_source::{TestSigner, VcekSpec};
 
+/// The `config` section of a release manifest, as image/build writes it (the public key of
+/// RFC 8032's first Ed25519 test vector).
+const PINNED_SIGNERS: &str = "\"config\":{\"signers\":[\"d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a\"]}";
+
 fn signer() -> &'static TestSigner {
     static S: OnceLock<TestSigner> = OnceLock::new();
     S.get_or_init(|| TestSigner::from_seed([7; 32]).expect("test signer"))
@@ -614,7 +618,7 @@ fn identity_checks() {
     std::fs::write(
         dir.path().join("release-manifest.json"),
         format!(
-            "{{\"schema\":\"sovereign-node/release-manifest/v1\",\"sev_snp\":{{\"launch_digest\":\"{}\"}}}}",
+            "{{\"schema\":\"sovereign-node/release-manifest/v1\",\"sev_snp\":{{\"launch_digest\":\"{}\"}},{PINNED_SIGNERS}}}",
             "cd".repeat(48)
         ),
     )
@@ -637,7 +641,7 @@ fn identity_checks() {
     );
     std::fs::write(
         dir.path().join("release-manifest.json"),
-        format!("{{\"sev_snp\":{{\"launch_digest\":\"{m}\",\"vcpus\":8}}}}"),
+        format!("{{\"sev_snp\":{{\"launch_digest\":\"{m}\",\"vcpus\":8}},{PINNED_SIGNERS}}}"),
     )
     .unwrap();
     let mut c = Case::new(s);
