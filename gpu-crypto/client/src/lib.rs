@@ -7,6 +7,9 @@
 //! (`Engine::cpu_only()`), says so through [`Client::status`] and logs it once: never a
 //! quiet fallback. A policy that pins an operation to the GPU is never served by that
 //! fallback: the client then fails to open instead.
+//!
+//! [`hooks`] is what the replica's patched call sites call: one safe function per call
+//! site, answering with the GPU's result or "run your own CPU code", counted.
 
 use gpu_crypto::{Engine, G1Affine, G1Projective, G2Affine, MsmInput, PairingProducts};
 use gpu_crypto_api::abi::{self, ABI_VERSION, Status};
@@ -19,6 +22,8 @@ use std::ffi::{CString, c_char, c_void};
 use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
+
+pub mod hooks;
 
 /// Environment variable naming the library file when no path is given explicitly.
 pub const LIBRARY_ENV: &str = "GPU_CRYPTO_LIB";
