@@ -174,6 +174,11 @@ enum Command {
     Nidkg(NidkgCommand),
     /// Measure each operation's cost on this machine (CPU path always; GPU path too under
     /// --backend gpu|auto when usable) for `provision plan --bench`.
+    ///
+    /// It takes minutes: on 2 CPU cores the CPU path's 51 entries take about 7 min and
+    /// --quick's 15 about 15 s; more cores take less, a usable GPU adds 39 entries.
+    /// Standard error says first how many entries and about how long on this machine,
+    /// then, on a terminal, shows a progress bar; standard output gets the document only.
     Bench {
         /// Print the versioned JSON document (the only output format).
         #[arg(long)]

@@ -479,6 +479,38 @@ fn backend_gpu_without_a_gpu_fails_with_the_reason() {
     }
 }
 
+/// `--backend cpu` opens no GPU, so no command says a word of one; under `auto` without a
+/// usable GPU the engine says it once (the commands then run on the CPU).
+#[test]
+fn gpu_unusable_is_said_only_where_a_gpu_was_wanted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let g = hex::encode(G1Affine::generator().to_compressed());
+    let path = write(dir.path(), "points.txt", &format!("{g}\n"));
+    for args in [
+        &["--backend", "cpu", "status"][..],
+        &["--backend", "cpu", "decompress", path.as_str()],
+        &["--backend", "cpu", "selftest", "--size", "2"],
+    ] {
+        let out = run(args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            !err.contains("GPU unusable") && !err.contains("WARN"),
+            "{args:?}: {err}"
+        );
+    }
+    if !gpu_ready() {
+        let out = run(&["decompress", path.as_str()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(
+            stderr(&out).matches("GPU unusable").count(),
+            1,
+            "{}",
+            stderr(&out)
+        );
+    }
+}
+
 #[test]
 fn backend_flag_is_accepted_before_and_after_the_subcommand() {
     let before = run_ok(&["--backend", "cpu", "status"]);
@@ -543,18 +575,27 @@ fn selftest_auto_passes_on_the_gpu() {
     eprintln!("{text}");
 }
 
-/// `nidkg deal` writes a dealing file that `nidkg verify` accepts (exit 0); a changed byte in
-/// the dealing is rejected naming a component (exit 1); a truncated file is unusable input
-/// (exit 2); every run says where each batch ran; `--backend gpu` either verifies on the GPU
-/// or, without a usable GPU, gives no verdict (exit 3).
+/// `nidkg deal` says what it does and about how long first, then writes a dealing file that
+/// `nidkg verify` accepts (exit 0); a changed byte in the dealing is rejected naming a
+/// component (exit 1); a truncated file is unusable input (exit 2: one line on standard
+/// error naming the file, nothing else); every verdict says where each batch ran;
+/// `--backend gpu` either verifies on the GPU or, without a usable GPU, gives no verdict
+/// (exit 3).
 #[test]
 fn nidkg_deal_then_verify_with_the_documented_exit_codes() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("dealing.bin");
     let file_arg = file.to_str().unwrap();
-    run_ok(&[
+    let out = run(&[
         "nidkg", "deal", "--n", "13", "--seed", "7", "--out", file_arg,
     ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.stdout.is_empty(), "{}", stdout(&out));
+    assert!(
+        stderr(&out).starts_with("nidkg deal: a dealing for 13 receivers, about "),
+        "{}",
+        stderr(&out)
+    );
     let out = run(&["--backend", "cpu", "nidkg", "verify", file_arg]);
     assert_eq!(
         out.status.code(),
@@ -594,16 +635,27 @@ fn nidkg_deal_then_verify_with_the_documented_exit_codes() {
     );
     assert!(stdout(&out).starts_with("rejected "), "{}", stdout(&out));
 
+    // Cut in its CBOR, and cut short of what the header implies; under the default backend
+    // (auto) too: unusable input opens no GPU, so no word of one.
     let truncated_file = dir.path().join("truncated.bin");
-    std::fs::write(&truncated_file, &bytes[..bytes.len() - 10]).unwrap();
-    let out = run(&["nidkg", "verify", truncated_file.to_str().unwrap()]);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    let truncated = truncated_file.to_str().unwrap();
+    for keep in [bytes.len() - 10, bytes.len() / 2] {
+        std::fs::write(&truncated_file, &bytes[..keep]).unwrap();
+        for backend in ["auto", "cpu"] {
+            let out = run(&["--backend", backend, "nidkg", "verify", truncated]);
+            let (said, err) = (stdout(&out), stderr(&out));
+            assert_eq!(out.status.code(), Some(2), "{said}{err}");
+            assert!(said.is_empty(), "{keep} bytes, {backend}: stdout {said}");
+            let prefix = format!("gpu-crypto: error: {truncated}: unusable input: ");
+            assert!(err.starts_with(&prefix), "{keep} bytes, {backend}: {err}");
+            assert_eq!(err.lines().count(), 1, "{keep} bytes, {backend}: {err}");
+            assert_eq!(err.matches("unusable input").count(), 1, "{err}");
+        }
+    }
+    // Half a file: the header's length says what is missing.
+    let err = stderr(&run(&["nidkg", "verify", truncated]));
+    let short = format!("{} bytes where the header implies ", bytes.len() / 2);
+    assert!(err.contains(&short), "{err}");
 
     let out = run(&["--backend", "gpu", "nidkg", "verify", file_arg]);
     assert_verified_on_the_gpu_or_no_verdict(&out);
@@ -718,10 +770,14 @@ fn nidkg_verify_ic_on_the_ics_published_dealing() {
         stdout(&out),
         stderr(&out)
     );
+    assert!(out.stdout.is_empty(), "{}", stdout(&out));
     assert!(
-        stdout(&out).starts_with("unusable receiver key 0"),
+        stderr(&out).starts_with(&format!(
+            "gpu-crypto: error: {} (receiver key 0): unusable input: ",
+            path("nidkg_pop.hex")
+        )),
         "{}",
-        stdout(&out)
+        stderr(&out)
     );
     let out = verify_ic("gpu", "5", "0", &keys[0]);
     assert_verified_on_the_gpu_or_no_verdict(&out);

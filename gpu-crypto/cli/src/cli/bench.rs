@@ -23,6 +23,7 @@
 //! minimum time are reached (or the maximum repetitions). The median call is reported, with
 //! the minimum and maximum. Wall time; CPU calls use all of the engine's threads.
 
+use super::progress::Progress;
 use anyhow::Context;
 use gpu_crypto::{
     BackendChoice, BlsItem, BlsScheme, DomainSeparator, Engine, EngineError, G1Affine,
@@ -61,6 +62,9 @@ struct Plan {
     min_reps: usize,
     max_reps: usize,
     min_time: Duration,
+    /// Seconds an entry takes on 2 CPU threads (release build; from the 2-core figures in
+    /// provisioning/benchmarks/), for the start line's estimate.
+    seconds_per_entry_2_threads: f64,
 }
 
 const FULL: Plan = Plan {
@@ -76,6 +80,8 @@ const FULL: Plan = Plan {
     min_reps: 3,
     max_reps: 50,
     min_time: Duration::from_secs(2),
+    // ci-2core-cpu.json: 51 entries, 274 s of timed calls.
+    seconds_per_entry_2_threads: 5.5,
 };
 
 /// Seconds on any machine: one subnet size, the smallest shapes, two timed calls each.
@@ -92,6 +98,7 @@ const QUICK: Plan = Plan {
     min_reps: 2,
     max_reps: 2,
     min_time: Duration::ZERO,
+    seconds_per_entry_2_threads: QUICK_SECONDS_PER_ENTRY,
 };
 
 /// One call of an operation on an engine, its result dropped (only its success matters).
@@ -106,6 +113,56 @@ struct Case<'a> {
     points_per_msm: Option<usize>,
     subnet_size: Option<usize>,
     call: Call<'a>,
+}
+
+/// Seconds an entry of the quick plan takes on 2 CPU threads, the dealings aside (a 2-core
+/// machine: 15 s in all, 12 s of them the two dealings).
+const QUICK_SECONDS_PER_ENTRY: f64 = 0.2;
+
+/// The entries a run of `plan` produces: the progress bar's length (the quick run's unit
+/// test holds it equal to the document's).
+fn planned_entries(plan: &Plan, gpu: bool) -> usize {
+    let engines = 1 + usize::from(gpu);
+    let cases = 2 * plan.subnet_sizes.len()
+        + plan.decompress_extra.len()
+        + plan.decompress_g2.len()
+        + plan.pairing_products.len()
+        + plan.msm_sizes.len()
+        + plan.bls_distinct.len()
+        + plan.bls_same_message.len()
+        + plan.sha256_chunks.len();
+    let per_size =
+        engines + SHARED_U8_PEERS + super::nidkg_bench::entries_per_size(plan.dkg_rounds, gpu);
+    cases * engines + plan.subnet_sizes.len() * per_size
+}
+
+/// A rough duration of the run: its entries at the 2-thread rate, shorter with more
+/// threads (not below the plan's minimum time per entry), and the dealings it creates.
+fn estimated_seconds(plan: &Plan, entries: usize, threads: usize) -> f64 {
+    let per_entry = (plan.seconds_per_entry_2_threads * 2.0 / threads.max(1) as f64)
+        .max(plan.min_time.as_secs_f64());
+    let dealings: f64 = plan
+        .subnet_sizes
+        .iter()
+        .map(|&n| super::nidkg_bench::DEALINGS_PER_SIZE as f64 * super::nidkg::deal_seconds(n))
+        .sum();
+    entries as f64 * per_entry + dealings
+}
+
+/// The start line: what runs and about how long. Without a GPU under `auto` it is also
+/// where the bench says, once, that only the CPU path is measured and why.
+fn headline(plan: &Plan, quick: bool, entries: usize, gpu: &GpuStatus) -> String {
+    let threads = rayon::current_num_threads();
+    let paths = match gpu {
+        GpuStatus::Ready { device } => format!("CPU and GPU paths, {device}"),
+        GpuStatus::Unusable { reason } => format!("CPU path only, no usable GPU: {reason}"),
+        _ => "CPU path only".to_string(),
+    };
+    format!(
+        "bench{}: {entries} entries ({paths}), about {} on {threads} CPU thread(s)",
+        if quick { " --quick" } else { "" },
+        super::progress::about(estimated_seconds(plan, entries, threads))
+    )
 }
 
 /// Runs the benchmark and returns the document.
@@ -125,15 +182,18 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
             }
             Err(e) => {
                 notes.push(format!("GPU not measured: {e}"));
-                (
-                    None,
-                    GpuStatus::Unusable {
-                        reason: e.to_string(),
-                    },
-                )
+                // The GPU's own reason: the error also names the first operation pinned.
+                let reason = match e {
+                    EngineError::GpuUnavailable { reason, .. } => reason,
+                    other => other.to_string(),
+                };
+                (None, GpuStatus::Unusable { reason })
             }
         },
     };
+    let entries = planned_entries(plan, gpu_engine.is_some());
+    let progress = Progress::bar(&headline(plan, quick, entries, &gpu_status), entries as u64);
+    progress.step("generating the inputs");
 
     let mut rng = ChaCha20Rng::seed_from_u64(0x5eed);
     let largest_points = plan
@@ -327,15 +387,19 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
     let cpu_threads = rayon::current_num_threads();
     let mut results = Vec::new();
     for case in &cases {
+        progress.step(format!("{} batch {}", case.op, case.batch));
         results.push(measure(&cpu, case, "cpu", cpu_threads, plan)?);
+        progress.done(1);
         if let Some(gpu) = &gpu_engine {
             results.push(measure(gpu, case, "gpu", 1, plan)?);
+            progress.done(1);
         }
     }
     for &n in plan.subnet_sizes {
         let bases = points.get(..n * 16).context("msm_shared_u8 bases")?;
         let mut u8_scalars = vec![0u8; SHARED_U8_ROWS * bases.len()];
         rng.fill(&mut u8_scalars[..]);
+        progress.step(format!("msm_shared_u8 n={n}"));
         results.extend(measure_shared_u8(
             &cpu,
             gpu_engine.as_ref(),
@@ -343,6 +407,7 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
             &u8_scalars,
             n,
             plan,
+            &progress,
         )?);
     }
 
@@ -363,6 +428,7 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
         &dealing_plan,
         assisted.as_ref(),
         &mut notes,
+        &progress,
     )?);
 
     let now = SystemTime::now()
@@ -416,6 +482,8 @@ fn gpu_engine(notes: &mut Vec<String>) -> Result<Engine, EngineError> {
 
 /// The chunking proof's MSMs: 32 rows over one set of bases.
 const SHARED_U8_ROWS: usize = 32;
+/// The CPU peers of the engine's `msm_shared_u8` entries, per subnet size.
+const SHARED_U8_PEERS: usize = 4;
 
 /// The `msm_shared_u8` entries of one subnet size: the engine's path on the CPU engine and
 /// the GPU engine (when measured), then the CPU peers, all on the same inputs.
@@ -426,6 +494,7 @@ fn measure_shared_u8(
     scalars: &[u8],
     n: usize,
     plan: &Plan,
+    progress: &Progress,
 ) -> anyhow::Result<Vec<BenchEntry>> {
     use rayon::prelude::*;
     let rows = SHARED_U8_ROWS;
@@ -446,10 +515,12 @@ fn measure_shared_u8(
     let mut entry = measure(cpu, &engine_case, "cpu", cpu_threads, plan)?;
     entry.algorithm = Some("shared-bases-u8".to_string());
     out.push(entry);
+    progress.done(1);
     if let Some(gpu) = gpu {
         let mut entry = measure(gpu, &engine_case, "gpu", 1, plan)?;
         entry.algorithm = Some("gpu-bit-planes".to_string());
         out.push(entry);
+        progress.done(1);
     }
     // The peers, outside the engine (its counters do not see them): the scalars widened to
     // field elements once, outside the timed calls.
@@ -494,12 +565,14 @@ fn measure_shared_u8(
             host_cpu_seconds_per_call: None,
         })
     };
+    let peers_before = out.len();
     let ic_1t = time_calls(plan, || {
         for s in &wide_rows {
             std::hint::black_box(nidkg::msm::msm_4bit_full_width(bases, s));
         }
     });
     out.extend(template("ic-4bit-full-width", 1, ic_1t));
+    progress.done(1);
     let ic_all = time_calls(plan, || {
         let r: Vec<G1Projective> = wide_rows
             .par_iter()
@@ -508,16 +581,20 @@ fn measure_shared_u8(
         std::hint::black_box(r);
     });
     out.extend(template("ic-4bit-full-width", cpu_threads, ic_all));
+    progress.done(1);
     let u8_1t = time_calls(plan, || {
         for s in &byte_rows {
             std::hint::black_box(nidkg::msm::msm_shared_bases_u8(bases, s));
         }
     });
     out.extend(template("shared-bases-u8", 1, u8_1t));
+    progress.done(1);
     let blst = time_calls(plan, || {
         std::hint::black_box(gpu_crypto::cpu::g1_msm_batch(&blst_batch));
     });
     out.extend(template("blst-pippenger", cpu_threads, blst));
+    progress.done(1);
+    debug_assert_eq!(out.len() - peers_before, SHARED_U8_PEERS);
     Ok(out)
 }
 
@@ -814,5 +891,34 @@ mod tests {
         assert_eq!(batch.subnet_size, Some(13));
         assert!(doc.results.iter().all(|m| m.backend == "cpu"));
         assert!(doc.machine.cpu_threads >= 1);
+        assert_eq!(doc.results.len(), planned_entries(&QUICK, false));
+    }
+
+    /// The start line says the entries, which paths and why, and a duration.
+    #[test]
+    fn headline_says_what_runs_and_how_long() {
+        let line = headline(&QUICK, true, 15, &GpuStatus::NotRequested);
+        assert!(
+            line.starts_with("bench --quick: 15 entries (CPU path only), about "),
+            "{line}"
+        );
+        let reason = "libcuda.so was not found".to_string();
+        let line = headline(&FULL, false, 51, &GpuStatus::Unusable { reason });
+        assert!(
+            line.starts_with(
+                "bench: 51 entries (CPU path only, no usable GPU: libcuda.so was not found), about "
+            ),
+            "{line}"
+        );
+        // At least the plan's 2 s per entry: minutes on any machine.
+        assert!(line.contains(" min on "), "{line}");
+    }
+
+    /// The full plan's entries, as the shipped 2-core (CPU only) and H200 (CPU and GPU)
+    /// documents hold them.
+    #[test]
+    fn planned_entries_of_the_full_plan() {
+        assert_eq!(planned_entries(&FULL, false), 51);
+        assert_eq!(planned_entries(&FULL, true), 90);
     }
 }

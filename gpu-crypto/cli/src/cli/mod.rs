@@ -5,4 +5,5 @@ pub mod input;
 pub mod nidkg;
 mod nidkg_bench;
 pub mod ops;
+pub mod progress;
 pub mod selftest;

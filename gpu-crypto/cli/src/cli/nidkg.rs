@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use gpu_crypto::{Engine, NIDKG_OPERATIONS, NidkgBatchOps};
 
+use super::progress::Progress;
 use crate::NidkgCommand;
 use nidkg::ic_cbor;
 
@@ -15,6 +16,14 @@ use nidkg::ic_cbor;
 const UNUSABLE_INPUT: u8 = 2;
 /// Exit status of `verify` when the backend failed: no verdict on the dealing.
 const NO_VERDICT: u8 = 3;
+/// Seconds a dealing takes to create per receiver (one thread; 6 s for n = 13 on a 2-core
+/// machine), for the start lines of `deal` and `bench`.
+const DEAL_SECONDS_PER_RECEIVER: f64 = 0.6;
+
+/// Roughly how long creating a dealing for `n` receivers takes.
+pub(crate) fn deal_seconds(n: usize) -> f64 {
+    DEAL_SECONDS_PER_RECEIVER * n as f64
+}
 
 pub fn run(
     cmd: &NidkgCommand,
@@ -22,7 +31,13 @@ pub fn run(
 ) -> anyhow::Result<ExitCode> {
     match cmd {
         NidkgCommand::Deal { n, seed, out } => {
+            let progress = Progress::spinner(&format!(
+                "nidkg deal: a dealing for {n} receivers, about {}",
+                super::progress::about(deal_seconds(*n))
+            ));
+            progress.step(format!("dealing for n = {n}"));
             let bytes = nidkg::deal(*n, *seed).with_context(|| format!("dealing for n = {n}"))?;
+            drop(progress);
             write_atomic(out, &bytes)?;
             eprintln!(
                 "wrote {} ({} bytes, n = {n}, seed {seed})",
@@ -33,11 +48,17 @@ pub fn run(
         }
         NidkgCommand::Verify { file } => {
             let bytes = read_bytes(file)?;
+            // What is not a dealing file needs no engine: refused before a GPU is opened.
+            let form = nidkg::DealingFile::parse(&bytes)
+                .and_then(|f| ic_cbor::dealing_stream(&f.dealing).map(drop));
+            if let Some(e) = unusable_only(form) {
+                return Ok(unusable(&named(file), &e));
+            }
             let Some(engine) = engine_or_no_verdict(engine) else {
                 return Ok(ExitCode::from(NO_VERDICT));
             };
             let result = nidkg::verify_with(&NidkgBatchOps::new(&engine), &bytes);
-            Ok(print_verdict(&engine, result))
+            Ok(print_verdict(&engine, &named(file), result))
         }
         NidkgCommand::VerifyIc {
             dealing,
@@ -46,15 +67,19 @@ pub fn run(
             epoch,
             dealer_index,
         } => {
+            let dealing_name = named(dealing);
             let dealing = ic_cbor::bytes_of_file(&read_bytes(dealing)?);
+            if let Some(e) = unusable_only(ic_cbor::dealing_stream(&dealing).map(drop)) {
+                return Ok(unusable(&dealing_name, &e));
+            }
             let mut keys = Vec::with_capacity(receiver_keys.len());
             for (index, path) in receiver_keys.iter().enumerate() {
                 let bytes = ic_cbor::bytes_of_file(&read_bytes(path)?);
                 match ic_cbor::receiver_key(&bytes) {
                     Ok(key) => keys.push(key),
                     Err(e) => {
-                        println!("unusable receiver key {index} ({}): {e}", path.display());
-                        return Ok(ExitCode::from(UNUSABLE_INPUT));
+                        let name = format!("{} (receiver key {index})", named(path));
+                        return Ok(unusable(&name, &e));
                     }
                 }
             }
@@ -67,7 +92,7 @@ pub fn run(
                 return Ok(ExitCode::from(NO_VERDICT));
             };
             let result = nidkg::verify_ic(&NidkgBatchOps::new(&engine), &dealing, &keys, &context);
-            Ok(print_verdict(&engine, result))
+            Ok(print_verdict(&engine, &dealing_name, result))
         }
         NidkgCommand::VerifyPop {
             key,
@@ -76,18 +101,15 @@ pub fn run(
         } => {
             let key_bytes = ic_cbor::bytes_of_file(&read_bytes(key)?);
             let pop_bytes = ic_cbor::bytes_of_file(&read_bytes(pop)?);
-            let parsed = ic_cbor::receiver_key(&key_bytes)
-                .map_err(|e| format!("key ({}): {e}", key.display()))
-                .and_then(|k| {
-                    ic_cbor::pop(&pop_bytes)
-                        .map(|p| (k, p))
-                        .map_err(|e| format!("proof of possession ({}): {e}", pop.display()))
-                });
-            let (key, pop) = match parsed {
+            let key = match ic_cbor::receiver_key(&key_bytes) {
+                Ok(parsed) => parsed,
+                Err(e) => return Ok(unusable(&format!("{} (key)", named(key)), &e)),
+            };
+            let pop = match ic_cbor::pop(&pop_bytes) {
                 Ok(parsed) => parsed,
                 Err(e) => {
-                    println!("unusable {e}");
-                    return Ok(ExitCode::from(UNUSABLE_INPUT));
+                    let name = format!("{} (proof of possession)", named(pop));
+                    return Ok(unusable(&name, &e));
                 }
             };
             match nidkg::verify_pop(&key, &pop, associated_data.as_bytes()) {
@@ -119,9 +141,38 @@ fn engine_or_no_verdict(engine: impl FnOnce() -> anyhow::Result<Engine>) -> Opti
     }
 }
 
-/// Prints where each batch ran and the verdict; returns the exit status.
-fn print_verdict(engine: &Engine, result: Result<nidkg::Report, nidkg::VerifyError>) -> ExitCode {
-    print_routes(engine);
+/// How an input is named in messages.
+fn named(file: &Path) -> String {
+    if file == Path::new("-") {
+        "standard input".to_string()
+    } else {
+        file.display().to_string()
+    }
+}
+
+/// The error of a check of the input's form, when it makes the input unusable (the
+/// others are the verification's to report, as rejections).
+fn unusable_only(form: Result<(), nidkg::VerifyError>) -> Option<nidkg::VerifyError> {
+    form.err().filter(nidkg::VerifyError::is_unusable_input)
+}
+
+/// Unusable input is an error of the command: said once, on standard error, naming the
+/// input (the error's own text starts with "unusable input").
+fn unusable(input: &str, e: &nidkg::VerifyError) -> ExitCode {
+    eprintln!("gpu-crypto: error: {input}: {e}");
+    ExitCode::from(UNUSABLE_INPUT)
+}
+
+/// Prints the verdict on `input` and where each batch ran; returns the exit status.
+fn print_verdict(
+    engine: &Engine,
+    input: &str,
+    result: Result<nidkg::Report, nidkg::VerifyError>,
+) -> ExitCode {
+    match &result {
+        Err(e) if e.is_unusable_input() => return unusable(input, e),
+        _ => print_routes(engine),
+    }
     match result {
         Ok(report) => {
             let p = &report.phases;
@@ -143,10 +194,6 @@ fn print_verdict(engine: &Engine, result: Result<nidkg::Report, nidkg::VerifyErr
                 ms(p.sharing)
             );
             ExitCode::SUCCESS
-        }
-        Err(e) if e.is_unusable_input() => {
-            println!("unusable {}: {e}", e.component());
-            ExitCode::from(UNUSABLE_INPUT)
         }
         Err(e) if e.is_backend_failure() => {
             println!("no verdict: {e}");

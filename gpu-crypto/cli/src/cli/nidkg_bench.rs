@@ -5,6 +5,7 @@
 //! 2n dealings of one round, verified one after another) on every CPU thread and
 //! GPU-assisted. Every verification must accept: a rejection fails the bench.
 
+use super::progress::Progress;
 use anyhow::Context;
 use gpu_crypto::{Engine, NIDKG_OPERATIONS, NidkgBatchOps, Operation};
 use gpu_crypto_api::bench::{BenchEntry, DealingPhases};
@@ -24,13 +25,21 @@ pub(super) struct DealingPlan<'a> {
 }
 
 /// Distinct dealings per subnet size; a round cycles through them.
-const DEALINGS_PER_SIZE: u64 = 2;
+pub(super) const DEALINGS_PER_SIZE: u64 = 2;
+
+/// The rows [`measure`] produces per subnet size.
+pub(super) fn entries_per_size(dkg_rounds: bool, gpu: bool) -> usize {
+    let engines = 1 + usize::from(gpu);
+    // One and all CPU threads; GPU-assisted on one and on all host threads.
+    2 * engines + if dkg_rounds { engines } else { 0 }
+}
 
 /// The rows; `gpu` is the GPU-assisted engine, when one is usable.
 pub(super) fn measure(
     plan: &DealingPlan<'_>,
     gpu: Option<&Engine>,
     notes: &mut Vec<String>,
+    progress: &Progress,
 ) -> anyhow::Result<Vec<BenchEntry>> {
     let one_thread = CpuBatchOps::single_thread();
     let all_threads = CpuBatchOps::rayon();
@@ -43,11 +52,14 @@ pub(super) fn measure(
         .context("a one-thread pool")?;
     let mut rows = Vec::new();
     for &n in plan.subnet_sizes {
+        progress.step(format!("creating {DEALINGS_PER_SIZE} dealings, n={n}"));
         let dealings: Vec<Vec<u8>> = (0..DEALINGS_PER_SIZE)
             .map(|seed| nidkg::deal(n, seed).with_context(|| format!("dealing for n = {n}")))
             .collect::<anyhow::Result<_>>()?;
         let first = &dealings[..1];
+        progress.step(format!("nidkg_verify n={n}"));
         rows.push(row(plan, "nidkg_verify", n, first, &one_thread, "cpu", 1)?);
+        progress.done(1);
         rows.push(row(
             plan,
             "nidkg_verify",
@@ -57,6 +69,7 @@ pub(super) fn measure(
             "cpu",
             cpu_threads,
         )?);
+        progress.done(1);
         if let Some(engine) = gpu {
             let ops = NidkgBatchOps::new(engine);
             for threads in [1, cpu_threads] {
@@ -72,12 +85,14 @@ pub(super) fn measure(
                 ));
                 entry.executed_on = executed_on;
                 rows.push(entry);
+                progress.done(1);
             }
         }
         if plan.dkg_rounds {
             let round: Vec<Vec<u8>> = (0..2 * n)
                 .map(|i| dealings[i % dealings.len()].clone())
                 .collect();
+            progress.step(format!("nidkg_dkg_round n={n} ({} dealings)", round.len()));
             rows.push(row(
                 plan,
                 "nidkg_dkg_round",
@@ -87,12 +102,14 @@ pub(super) fn measure(
                 "cpu",
                 cpu_threads,
             )?);
+            progress.done(1);
             if let Some(engine) = gpu {
                 let ops = NidkgBatchOps::new(engine);
                 let before = counts(engine);
                 let mut entry = row(plan, "nidkg_dkg_round", n, &round, &ops, "gpu", cpu_threads)?;
                 entry.executed_on = routes(&before, &counts(engine)).0;
                 rows.push(entry);
+                progress.done(1);
             }
         }
     }

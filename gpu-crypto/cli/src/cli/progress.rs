@@ -1,0 +1,80 @@
+//! Progress of the long commands on standard error, so that standard output stays the
+//! result alone. A line first says what runs and about how long (also in logs and pipes);
+//! then, on a terminal only, a bar or spinner follows the work (indicatif draws nothing
+//! where standard error is not a terminal).
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::borrow::Cow;
+use std::time::Duration;
+
+pub struct Progress {
+    bar: ProgressBar,
+}
+
+impl Progress {
+    /// `steps` steps, each named by [`Progress::step`] and counted by [`Progress::done`].
+    pub fn bar(headline: &str, steps: u64) -> Progress {
+        eprintln!("{headline}");
+        let bar = ProgressBar::with_draw_target(Some(steps), ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template(
+            // No ETA: entries differ in length by orders of magnitude (the start line
+            // gives the estimate).
+            "[{elapsed_precise}] [{bar:30}] {pos}/{len} {wide_msg}",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        Progress { bar }
+    }
+
+    /// One step of unknown length: a spinner with the elapsed time.
+    pub fn spinner(headline: &str) -> Progress {
+        eprintln!("{headline}");
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}") {
+            bar.set_style(style);
+        }
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Progress { bar }
+    }
+
+    /// Names what runs now.
+    pub fn step(&self, what: impl Into<Cow<'static, str>>) {
+        self.bar.set_message(what);
+    }
+
+    /// Counts `n` steps done.
+    pub fn done(&self, n: u64) {
+        self.bar.inc(n);
+    }
+}
+
+impl Drop for Progress {
+    /// The bar leaves no line behind: what follows on standard error starts clean.
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// `seconds` as a rough duration: "25 s", "2 min".
+pub fn about(seconds: f64) -> String {
+    if seconds < 90.0 {
+        format!("{} s", (seconds / 5.0).round().max(1.0) as u64 * 5)
+    } else {
+        format!("{} min", (seconds / 60.0).round() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::about;
+
+    #[test]
+    fn rough_durations() {
+        assert_eq!(about(0.3), "5 s");
+        assert_eq!(about(7.8), "10 s");
+        assert_eq!(about(23.0), "25 s");
+        assert_eq!(about(89.0), "90 s");
+        assert_eq!(about(130.0), "2 min");
+        assert_eq!(about(290.0), "5 min");
+    }
+}
