@@ -8,9 +8,11 @@
 //! A node's life is recorded as transitions, each with its reason: `rekey` (the same chip
 //! under a new node key, from a verified enrolment: a TCB update or a new image seals a new
 //! identity; the old key is retired), `config_update` (a new configuration bundle
-//! supersedes the node's current one, which is refused from then on) and `retire`. The
-//! registry's current view ([`current_nodes`]) is what `provision registry nodes` gives
-//! `attest fleet`.
+//! supersedes the node's current one, which is refused from then on) and `retire`. A
+//! transition takes its evidence from a later enrolment that verified and that only the
+//! registry rules refused. A retired node's chip and key, and a key a re-key replaced, are
+//! refused from then on. The registry's current view ([`current_nodes`]) is what
+//! `provision registry nodes` gives `attest fleet`.
 //!
 //! The chain alone cannot show a full rewrite or a truncation at a record boundary, so the
 //! governing body signs the head with its Ed25519 key ([`SignedHead`], kept in
@@ -206,8 +208,11 @@ impl Registry {
             .map(|n| &self.records[n.current as usize])
     }
 
-    /// Fills `seq` and `prev_sha256`, appends the line and syncs it to disk.
+    /// Fills `seq` and `prev_sha256`, appends the line and syncs it to disk. An `admit` that
+    /// breaks a registry rule is recorded as the `refuse` it is, with the reasons: the rules
+    /// hold whoever built the record.
     pub fn append(&mut self, mut record: Record) -> Result<Record, RegistryError> {
+        self.enforce_rules(&mut record);
         record.seq = self.records.len() as u64;
         record.prev_sha256 = self.head.clone();
         let line = record.to_line().map_err(|e| RegistryError::Io {
@@ -231,6 +236,35 @@ impl Registry {
         })?;
         self.records.push(record.clone());
         Ok(record)
+    }
+}
+
+impl Registry {
+    /// For an enrolment whose evidence verified (admitted, or refused by registry rules
+    /// only): every rule it breaks, the retirements included, so that its record says why.
+    fn enforce_rules(&self, record: &mut Record) {
+        let admit = record.decision == Decision::Admit;
+        if !admit && !refused_only_by_registry_rules(record) {
+            return;
+        }
+        let reasons = match (&record.chip_id, &record.node_public_key) {
+            (Some(chip), Some(key)) => {
+                let retired = retired(&self.records).violations(chip, key);
+                if admit {
+                    let mut reasons = rule_violations(self.admitted(), chip, key);
+                    reasons.extend(retired);
+                    reasons
+                } else {
+                    retired
+                }
+            }
+            _ if admit => vec!["an admission without a chip id or node key".into()],
+            _ => Vec::new(),
+        };
+        if !reasons.is_empty() {
+            record.decision = Decision::Refuse;
+            record.reasons.extend(reasons);
+        }
     }
 }
 
@@ -342,6 +376,63 @@ pub fn rule_violations<'a>(
     reasons
 }
 
+/// Chip ids and node keys the registry retired, each with the record that retired it.
+#[derive(Debug, Default)]
+struct Retired<'a> {
+    chips: Vec<(&'a str, &'a Record)>,
+    keys: Vec<(&'a str, &'a Record)>,
+}
+
+/// What `retire` records took out of the subnet (the node's chip and key) and the keys a
+/// `rekey` replaced: none of them comes back, whether by enrolment or by a transition.
+fn retired(records: &[Record]) -> Retired<'_> {
+    let mut out = Retired::default();
+    for r in records {
+        match r.decision {
+            Decision::Retire => {
+                out.chips.extend(r.chip_id.as_deref().map(|c| (c, r)));
+                out.keys
+                    .extend(r.node_public_key.as_deref().map(|k| (k, r)));
+            }
+            Decision::Rekey => {
+                let old = r.supersedes.and_then(|s| records.get(s as usize));
+                if let Some(old) = old
+                    && old.node_public_key != r.node_public_key
+                {
+                    out.keys
+                        .extend(old.node_public_key.as_deref().map(|k| (k, r)));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+impl Retired<'_> {
+    fn key(&self, key: &str) -> Option<&Record> {
+        self.keys.iter().find(|(k, _)| *k == key).map(|(_, r)| *r)
+    }
+
+    fn violations(&self, chip_id: &str, node_key: &str) -> Vec<String> {
+        let chips = self.chips.iter().filter(|(c, _)| *c == chip_id);
+        let chips = chips.map(|(_, r)| {
+            format!(
+                "retired: chip id {chip_id} was retired (record {}, {})",
+                r.seq, r.name
+            )
+        });
+        let keys = self.keys.iter().filter(|(k, _)| *k == node_key);
+        let keys = keys.map(|(_, r)| {
+            format!(
+                "retired: node key {node_key} was retired (record {}, {})",
+                r.seq, r.name
+            )
+        });
+        chips.chain(keys).collect()
+    }
+}
+
 /// A registered node in the registry's current view.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeView {
@@ -415,6 +506,7 @@ fn refused_only_by_registry_rules(r: &Record) -> bool {
         && r.reasons.iter().all(|reason| {
             reason.starts_with("duplicate: ")
                 || reason.starts_with("chip id changed: ")
+                || reason.starts_with("retired: ")
                 || (reason.starts_with("chip id ")
                     && reason.contains(" is already registered under node key "))
         })
@@ -470,6 +562,17 @@ impl Registry {
                 "this evidence was already used for a transition".into(),
             ));
         }
+        // Evidence taken before the node's current record was established is stale: it
+        // could bring back an identity or configuration the registry has moved past.
+        if seq < node.current {
+            return Err(self.refused(
+                seq,
+                format!(
+                    "the evidence predates the node's current record {} (enrol the node again)",
+                    node.current
+                ),
+            ));
+        }
         Ok((ev, node))
     }
 
@@ -509,10 +612,25 @@ impl Registry {
             ));
         }
         let key = ev.node_public_key.as_deref().unwrap_or_default();
-        if node.retired_keys.iter().any(|k| k == key) {
+        // The rule enrolment applies: a node key belongs to one chip.
+        if let Some(r) = self
+            .admitted()
+            .find(|r| r.node_public_key.as_deref() == Some(key) && r.chip_id != ev.chip_id)
+        {
             return Err(self.refused(
                 evidence_seq,
-                format!("node key {key} was retired from this node"),
+                format!(
+                    "node key {key} is registered with chip id {} (record {}, {})",
+                    r.chip_id.as_deref().unwrap_or("?"),
+                    r.seq,
+                    r.name
+                ),
+            ));
+        }
+        if let Some(r) = retired(&self.records).key(key) {
+            return Err(self.refused(
+                evidence_seq,
+                format!("node key {key} was retired (record {}, {})", r.seq, r.name),
             ));
         }
         if let Some(d) = &ev.config_digest
@@ -521,6 +639,15 @@ impl Registry {
             return Err(self.refused(
                 evidence_seq,
                 format!("configuration {d} was superseded on this node: a rollback"),
+            ));
+        }
+        // A re-key that also changes the configuration supersedes the old one, so the new
+        // one must be a plan's, as for `config-update`.
+        if ev.config_digest != current.config_digest && ev.planned_config_digest != ev.config_digest
+        {
+            return Err(self.refused(
+                evidence_seq,
+                "the evidence's configuration is not the node's current one and was not checked against a plan bundle (enrol with --bundle)".into(),
             ));
         }
         let record = self.transition(Decision::Rekey, ev, &node, reason);

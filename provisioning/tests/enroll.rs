@@ -2,237 +2,15 @@
 //! wiring (`node_agent::compose::attestation_service` with `source = "test"`) served on
 //! 127.0.0.1, the real HTTP client, the attestation library's verifier, and the registry.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
+use std::path::Path;
 
 use attestation::test_source::{TestSigner, test_measurement};
-use hardware_profiles::ProfileSet;
-use node_agent::config::{AttestationConfig, CostConfig, EvidenceSource, GpuEvidence};
-use node_agent::http::{AppState, Heartbeat, router};
-use node_agent::snapshot::Snapshot;
-use provisioning::enroll::{EnrollError, EnrollRequest, enroll};
 use provisioning::registry::{Decision, Registry, verify_chain};
 
+mod common;
+use common::{Agents, enrol, enrol_with, only_test_root};
+
 const BIN: &str = env!("CARGO_BIN_EXE_provision");
-
-/// One snapshot of the agent's collectors over the CI fixture machine (CPU engine).
-fn snapshot() -> Snapshot {
-    std::thread::spawn(|| {
-        let root =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../node-agent/tests/fixtures/ci-2core");
-        // A fixture tree: NVML is not consulted.
-        let nvml = node_agent::probe::NvmlMode::absent("fixture tree");
-        let facts = node_agent::compose::probe_root(&root, &nvml);
-        let image = node_agent::assessment::ImageStatus::read(&root);
-        let node =
-            node_agent::assessment::assess(facts, &ProfileSet::embedded().unwrap(), "auto", image)
-                .unwrap();
-        let crypto = node_agent::compose::crypto_selftest_in_process(&node);
-        let cost = node_agent::cost::CostTracker::new(node_agent::cost::CostParams::new(
-            &node.cost,
-            &CostConfig::default(),
-        ));
-        let clock = Arc::new(node_agent::clock::ManualClock::new(1_764_460_800.0));
-        let mut c =
-            node_agent::collect::Collectors::new(clock, node, crypto, cost, Default::default())
-                .unwrap();
-        for name in ["gpu", "pinning", "replica", "rapl"] {
-            c.disable(name, "not part of this test");
-        }
-        c.collect()
-    })
-    .join()
-    .unwrap()
-}
-
-struct Agents {
-    runtime: tokio::runtime::Runtime,
-    snapshot: Snapshot,
-    dir: tempfile::TempDir,
-    /// The plan's signed bundles (`provision plan --out`), by node name.
-    plan: PathBuf,
-}
-
-/// The configuration signer of the plan.
-fn plan_key() -> ed25519_dalek::SigningKey {
-    ed25519_dalek::SigningKey::from_bytes(&[7; 32])
-}
-
-impl Agents {
-    fn new() -> Agents {
-        let dir = tempfile::tempdir().unwrap();
-        let plan = dir.path().join("plan");
-        let subnet = provisioning::subnet::Subnet::load(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sovereign-subnet-13.toml"),
-            &Default::default(),
-        )
-        .unwrap();
-        for b in provisioning::plan::bundles(&subnet, &plan_key()).unwrap() {
-            b.write_dir(&plan.join(&b.node().name)).unwrap();
-        }
-        Agents {
-            runtime: tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap(),
-            snapshot: snapshot(),
-            dir,
-            plan,
-        }
-    }
-
-    /// The plan's bundle directory of `node`.
-    fn bundle(&self, node: &str) -> PathBuf {
-        self.plan.join(node)
-    }
-
-    /// What an agent that applied `node`'s plan bundle binds into its evidence.
-    fn binding(&self, node: &str) -> ([u8; 32], [u8; 32]) {
-        let b = sn_config::Bundle::load_dir(&self.bundle(node), &[]).unwrap();
-        (b.digest(), b.signer())
-    }
-
-    /// Serves an agent whose test evidence comes from `seed`, whose node key is `key` (a
-    /// file name; the same name means the same key), running node-01's bundle.
-    fn start(&self, seed: u8, key: &str) -> String {
-        self.start_with(seed, key, self.binding("node-01"))
-    }
-
-    /// As [`Agents::start`], with the configuration binding given.
-    fn start_with(&self, seed: u8, key: &str, binding: ([u8; 32], [u8; 32])) -> String {
-        let seed_path = self.dir.path().join(format!("seed-{seed}-{key}"));
-        std::fs::write(&seed_path, hex::encode([seed; 32])).unwrap();
-        let config = AttestationConfig {
-            source: EvidenceSource::Test,
-            node_key: Some(self.dir.path().join(key)),
-            test_seed: Some(seed_path),
-            gpu_evidence: GpuEvidence::None,
-            ..AttestationConfig::default()
-        };
-        // The agent's own wiring of the evidence source (no environment, development node).
-        let (service, _status) = node_agent::compose::attestation_service(
-            &config,
-            &self.snapshot.node.facts,
-            &|_| None,
-            true,
-            &node_agent::probe::NvmlMode::absent("no GPU evidence"),
-            binding,
-        );
-        let state = AppState::new(
-            self.snapshot.clone(),
-            Arc::new(Heartbeat::new(Duration::from_secs(60))),
-        )
-        .with_attestation(service);
-        let listener = self
-            .runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        self.runtime
-            .spawn(async move { axum::serve(listener, router(state)).await });
-        url
-    }
-
-    /// A complete policy (measurement allow-list, TCB minimum, allowed VMPLs, GPU count, the
-    /// plan's configuration signer) trusting the test root of `seed`, which makes it a lab
-    /// policy, or with `trusting = false` the same without the test root (AMD roots only).
-    fn policy(&self, seed: u8, trusting: bool) -> PathBuf {
-        let path = self
-            .dir
-            .path()
-            .join(format!("policy-{seed}-{trusting}.toml"));
-        let mut text = format!(
-            "{}\n[trust]\n",
-            self.policy_sections(&["identity", "tcb", "vmpl", "gpu", "config"])
-        );
-        if trusting {
-            let ark = TestSigner::from_seed([seed; 32]).unwrap().ark_pem();
-            let ark_path = self.dir.path().join(format!("test-ark-{seed}.pem"));
-            std::fs::write(&ark_path, ark).unwrap();
-            text.push_str(&format!(
-                "test_root_ark = \"{}\"\n",
-                ark_path.file_name().unwrap().to_string_lossy()
-            ));
-        }
-        std::fs::write(&path, text).unwrap();
-        path
-    }
-
-    /// Policy sections by name: the test measurement, a TCB minimum the test chain meets,
-    /// VMPL 0, no GPUs, the plan's signer.
-    fn policy_sections(&self, which: &[&str]) -> String {
-        let mut text = String::new();
-        for section in which {
-            text.push_str(&match *section {
-                "identity" => format!(
-                    "[identity]\nmeasurements = [\"{}\"]\n",
-                    hex::encode(test_measurement())
-                ),
-                "tcb" => "[tcb.milan]\nbootloader = 0\ntee = 0\nsnp = 0\nmicrocode = 0\n".into(),
-                "vmpl" => "[guest_policy]\nvmpl = [0]\n".into(),
-                "gpu" => "[gpu]\ncount = 0\n".into(),
-                "config" => format!(
-                    "[config]\nsigners = [\"{}\"]\n",
-                    hex::encode(plan_key().verifying_key().to_bytes())
-                ),
-                other => panic!("no section {other}"),
-            });
-        }
-        text
-    }
-
-    fn registry(&self) -> PathBuf {
-        self.dir.path().join("registry.jsonl")
-    }
-}
-
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
-/// Enrols against node-01's plan bundle under the lab override: the test evidence is
-/// anchored at a test root, which only a lab policy names.
-fn enrol(
-    url: &str,
-    name: &str,
-    policy: &Path,
-    registry: &Path,
-) -> Result<provisioning::enroll::Enrolment, EnrollError> {
-    let plan = registry.parent().unwrap().join("plan/node-01");
-    enrol_with(url, name, policy, registry, Some(&plan), true)
-}
-
-/// What the lab override records for a policy that is complete but for its test root.
-fn only_test_root(lab: &Option<Vec<String>>) {
-    let lab = lab.as_deref().unwrap_or_default();
-    assert_eq!(lab.len(), 1, "{lab:?}");
-    assert!(lab[0].contains("trust.test_root_ark"), "{lab:?}");
-}
-
-fn enrol_with(
-    url: &str,
-    name: &str,
-    policy: &Path,
-    registry: &Path,
-    plan_bundle: Option<&Path>,
-    lab_policy: bool,
-) -> Result<provisioning::enroll::Enrolment, EnrollError> {
-    enroll(&EnrollRequest {
-        node_url: url,
-        name: Some(name),
-        policy,
-        registry,
-        verify_time: now(),
-        timeout: Duration::from_secs(30),
-        plan_bundle,
-        lab_policy,
-    })
-}
 
 #[test]
 fn enrolment_admits_refuses_and_audits_every_decision() {
@@ -361,13 +139,24 @@ fn enrolment_admits_refuses_and_audits_every_decision() {
     drop(reg);
 
     // `registry nodes` gives attest fleet a NODES.toml pinning chip id and node key, and
-    // `attest fleet`'s own parser reads it.
+    // `attest fleet`'s own parser reads it (once the governing body signed the head).
+    let gb = ed25519_dalek::SigningKey::from_bytes(&[9; 32]);
+    Registry::open(&registry)
+        .unwrap()
+        .sign_head(&gb, &provisioning::registry::head_path(&registry))
+        .unwrap();
     let out = std::process::Command::new(BIN)
         .args(["registry", "nodes", "--registry"])
         .arg(&registry)
+        .arg("--signer")
+        .arg(hex::encode(gb.verifying_key().to_bytes()))
         .output()
         .unwrap();
-    assert!(out.status.success());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let nodes =
         attestation::nodes::NodeList::parse(&String::from_utf8_lossy(&out.stdout), "NODES.toml")
             .unwrap();

@@ -141,7 +141,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// The registry: check its chain, or list admitted nodes as NODES.toml for `attest fleet`.
+    /// The registry: check and sign its head, record a node's transitions, list the
+    /// registered nodes as NODES.toml for `attest fleet`.
     Registry {
         #[command(subcommand)]
         command: RegistryCommand,
@@ -184,6 +185,10 @@ enum RegistryCommand {
         /// The signed head (default: REGISTRY.head).
         #[arg(long, value_name = "HEAD")]
         head: Option<PathBuf>,
+        /// The registry's first signing: there is no signed head yet. Without it a missing
+        /// head is refused, since a deleted head would otherwise be signed over unnoticed.
+        #[arg(long)]
+        initial: bool,
     },
     /// Re-key a registered node (TCB update, new image) from an enrolment of its new
     /// identity that only the registry rules refused; the old key is retired.
@@ -211,11 +216,18 @@ enum RegistryCommand {
         #[arg(long, value_name = "NAME")]
         node: String,
     },
-    /// NODES.toml (name, url, chip_id, node_public_key) of every admitted node.
+    /// NODES.toml (name, url, chip_id, node_public_key, config_digest) of every registered
+    /// node, from a registry whose chain and signed head verify (all records signed).
     Nodes {
         /// The registry file.
         #[arg(long, value_name = "REGISTRY")]
         registry: PathBuf,
+        /// The governing body's public key (KEY.pub from `provision keygen`, or hex).
+        #[arg(long, value_name = "KEY.pub")]
+        signer: String,
+        /// The signed head (default: REGISTRY.head).
+        #[arg(long, value_name = "HEAD")]
+        head: Option<PathBuf>,
     },
 }
 
@@ -496,30 +508,32 @@ fn run(args: Args) -> Result<u8, Failure> {
                 registry,
                 key,
                 head,
+                initial,
             } => {
                 let key = sn_config::sign::load_signing_key(&key).map_err(|e| fail(2)(e.into()))?;
                 let reg = open_registry(&registry)?;
                 let head = head.unwrap_or_else(|| head_path(&registry));
-                let from = if head.exists() {
-                    reg.check_head(&head, &key.verifying_key().to_bytes(), true)
-                        .map_err(|e| fail(5)(e.into()))?
-                        .signed
-                } else {
-                    0
+                let from = match (head.exists(), initial) {
+                    (true, false) => {
+                        reg.check_head(&head, &key.verifying_key().to_bytes(), true)
+                            .map_err(|e| fail(5)(e.into()))?
+                            .signed
+                    }
+                    (false, true) => 0,
+                    (true, true) => {
+                        return Err(fail(2)(anyhow!(
+                            "--initial: {} exists, the registry was signed before",
+                            head.display()
+                        )));
+                    }
+                    (false, false) => {
+                        return Err(fail(5)(anyhow!(
+                            "no signed head at {}: if this is the registry's first signing, pass --initial; otherwise the head was removed",
+                            head.display()
+                        )));
+                    }
                 };
-                for r in &reg.records()[from as usize..] {
-                    println!(
-                        "record {}: {:?} {} ({}){}",
-                        r.seq,
-                        r.decision,
-                        r.name,
-                        r.node_url,
-                        r.reason
-                            .as_deref()
-                            .map(|t| format!(": {t}"))
-                            .unwrap_or_default()
-                    );
-                }
+                list_records(&reg.records()[from as usize..]);
                 reg.sign_head(&key, &head).map_err(|e| fail(4)(e.into()))?;
                 println!(
                     "signed head {} ({} record(s)) written to {}",
@@ -538,10 +552,24 @@ fn run(args: Args) -> Result<u8, Failure> {
             RegistryCommand::Retire { t, node } => {
                 transition(&t, |reg| reg.retire(&node, &t.reason))
             }
-            RegistryCommand::Nodes { registry } => {
+            RegistryCommand::Nodes {
+                registry,
+                signer,
+                head,
+            } => {
+                let signer = load_signer(&signer)?;
                 let reg = open_registry(&registry)?;
-                let mut out =
-                    String::from("# Admitted nodes of the registry, for `attest fleet --nodes`.\n");
+                let head = head.unwrap_or_else(|| head_path(&registry));
+                // attest fleet pins what this lists: only what the governing body signed.
+                reg.check_head(&head, &signer, false)
+                    .map_err(|e| fail(5)(e.into()))?;
+                let mut out = format!(
+                    "# Registered nodes of {} ({} record(s), head {} signed by {}), for `attest fleet --nodes`.\n",
+                    registry.display(),
+                    reg.records().len(),
+                    reg.head(),
+                    hex::encode(signer)
+                );
                 for r in reg.admitted() {
                     out.push_str(&format!(
                         "\n[[node]]\nname = {}\nurl = {}\nchip_id = {}\nnode_public_key = {}\n",
@@ -597,6 +625,23 @@ fn load_signer(arg: &str) -> Result<[u8; 32], Failure> {
     })
 }
 
+/// One line per record, for the governing body's review before it signs.
+fn list_records(records: &[Record]) {
+    for r in records {
+        println!(
+            "record {}: {:?} {} ({}){}",
+            r.seq,
+            r.decision,
+            r.name,
+            r.node_url,
+            r.reason
+                .as_deref()
+                .map(|t| format!(": {t}"))
+                .unwrap_or_default()
+        );
+    }
+}
+
 /// Checks the registry against its signed head, records one transition, signs the new head.
 fn transition(
     t: &Transition,
@@ -606,8 +651,12 @@ fn transition(
     let mut reg = open_registry(&t.registry)?;
     let head = t.head.clone().unwrap_or_else(|| head_path(&t.registry));
     if head.exists() || !reg.records().is_empty() {
-        reg.check_head(&head, &key.verifying_key().to_bytes(), true)
-            .map_err(|e| fail(5)(e.into()))?;
+        let signed = reg
+            .check_head(&head, &key.verifying_key().to_bytes(), true)
+            .map_err(|e| fail(5)(e.into()))?
+            .signed;
+        // The new head covers these too: shown as `sign` shows them.
+        list_records(&reg.records()[signed as usize..]);
     }
     let r = step(&mut reg).map_err(|e| match e {
         TransitionError::Registry(RegistryError::Broken { .. }) => fail(5)(e.into()),
