@@ -7,6 +7,8 @@
 //! - [`verify`]: phased dealing verification (deserialisation, ciphertext integrity,
 //!   chunking proof, sharing proof) over the batches of [`batch::BatchOps`], which a GPU
 //!   backend can implement; [`batch::CpuBatchOps`] is the CPU one.
+//! - [`combined`]: many dealings in one call with a verdict each, the equations of each
+//!   optionally combined by random coefficients (the same verdict, fewer operations).
 //! - [`decrypt`]: a receiver's share decryption.
 //! - [`ic_cbor`]: the IC's serde_cbor encodings of dealings, receiver keys and proofs of
 //!   possession; [`oracle`] and [`params`]: the IC's random oracles and system parameters,
@@ -17,6 +19,7 @@
 //! [`deal`] and [`verify`] are the entry points of the `gpu-crypto nidkg` subcommands.
 
 pub mod batch;
+pub mod combined;
 pub mod component;
 pub mod dealing;
 pub mod decrypt;
@@ -30,6 +33,7 @@ pub mod params;
 pub mod verify;
 
 pub use batch::{BatchOps, CpuBatchOps, PairingBatch};
+pub use combined::{BatchReport, Checks, DealingInput, verify_batch};
 pub use component::Component;
 pub use dealing::{Dealing, create_dealing};
 pub use decrypt::decrypt_share;
@@ -187,6 +191,65 @@ pub fn verify_ic<B: BatchOps + ?Sized>(
         &dealer_associated_data(context.dealer_index),
         &stream,
     )
+}
+
+/// One dealing in the IC's CBOR encoding, with what it is verified under.
+#[derive(Clone, Copy, Debug)]
+pub struct IcDealing<'a> {
+    /// The dealing, serde_cbor.
+    pub dealing: &'a [u8],
+    /// Receivers' keys (compressed G1, in index order).
+    pub receiver_keys: &'a [[u8; 48]],
+    /// Dealer index, threshold and epoch.
+    pub context: &'a IcContext,
+}
+
+/// Verifies many IC dealings in one call ([`combined::verify_batch`]): one verdict per
+/// dealing, in order; a bad dealing never fails another.
+pub fn verify_ic_batch<B: BatchOps + ?Sized>(
+    ops: &B,
+    dealings: &[IcDealing<'_>],
+    checks: Checks,
+) -> BatchReport {
+    // Each dealing's element stream and associated data, or why it has none.
+    type Prepared = Result<(Vec<u8>, Vec<u8>), VerifyError>;
+    let prepared: Vec<Prepared> = dealings
+        .iter()
+        .map(|d| {
+            let stream = checked_stream(d.dealing, d.receiver_keys.len(), d.context.threshold)?;
+            Ok((stream, dealer_associated_data(d.context.dealer_index)))
+        })
+        .collect();
+    let inputs: Vec<DealingInput<'_>> = dealings
+        .iter()
+        .zip(&prepared)
+        .filter_map(|(d, p)| {
+            let (stream, associated_data) = p.as_ref().ok()?;
+            Some(DealingInput {
+                receiver_keys: d.receiver_keys,
+                t: d.context.threshold,
+                epoch: d.context.epoch,
+                associated_data,
+                stream,
+            })
+        })
+        .collect();
+    let mut report = verify_batch(ops, &inputs, checks);
+    let mut verdicts = std::mem::take(&mut report.verdicts).into_iter();
+    report.verdicts = prepared
+        .into_iter()
+        .map(|p| match p {
+            // One verdict per input; a missing one is no verdict, never an acceptance.
+            Ok(_) => verdicts.next().unwrap_or_else(|| {
+                Err(VerifyError::Backend(BackendError {
+                    operation: "verify_batch",
+                    reason: "no verdict for a dealing".into(),
+                }))
+            }),
+            Err(e) => Err(e),
+        })
+        .collect();
+    report
 }
 
 /// Verifies a receiver key's proof of possession (the IC's encodings of each) for

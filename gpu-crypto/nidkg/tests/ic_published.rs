@@ -4,7 +4,7 @@
 //! and proof of possession verify with `ic-crypto-kgen-assoc-data`, and any change of one
 //! component or of the context is rejected with the reason named.
 
-use nidkg::{CpuBatchOps, IcContext, VerifyError, ic_cbor};
+use nidkg::{Checks, CpuBatchOps, IcContext, IcDealing, VerifyError, ic_cbor};
 use std::path::PathBuf;
 
 /// The data folder: `IC_NIDKG_TESTDATA`, else `shared/testdata/ic-nidkg` beside an
@@ -53,7 +53,18 @@ fn verify(dealing: &[u8], keys: &[[u8; 48]], context: &IcContext) -> Result<(), 
     ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)"
 )]
 fn the_ics_published_dealing_verifies() {
-    verify(&read("nidkg_dealing.hex"), &receiver_keys(), &CONTEXT).unwrap();
+    let dealing = read("nidkg_dealing.hex");
+    let keys = receiver_keys();
+    verify(&dealing, &keys, &CONTEXT).unwrap();
+    let one = IcDealing {
+        dealing: &dealing,
+        receiver_keys: &keys,
+        context: &CONTEXT,
+    };
+    for checks in [Checks::Exact, Checks::Combined] {
+        let report = nidkg::verify_ic_batch(&CpuBatchOps::rayon(), &[one; 3], checks);
+        assert_eq!(report.verdicts, [Ok(()), Ok(()), Ok(())], "{checks:?}");
+    }
 }
 
 #[test]
@@ -137,17 +148,33 @@ fn every_single_component_corruption_is_rejected() {
     let (n, t, stream) = ic_cbor::dealing_stream(&dealing).unwrap();
     let mut offset = 0;
     let mut rejected = 0;
+    let mut corrupted = Vec::new();
     for (kind, component, count) in nidkg::encoding::dealing_layout(n, t) {
         for index in 0..count {
             let at = offset + (index + 1) * kind.size() - 1;
             let mut bad = stream.clone();
             bad[at] ^= 1;
-            let result = verify(&ic_cbor::dealing_to_cbor(&bad, n, t), &keys, &CONTEXT);
+            let bad = ic_cbor::dealing_to_cbor(&bad, n, t);
+            let result = verify(&bad, &keys, &CONTEXT);
             let err = result.expect_err(&format!("{component}[{index}] changed was accepted"));
             assert!(!err.is_unusable_input(), "{component}[{index}]: {err}");
+            corrupted.push((format!("{component}[{index}]"), bad, err));
             rejected += 1;
         }
         offset += kind.size() * count;
+    }
+    // All of them in one batch, with the combined checks: the same verdict each.
+    let batch: Vec<IcDealing<'_>> = corrupted
+        .iter()
+        .map(|(_, dealing, _)| IcDealing {
+            dealing,
+            receiver_keys: &keys,
+            context: &CONTEXT,
+        })
+        .collect();
+    let report = nidkg::verify_ic_batch(&CpuBatchOps::rayon(), &batch, Checks::Combined);
+    for ((what, _, exact), combined) in corrupted.iter().zip(&report.verdicts) {
+        assert_eq!(combined.as_ref().err(), Some(exact), "{what}");
     }
     assert_eq!(
         rejected,

@@ -1,0 +1,550 @@
+//! Verifying many dealings in one call, each with its own verdict, and optionally with each
+//! dealing's equations combined: the verdict of [`crate::verify`] in fewer operations.
+//!
+//! A batch gathers the same work of every dealing into one call of each [`BatchOps`]
+//! operation (one G1 and one G2 decompression batch for all dealings, one pairing batch,
+//! one MSM batch), so a GPU backend sees batches as large as the block or the DKG round.
+//! A dealing that fails never fails its neighbours: its verdict is its own.
+//!
+//! With [`Checks::Combined`], per dealing:
+//!
+//! - the 16 integrity products `P_j = e(R_j, id) e(S_j, h) e(-g1, Z_j)` become one,
+//!   `e(sum rho_j R_j, id) e(sum rho_j S_j, h) e(-g1, sum rho_j Z_j) = prod P_j^rho_j`;
+//! - the chunking proof's `n + 2` G1 equations and the sharing proof's two G1 equations
+//!   become one MSM, `sum_e rho_e E_e == 0`, where the 32 shared-base MSMs of the chunks
+//!   equation enter as `sum_ij s_ij C_ij` (`sum_k x^k T_k` regrouped: no coefficient
+//!   needed, the same sum);
+//! - the sharing proof's G2 equation and every deterministic check (encodings, subgroup
+//!   membership, response ranges) are unchanged.
+//!
+//! The coefficients `rho` are 128-bit integers from ChaCha20 seeded by the operating
+//! system, drawn after every dealing of the call is decoded. Every point is in the
+//! prime-order subgroup (checked when decoded), so each equation's value lies in a group of
+//! prime order `r > 2^254`; if some value `E_e` is not the identity, the combination
+//! vanishes for at most one value of `rho_e` modulo `r` once the others are fixed, so with
+//! probability at most `2^-128`. A combination that does not vanish re-runs the dealing's
+//! exact checks, which name the failing component; the set of accepted dealings is the
+//! exact verifier's except with probability at most `2^-128` per dealing
+//! (docs/nidkg.md, "Combined checks").
+
+use crate::batch::{BatchOps, PairingBatch};
+use crate::encoding::EncodedElements;
+use crate::error::{BackendError, VerifyError};
+use crate::params::{NUM_CHUNKS, SysParams};
+use crate::verify::{
+    self, ChunkingTerms, DecodedDealing, G1Equation, PhaseTimes, SharingTerms, exactly,
+};
+use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use std::time::Instant;
+
+/// How each dealing's equations are checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checks {
+    /// Every equation on its own, as the IC's verifier does.
+    Exact,
+    /// The equations combined by random coefficients (module docs); a failing combination
+    /// re-runs the exact checks to name the component.
+    Combined,
+}
+
+/// One dealing to verify, with its context.
+#[derive(Clone, Copy, Debug)]
+pub struct DealingInput<'a> {
+    /// Receivers' keys, compressed, in receiver order.
+    pub receiver_keys: &'a [[u8; 48]],
+    /// Threshold.
+    pub t: usize,
+    /// Epoch the dealing is encrypted for.
+    pub epoch: u32,
+    /// Associated data (the dealer's index, in the IC).
+    pub associated_data: &'a [u8],
+    /// The dealing's element stream ([`crate::encoding`]).
+    pub stream: &'a [u8],
+}
+
+/// The verdicts of a batch, in input order, and what the batch took.
+#[derive(Debug)]
+pub struct BatchReport {
+    /// One verdict per dealing.
+    pub verdicts: Vec<Result<(), VerifyError>>,
+    /// Wall time of each phase, over the whole batch.
+    pub phases: PhaseTimes,
+    /// Backend that ran the batches.
+    pub backend: String,
+}
+
+/// Verifies every dealing of `inputs`; each verdict is that dealing's alone.
+pub fn verify_batch<B: BatchOps + ?Sized>(
+    ops: &B,
+    inputs: &[DealingInput<'_>],
+    checks: Checks,
+) -> BatchReport {
+    let _ = SysParams::get();
+    let mut phases = PhaseTimes::default();
+    let start = Instant::now();
+    let mut state: Vec<Result<DecodedDealing, VerifyError>> = decode_all(ops, inputs);
+    phases.deserialize = start.elapsed();
+    match checks {
+        Checks::Exact => exact_all(ops, inputs, &mut state, &mut phases),
+        Checks::Combined => match Coefficients::from_os() {
+            Ok(mut rho) => combined_all(ops, inputs, &mut state, &mut rho, &mut phases),
+            Err(e) => fail_pending(&mut state, &e),
+        },
+    }
+    BatchReport {
+        verdicts: state.into_iter().map(|s| s.map(|_| ())).collect(),
+        phases,
+        backend: ops.name(),
+    }
+}
+
+/// Phase 1 for every dealing: one G1 and one G2 decompression batch for all of them.
+fn decode_all<B: BatchOps + ?Sized>(
+    ops: &B,
+    inputs: &[DealingInput<'_>],
+) -> Vec<Result<DecodedDealing, VerifyError>> {
+    let split: Vec<Result<EncodedElements, VerifyError>> = inputs
+        .iter()
+        .map(|d| EncodedElements::split(d.receiver_keys, d.t, d.stream))
+        .collect();
+    let encoded: Vec<&EncodedElements> = split.iter().filter_map(|s| s.as_ref().ok()).collect();
+    let g1: Vec<[u8; 48]> = encoded.iter().flat_map(|e| e.g1.iter().copied()).collect();
+    let g2: Vec<[u8; 96]> = encoded.iter().flat_map(|e| e.g2.iter().copied()).collect();
+    let decompressed = ops
+        .g1_decompress(&g1)
+        .and_then(|a| Ok((a, ops.g2_decompress(&g2)?)));
+    let (mut g1, mut g2) = match decompressed {
+        Ok((a, b)) if a.len() == g1.len() && b.len() == g2.len() => (a.into_iter(), b.into_iter()),
+        Ok((a, b)) => {
+            let e = BackendError {
+                operation: "decompress",
+                reason: format!(
+                    "{} G1 and {} G2 results for {} and {} points",
+                    a.len(),
+                    b.len(),
+                    g1.len(),
+                    g2.len()
+                ),
+            };
+            return split
+                .into_iter()
+                .map(|s| s.and(Err(e.clone().into())))
+                .collect();
+        }
+        Err(e) => {
+            return split
+                .into_iter()
+                .map(|s| s.and(Err(e.clone().into())))
+                .collect();
+        }
+    };
+    split
+        .into_iter()
+        .map(|s| {
+            let e = s?;
+            let g1: Vec<_> = g1.by_ref().take(e.g1.len()).collect();
+            let g2: Vec<_> = g2.by_ref().take(e.g2.len()).collect();
+            verify::decode(&e, g1, g2)
+        })
+        .collect()
+}
+
+/// Every decoded dealing through the exact checks, one dealing after another.
+fn exact_all<B: BatchOps + ?Sized>(
+    ops: &B,
+    inputs: &[DealingInput<'_>],
+    state: &mut [Result<DecodedDealing, VerifyError>],
+    phases: &mut PhaseTimes,
+) {
+    for (input, s) in inputs.iter().zip(state.iter_mut()) {
+        if let Ok(d) = s {
+            let mut one = PhaseTimes::default();
+            if let Err(e) = exact_checks(ops, input, d, &mut one) {
+                *s = Err(e);
+            }
+            *phases += one;
+        }
+    }
+}
+
+/// The exact integrity, chunking and sharing checks of one decoded dealing.
+fn exact_checks<B: BatchOps + ?Sized>(
+    ops: &B,
+    input: &DealingInput<'_>,
+    d: &DecodedDealing,
+    phases: &mut PhaseTimes,
+) -> Result<(), VerifyError> {
+    let start = Instant::now();
+    verify::check_integrity(ops, &d.dealing, input.epoch, input.associated_data)?;
+    phases.integrity += start.elapsed();
+    exact_proofs(ops, d, phases)
+}
+
+fn exact_proofs<B: BatchOps + ?Sized>(
+    ops: &B,
+    d: &DecodedDealing,
+    phases: &mut PhaseTimes,
+) -> Result<(), VerifyError> {
+    let start = Instant::now();
+    verify::check_chunking(ops, &d.receiver_keys, &d.dealing)?;
+    phases.chunking += start.elapsed();
+    let start = Instant::now();
+    verify::check_sharing(ops, &d.receiver_keys, &d.dealing)?;
+    phases.sharing += start.elapsed();
+    Ok(())
+}
+
+/// Every decoded dealing through the combined checks, each operation batched over them.
+fn combined_all<B: BatchOps + ?Sized>(
+    ops: &B,
+    inputs: &[DealingInput<'_>],
+    state: &mut [Result<DecodedDealing, VerifyError>],
+    rho: &mut Coefficients,
+    phases: &mut PhaseTimes,
+) {
+    let start = Instant::now();
+    let verdicts = combined_integrity(ops, inputs, state, rho);
+    settle(state, verdicts, |d, i| {
+        verify::check_integrity(ops, &d.dealing, inputs[i].epoch, inputs[i].associated_data)
+    });
+    phases.integrity = start.elapsed();
+
+    let start = Instant::now();
+    let verdicts = combined_proofs(ops, state, rho, phases);
+    settle(state, verdicts, |d, _| {
+        exact_proofs(ops, d, &mut PhaseTimes::default())
+    });
+    phases.chunking += start.elapsed();
+}
+
+/// What a combined check said of each pending dealing: `Ok(true)` held, `Ok(false)` did
+/// not (the exact checks then name why), `Err` no verdict.
+type Combined = Vec<Option<Result<bool, VerifyError>>>;
+
+/// Applies combined verdicts: a failed combination runs `exact`, which must fail.
+fn settle(
+    state: &mut [Result<DecodedDealing, VerifyError>],
+    verdicts: Combined,
+    exact: impl Fn(&DecodedDealing, usize) -> Result<(), VerifyError>,
+) {
+    for (i, (s, verdict)) in state.iter_mut().zip(verdicts).enumerate() {
+        let Ok(d) = s else { continue };
+        let error = match verdict {
+            None | Some(Ok(true)) => continue,
+            Some(Err(e)) => e,
+            // A combination of equations that all hold is the identity whatever the
+            // coefficients: if the exact checks pass, the backend contradicted itself.
+            Some(Ok(false)) => exact(d, i).err().unwrap_or_else(|| {
+                BackendError {
+                    operation: "combined_checks",
+                    reason: "a combined check failed while every exact check holds".into(),
+                }
+                .into()
+            }),
+        };
+        *s = Err(error);
+    }
+}
+
+/// The integrity products of every pending dealing, combined into one product each, all
+/// in one pairing batch.
+fn combined_integrity<B: BatchOps + ?Sized>(
+    ops: &B,
+    inputs: &[DealingInput<'_>],
+    state: &[Result<DecodedDealing, VerifyError>],
+    rho: &mut Coefficients,
+) -> Combined {
+    let pending: Vec<(usize, &DecodedDealing)> = pending(state);
+    let mut g1_msms = Vec::with_capacity(2 * pending.len());
+    let mut z = Vec::with_capacity(pending.len());
+    for (_, d) in &pending {
+        let c = &d.dealing.ciphertext;
+        let coefficients = rho.take(NUM_CHUNKS);
+        g1_msms.push((c.rr.clone(), coefficients.clone()));
+        g1_msms.push((c.ss.clone(), coefficients.clone()));
+        z.push(ops.g2_msm(&c.zz, &coefficients));
+    }
+    let sums = ops
+        .g1_msm(&g1_msms)
+        .and_then(|r| exactly("g1_msm", g1_msms.len(), r));
+    let sums = match sums {
+        Ok(s) => s,
+        Err(e) => return all_pending(state, Err(e.into())),
+    };
+    let mut batch = PairingBatch {
+        g2: vec![SysParams::get().h],
+        products: Vec::with_capacity(pending.len()),
+    };
+    let mut verdicts: Combined = (0..state.len()).map(|_| None).collect();
+    let mut in_batch = Vec::with_capacity(pending.len());
+    for (k, (i, d)) in pending.iter().enumerate() {
+        let z_sum = match &z[k] {
+            Ok(z) => G2Affine::from(z),
+            Err(e) => {
+                verdicts[*i] = Some(Err(e.clone().into()));
+                continue;
+            }
+        };
+        let id =
+            verify::integrity_identity(&d.dealing, inputs[*i].epoch, inputs[*i].associated_data);
+        let base = batch.g2.len();
+        batch.g2.extend_from_slice(&[id, z_sum]);
+        let [a, b] = [sums[2 * k], sums[2 * k + 1]].map(G1Affine::from);
+        batch
+            .products
+            .push(vec![(a, base), (b, 0), (-G1Affine::generator(), base + 1)]);
+        in_batch.push(*i);
+    }
+    let ok = ops
+        .pairing_products_are_identity(&batch)
+        .and_then(|r| exactly("pairing_products", in_batch.len(), r));
+    for (k, i) in in_batch.iter().enumerate() {
+        verdicts[*i] = Some(match &ok {
+            Ok(ok) => Ok(ok[k]),
+            Err(e) => Err(e.clone().into()),
+        });
+    }
+    verdicts
+}
+
+/// The chunking and sharing proofs of every pending dealing: one recombination batch, one
+/// MSM batch (one combined G1 equation per dealing), and the G2 equation of each.
+fn combined_proofs<B: BatchOps + ?Sized>(
+    ops: &B,
+    state: &mut [Result<DecodedDealing, VerifyError>],
+    rho: &mut Coefficients,
+    phases: &mut PhaseTimes,
+) -> Combined {
+    // The deterministic range checks first: a dealing out of range fails by name.
+    let mut chunking: Vec<Option<ChunkingTerms>> = Vec::with_capacity(state.len());
+    for s in state.iter_mut() {
+        let terms = match s {
+            Ok(d) => ChunkingTerms::new(&d.receiver_keys, &d.dealing).map(Some),
+            Err(_) => Ok(None),
+        };
+        match terms {
+            Ok(t) => chunking.push(t),
+            Err(e) => {
+                *s = Err(e);
+                chunking.push(None);
+            }
+        }
+    }
+    let start = Instant::now();
+    let sharing = match sharing_terms_all(ops, state) {
+        Ok(s) => s,
+        Err(e) => return all_pending(state, Err(e)),
+    };
+    phases.sharing += start.elapsed();
+    let pending = pending(state);
+    let equations: Vec<G1Equation> = pending
+        .iter()
+        .map(|(i, d)| {
+            let (Some(c), Some(s)) = (&chunking[*i], &sharing[*i]) else {
+                unreachable!("every pending dealing has its terms")
+            };
+            combined_g1_equation(d, c, s, rho)
+        })
+        .collect();
+    let results = ops
+        .g1_msm(&equations)
+        .and_then(|r| exactly("g1_msm", equations.len(), r));
+    let results = match results {
+        Ok(r) => r,
+        Err(e) => return all_pending(state, Err(e.into())),
+    };
+    let mut verdicts: Combined = (0..state.len()).map(|_| None).collect();
+    let start = Instant::now();
+    for ((i, d), g1) in pending.iter().zip(results) {
+        let Some(s) = &sharing[*i] else { continue };
+        let (bases, scalars) = verify::coefficients_equation(&d.dealing, s);
+        verdicts[*i] = Some(
+            ops.g2_msm(&bases, &scalars)
+                .map(|g2: G2Projective| bool::from(g1.is_identity() & g2.is_identity()))
+                .map_err(VerifyError::from),
+        );
+    }
+    phases.sharing += start.elapsed();
+    verdicts
+}
+
+/// The sharing terms of every pending dealing, from one recombination batch.
+fn sharing_terms_all<B: BatchOps + ?Sized>(
+    ops: &B,
+    state: &mut [Result<DecodedDealing, VerifyError>],
+) -> Result<Vec<Option<SharingTerms>>, VerifyError> {
+    let pending = pending(state);
+    let rows: Vec<&[G1Affine]> = pending
+        .iter()
+        .flat_map(|(_, d)| verify::recombination_rows(&d.dealing))
+        .collect();
+    let combined = ops.g1_recombine_chunks(&rows)?;
+    let mut combined = exactly("g1_recombine_chunks", rows.len(), combined)?.into_iter();
+    let mut terms: Vec<Option<SharingTerms>> = (0..state.len()).map(|_| None).collect();
+    let mut failures = Vec::new();
+    for (i, d) in &pending {
+        let mine: Vec<G1Projective> = combined.by_ref().take(d.receiver_keys.len() + 1).collect();
+        match SharingTerms::from_recombined(&d.receiver_keys, &d.dealing, mine) {
+            Ok(t) => terms[*i] = Some(t),
+            Err(e) => failures.push((*i, e)),
+        }
+    }
+    for (i, e) in failures {
+        state[i] = Err(e);
+    }
+    Ok(terms)
+}
+
+/// `sum_e rho_e E_e` over the chunking proof's `n + 2` and the sharing proof's two G1
+/// equations, as one MSM whose result must be the identity.
+fn combined_g1_equation(
+    d: &DecodedDealing,
+    chunking: &ChunkingTerms,
+    sharing: &SharingTerms,
+    rho: &mut Coefficients,
+) -> G1Equation {
+    let n = d.receiver_keys.len();
+    let (c, p) = (&d.dealing.ciphertext, &d.dealing.chunking);
+    let mut eq = LinearCombination::default();
+    // Randomizers, receiver i: sum_j R_j s_ij - g1 z_r,i + D_{i+1}; the shared bases R_j
+    // and g1 take the sum of their scalars.
+    let rho_i = rho.take(n);
+    let mut r_scalars = vec![Scalar::zero(); NUM_CHUNKS];
+    let mut g1_scalar = Scalar::zero();
+    for (i, s_i) in chunking.s.chunks(NUM_CHUNKS).enumerate() {
+        for (acc, s_ij) in r_scalars.iter_mut().zip(s_i) {
+            *acc += rho_i[i] * s_ij;
+        }
+        g1_scalar -= rho_i[i] * p.z_r[i];
+        eq.term(p.dd[i + 1], rho_i[i]);
+    }
+    eq.terms(&c.rr, &r_scalars, Scalar::one());
+    eq.term(G1Affine::generator(), g1_scalar);
+    // Blinders: sum_k B_k x^k - g1 z_beta + D_0.
+    let rho_b = rho.next();
+    eq.equation(verify::blinders_equation(&d.dealing, chunking), rho_b);
+    eq.term(p.dd[0], rho_b);
+    // Chunks: sum_ij s_ij C_ij + sum_k C_k x^k + (the rest) + Y.
+    let rho_c = rho.next();
+    for (row, s_i) in c.cc.iter().zip(chunking.s.chunks(NUM_CHUNKS)) {
+        eq.terms(row, s_i, rho_c);
+    }
+    eq.terms(&p.cc, &chunking.xpow, rho_c);
+    eq.equation(
+        verify::chunks_equation_rest(&d.receiver_keys, &d.dealing, chunking),
+        rho_c,
+    );
+    eq.term(p.yy, rho_c);
+    // The sharing proof's two G1 equations.
+    eq.equation(verify::randomizer_equation(&d.dealing, sharing), rho.next());
+    eq.equation(
+        verify::ciphertexts_equation(&d.receiver_keys, &d.dealing, sharing),
+        rho.next(),
+    );
+    eq.into_equation()
+}
+
+/// Bases and scalars of one MSM, built from equations scaled by coefficients.
+#[derive(Default)]
+struct LinearCombination {
+    bases: Vec<G1Affine>,
+    scalars: Vec<Scalar>,
+}
+
+impl LinearCombination {
+    fn term(&mut self, base: G1Affine, scalar: Scalar) {
+        self.bases.push(base);
+        self.scalars.push(scalar);
+    }
+
+    fn terms(&mut self, bases: &[G1Affine], scalars: &[Scalar], factor: Scalar) {
+        self.bases.extend_from_slice(bases);
+        self.scalars.extend(scalars.iter().map(|s| s * factor));
+    }
+
+    fn equation(&mut self, (bases, scalars): G1Equation, factor: Scalar) {
+        self.terms(&bases, &scalars, factor);
+    }
+
+    fn into_equation(self) -> G1Equation {
+        (self.bases, self.scalars)
+    }
+}
+
+/// The dealings still without a verdict, with their index.
+fn pending(state: &[Result<DecodedDealing, VerifyError>]) -> Vec<(usize, &DecodedDealing)> {
+    state
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.as_ref().ok().map(|d| (i, d)))
+        .collect()
+}
+
+/// The same combined verdict for every pending dealing (a whole-call error).
+fn all_pending(
+    state: &[Result<DecodedDealing, VerifyError>],
+    verdict: Result<bool, VerifyError>,
+) -> Combined {
+    state
+        .iter()
+        .map(|s| s.as_ref().ok().map(|_| verdict.clone()))
+        .collect()
+}
+
+/// Every pending dealing gets `e`: no verdict without the coefficients.
+fn fail_pending(state: &mut [Result<DecodedDealing, VerifyError>], e: &BackendError) {
+    for s in state.iter_mut().filter(|s| s.is_ok()) {
+        *s = Err(e.clone().into());
+    }
+}
+
+/// The combination coefficients: 128-bit integers from ChaCha20 seeded by the operating
+/// system once per call, after the dealings are decoded.
+struct Coefficients(ChaCha20Rng);
+
+impl Coefficients {
+    fn from_os() -> Result<Coefficients, BackendError> {
+        ChaCha20Rng::from_rng(rand::rngs::OsRng)
+            .map(Coefficients)
+            .map_err(|e| BackendError {
+                operation: "combined_checks",
+                reason: format!("no operating-system randomness for the coefficients: {e}"),
+            })
+    }
+
+    fn next(&mut self) -> Scalar {
+        Scalar::from_raw([self.0.next_u64(), self.0.next_u64(), 0, 0])
+    }
+
+    fn take(&mut self, count: usize) -> Vec<Scalar> {
+        (0..count).map(|_| self.next()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Coefficients;
+
+    /// 128-bit coefficients, fresh per call: constant or short ones would let errors in
+    /// two equations cancel.
+    #[test]
+    fn coefficients_are_128_bit_and_fresh() {
+        let draw = || {
+            let mut rho = Coefficients::from_os().unwrap();
+            rho.take(1000)
+        };
+        let (a, b) = (draw(), draw());
+        assert_ne!(a, b, "two calls drew the same coefficients");
+        let mut seen = std::collections::HashSet::new();
+        let mut top_bit = false;
+        for s in &a {
+            let le = s.to_bytes();
+            assert!(le[16..].iter().all(|&x| x == 0), "more than 128 bits");
+            top_bit |= le[15] & 0x80 != 0;
+            assert!(seen.insert(le), "a repeated coefficient");
+        }
+        assert!(top_bit, "no coefficient of 1000 uses bit 127");
+    }
+}

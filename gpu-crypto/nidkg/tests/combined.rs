@@ -1,0 +1,195 @@
+//! Batches of dealings and the combined checks: one verdict per dealing, a bad dealing never
+//! fails its neighbours, and the combined checks reach the exact checks' verdict (the same
+//! component named) on honest dealings and on every single element replaced by another
+//! valid element.
+
+use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use nidkg::encoding::{ElementKind, dealing_layout, scalar_from_be};
+use nidkg::{
+    BatchOps, Checks, Component, CpuBatchOps, DealingInput, DemoSetup, ThresholdKind, VerifyError,
+    ic_cbor, verify_batch,
+};
+
+struct Case {
+    keys: Vec<[u8; 48]>,
+    t: usize,
+    epoch: u32,
+    associated_data: Vec<u8>,
+    stream: Vec<u8>,
+}
+
+impl Case {
+    fn demo(n: usize, kind: ThresholdKind, seed: u64) -> Case {
+        let setup = DemoSetup::new(n, kind, seed).expect("valid shape");
+        let (_, t, stream) = ic_cbor::dealing_stream(&setup.file.dealing).unwrap();
+        Case {
+            keys: setup.file.receiver_keys.clone(),
+            t,
+            epoch: setup.file.epoch,
+            associated_data: setup.file.associated_data.clone(),
+            stream,
+        }
+    }
+
+    fn input<'a>(&'a self, stream: &'a [u8]) -> DealingInput<'a> {
+        DealingInput {
+            receiver_keys: &self.keys,
+            t: self.t,
+            epoch: self.epoch,
+            associated_data: &self.associated_data,
+            stream,
+        }
+    }
+}
+
+fn verdicts(
+    ops: &dyn BatchOps,
+    inputs: &[DealingInput<'_>],
+    checks: Checks,
+) -> Vec<Result<(), VerifyError>> {
+    verify_batch(ops, inputs, checks).verdicts
+}
+
+/// `stream` with element `index` of `kind` (at byte `at`) replaced by another valid
+/// element: a point plus the generator, a scalar plus one.
+fn replaced(stream: &[u8], kind: ElementKind, at: usize) -> Vec<u8> {
+    let mut out = stream.to_vec();
+    let size = kind.size();
+    let bytes = &stream[at..at + size];
+    let new: Vec<u8> = match kind {
+        ElementKind::G1 => {
+            let p = G1Affine::from_compressed(bytes.try_into().unwrap()).unwrap();
+            G1Affine::from(G1Projective::from(p) + G1Projective::generator())
+                .to_compressed()
+                .to_vec()
+        }
+        ElementKind::G2 => {
+            let p = G2Affine::from_compressed(bytes.try_into().unwrap()).unwrap();
+            G2Affine::from(G2Projective::from(p) + G2Projective::generator())
+                .to_compressed()
+                .to_vec()
+        }
+        ElementKind::Scalar => {
+            let s = scalar_from_be(bytes.try_into().unwrap()).unwrap() + Scalar::one();
+            let mut be = s.to_bytes();
+            be.reverse();
+            be.to_vec()
+        }
+    };
+    out[at..at + size].copy_from_slice(&new);
+    out
+}
+
+/// The first and the last element of every component of the dealing replaced, one at a
+/// time (every element is the exact checks' own test, tests/dealing.rs and
+/// tests/ic_published.rs).
+fn replacements(case: &Case) -> Vec<(Component, usize, Vec<u8>)> {
+    let n = case.keys.len();
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for (kind, component, count) in dealing_layout(n, case.t) {
+        let mut indices = vec![0, count - 1];
+        indices.dedup();
+        for index in indices {
+            out.push((
+                component,
+                index,
+                replaced(&case.stream, kind, offset + index * kind.size()),
+            ));
+        }
+        offset += kind.size() * count;
+    }
+    out
+}
+
+#[test]
+fn honest_dealings_are_accepted_by_both_checks_alone_and_in_a_batch() {
+    let cases = [
+        Case::demo(4, ThresholdKind::High, 1),
+        Case::demo(4, ThresholdKind::Low, 2),
+        Case::demo(13, ThresholdKind::High, 3),
+    ];
+    let inputs: Vec<_> = cases.iter().map(|c| c.input(&c.stream)).collect();
+    for ops in [CpuBatchOps::single_thread(), CpuBatchOps::rayon()] {
+        for checks in [Checks::Exact, Checks::Combined] {
+            for input in &inputs {
+                assert_eq!(verdicts(&ops, &[*input], checks), [Ok(())], "{checks:?}");
+            }
+            assert!(
+                verdicts(&ops, &inputs, checks).iter().all(Result::is_ok),
+                "{checks:?}"
+            );
+        }
+    }
+}
+
+/// The same verdict, component for component, for elements of every component of an
+/// n = 4 dealing replaced by another valid element: each replacement is one dealing of one
+/// batch.
+#[test]
+fn combined_checks_name_what_the_exact_checks_name() {
+    let case = Case::demo(4, ThresholdKind::High, 7);
+    let replacements = replacements(&case);
+    let inputs: Vec<_> = replacements.iter().map(|(_, _, s)| case.input(s)).collect();
+    let ops = CpuBatchOps::rayon();
+    let exact = verdicts(&ops, &inputs, Checks::Exact);
+    let combined = verdicts(&ops, &inputs, Checks::Combined);
+    for (((component, index, _), e), c) in replacements.iter().zip(&exact).zip(&combined) {
+        let e = e.as_ref().expect_err(&format!(
+            "{component}[{index}] replaced: accepted by the exact checks"
+        ));
+        assert!(!e.is_unusable_input(), "{component}[{index}]: {e}");
+        assert_eq!(c.as_ref().err(), Some(e), "{component}[{index}]");
+    }
+    // Two per component, one for the scalars and points that come one to a component.
+    assert_eq!(exact.len(), 2 * 18 - 8);
+}
+
+#[test]
+fn a_bad_dealing_fails_alone_and_is_named() {
+    let case = Case::demo(13, ThresholdKind::High, 11);
+    let replacements = replacements(&case);
+    // A chunking-proof blinder and a sharing-proof response, among honest dealings, and a
+    // stream of the wrong length.
+    let pick = |want: Component| {
+        replacements
+            .iter()
+            .find(|(c, _, _)| *c == want)
+            .map(|(_, _, s)| s.clone())
+            .unwrap()
+    };
+    let bad_chunking = pick(Component::ChunkingB);
+    let bad_sharing = pick(Component::SharingZalpha);
+    let short = case.stream[..case.stream.len() - 1].to_vec();
+    let streams = [
+        &case.stream,
+        &bad_chunking,
+        &case.stream,
+        &short,
+        &case.stream,
+        &bad_sharing,
+    ];
+    let inputs: Vec<_> = streams.iter().map(|s| case.input(s)).collect();
+    for checks in [Checks::Exact, Checks::Combined] {
+        let v = verdicts(&CpuBatchOps::rayon(), &inputs, checks);
+        assert!(
+            v[0].is_ok() && v[2].is_ok() && v[4].is_ok(),
+            "{checks:?}: {v:?}"
+        );
+        assert!(
+            matches!(v[1], Err(VerifyError::ChunkingProof(_))),
+            "{checks:?}: {:?}",
+            v[1]
+        );
+        assert!(
+            matches!(v[3], Err(VerifyError::Length { .. })),
+            "{checks:?}: {:?}",
+            v[3]
+        );
+        assert!(
+            matches!(v[5], Err(VerifyError::SharingProof(_))),
+            "{checks:?}: {:?}",
+            v[5]
+        );
+    }
+}
