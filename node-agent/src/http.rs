@@ -6,14 +6,16 @@
 
 use crate::exposition;
 use crate::history::History;
-use crate::server::HttpLimits;
+use crate::server::{HttpLimits, PeerAddr};
 use crate::snapshot::Snapshot;
 use axum::Router;
-use axum::extract::{RawQuery, State};
+use axum::extract::{Extension, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use serde::Serialize;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -93,29 +95,224 @@ pub struct AttestationStatus {
     pub gpu_evidence: bool,
 }
 
-/// Bounds on evidence collection: a few at a time, a rate, a deadline. Each collection
-/// (an SNP report ioctl, an NVML child) holds a slot until it returns, also past its
-/// deadline, so a call stuck in the driver keeps its slot and never multiplies threads.
+/// Bounds on evidence collection. Each client (an IPv4 address or an IPv6 /64: one host
+/// usually holds a whole /64) has its own token bucket and concurrency in a table of fixed
+/// size; all clients together share `attestation_concurrency` slots. The reserved verifier
+/// addresses have budgets of their own outside the table and one more slot that only they
+/// may take, so at most `attestation_concurrency + 1` collections run at once. Each
+/// collection (an SNP report ioctl, an NVML child) holds its slot until it returns, also past
+/// its deadline, so a call stuck in the driver keeps its slot and never multiplies threads.
 pub struct AttestationGate {
-    slots: Arc<tokio::sync::Semaphore>,
-    bucket: Mutex<TokenBucket>,
+    /// Slots any client may take.
+    open_slots: Arc<tokio::sync::Semaphore>,
+    /// The slot only reserved addresses may take (none when no address is reserved).
+    reserved_slots: Arc<tokio::sync::Semaphore>,
+    clients: Mutex<ClientTable>,
+    per_client: usize,
     timeout: Duration,
+}
+
+/// Why a request for evidence is not served now, and when to come back.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Refusal {
+    /// Every slot this client may use is taken: 503.
+    Busy,
+    /// This client has a collection in progress already: 503.
+    ClientBusy,
+    /// This client's bucket is empty for this long: 429.
+    Rate(Duration),
+    /// The table is full of clients still within their budget; the first has its full
+    /// burst again in this long: 429.
+    TableFull(Duration),
 }
 
 impl AttestationGate {
     pub fn new(limits: &HttpLimits) -> AttestationGate {
+        let reserved = usize::from(!limits.attestation_reserved_for.is_empty());
+        let bucket = TokenBucket::new(limits.attestation_per_second, limits.attestation_burst);
         AttestationGate {
-            slots: Arc::new(tokio::sync::Semaphore::new(limits.attestation_concurrency)),
-            bucket: Mutex::new(TokenBucket::new(
-                limits.attestation_per_second,
-                limits.attestation_burst,
+            open_slots: Arc::new(tokio::sync::Semaphore::new(limits.attestation_concurrency)),
+            reserved_slots: Arc::new(tokio::sync::Semaphore::new(reserved)),
+            clients: Mutex::new(ClientTable::new(
+                limits.attestation_max_clients,
+                &limits.attestation_reserved_for,
+                bucket,
             )),
+            per_client: limits.attestation_client_concurrency,
             timeout: limits.attestation_timeout(),
+        }
+    }
+
+    /// Admits one collection for the client at `peer` (None: an in-process caller, counted
+    /// as one client), or says why not. A refused request spends no token.
+    pub fn admit(
+        self: &Arc<Self>,
+        peer: Option<IpAddr>,
+        now: Instant,
+    ) -> Result<Admission, Refusal> {
+        let mut table = self.lock_clients();
+        let (key, reserved) = table.classify(peer);
+        let client = table.client(key, reserved, now)?;
+        if client.in_flight >= self.per_client {
+            return Err(Refusal::ClientBusy);
+        }
+        let slot = self.take_slot(reserved).ok_or(Refusal::Busy)?;
+        client.bucket.take(now).map_err(Refusal::Rate)?;
+        client.in_flight += 1;
+        Ok(Admission {
+            _slot: slot,
+            gate: Arc::clone(self),
+            key,
+            reserved,
+        })
+    }
+
+    /// A reserved address takes the reserved slot first, leaving the open ones to others.
+    fn take_slot(&self, reserved: bool) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let reserved_slot = || {
+            reserved
+                .then(|| Arc::clone(&self.reserved_slots).try_acquire_owned().ok())
+                .flatten()
+        };
+        reserved_slot().or_else(|| Arc::clone(&self.open_slots).try_acquire_owned().ok())
+    }
+
+    fn lock_clients(&self) -> std::sync::MutexGuard<'_, ClientTable> {
+        self.clients.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// One admitted collection: its slot, and its place in its client's concurrency, both given
+/// back when it is dropped (when the collection returns).
+pub struct Admission {
+    _slot: tokio::sync::OwnedSemaphorePermit,
+    gate: Arc<AttestationGate>,
+    key: IpAddr,
+    reserved: bool,
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        self.gate.lock_clients().finished(self.key, self.reserved);
+    }
+}
+
+/// One client's budget.
+#[derive(Debug, Clone)]
+struct ClientBudget {
+    bucket: TokenBucket,
+    in_flight: usize,
+}
+
+/// The clients the gate tracks: at most `max` in `clients`, plus one entry per reserved
+/// address, never evicted. Memory is bounded by `max` whatever the number of addresses.
+struct ClientTable {
+    max: usize,
+    clients: HashMap<IpAddr, ClientBudget>,
+    reserved: HashMap<IpAddr, ClientBudget>,
+    /// A new client's budget: a full bucket, nothing in flight.
+    fresh: ClientBudget,
+}
+
+impl ClientTable {
+    fn new(max: usize, reserved_for: &[IpAddr], bucket: TokenBucket) -> ClientTable {
+        let fresh = ClientBudget {
+            bucket,
+            in_flight: 0,
+        };
+        ClientTable {
+            max: max.max(1),
+            clients: HashMap::new(),
+            reserved: reserved_for
+                .iter()
+                .map(|ip| (canonical(*ip), fresh.clone()))
+                .collect(),
+            fresh,
+        }
+    }
+
+    /// The key a peer is budgeted under, and whether it is a reserved address.
+    fn classify(&self, peer: Option<IpAddr>) -> (IpAddr, bool) {
+        let ip = peer.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), canonical);
+        if self.reserved.contains_key(&ip) {
+            (ip, true)
+        } else {
+            (client_key(ip), false)
+        }
+    }
+
+    /// The budget of `key`, added when new (making room first when the table is full).
+    fn client(
+        &mut self,
+        key: IpAddr,
+        reserved: bool,
+        now: Instant,
+    ) -> Result<&mut ClientBudget, Refusal> {
+        if reserved {
+            return self.reserved.get_mut(&key).ok_or(Refusal::Busy);
+        }
+        if !self.clients.contains_key(&key) && self.clients.len() >= self.max {
+            self.make_room(now).map_err(Refusal::TableFull)?;
+        }
+        let mut fresh = self.fresh.clone();
+        fresh.bucket.last = now;
+        Ok(self.clients.entry(key).or_insert(fresh))
+    }
+
+    /// Removes a client whose bucket has refilled and that has nothing in flight: it is
+    /// exactly a new client, so forgetting it loses nothing. Evicting any other would hand
+    /// it a full bucket on its return, so when there is none, the new client waits; the
+    /// error says until when the first client is idle.
+    fn make_room(&mut self, now: Instant) -> Result<(), Duration> {
+        let idle = self
+            .clients
+            .iter()
+            .filter(|(_, c)| c.in_flight == 0 && c.bucket.until_full(now).is_zero())
+            .min_by_key(|(_, c)| c.bucket.last)
+            .map(|(key, _)| *key);
+        if let Some(key) = idle {
+            self.clients.remove(&key);
+            return Ok(());
+        }
+        let soonest = self
+            .clients
+            .values()
+            .filter(|c| c.in_flight == 0)
+            .map(|c| c.bucket.until_full(now))
+            .min();
+        Err(soonest.unwrap_or(Duration::from_secs(1)))
+    }
+
+    fn finished(&mut self, key: IpAddr, reserved: bool) {
+        let table = if reserved {
+            &mut self.reserved
+        } else {
+            &mut self.clients
+        };
+        if let Some(c) = table.get_mut(&key) {
+            c.in_flight = c.in_flight.saturating_sub(1);
         }
     }
 }
 
+/// An IPv4-mapped IPv6 address as the IPv4 address it is.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        IpAddr::V4(_) => ip,
+    }
+}
+
+/// The budget key of a (canonical) address: IPv4 as it is, IPv6 by its /64.
+fn client_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !u128::from(u64::MAX))),
+        IpAddr::V4(_) => ip,
+    }
+}
+
 /// `rate` starts per second on average, up to `burst` at once.
+#[derive(Debug, Clone)]
 struct TokenBucket {
     rate: f64,
     burst: f64,
@@ -133,17 +330,26 @@ impl TokenBucket {
         }
     }
 
+    fn tokens_at(&self, now: Instant) -> f64 {
+        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+        (self.tokens + elapsed * self.rate).min(self.burst)
+    }
+
     /// Takes a token, or says how long until the next one.
     fn take(&mut self, now: Instant) -> Result<(), Duration> {
-        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+        self.tokens = self.tokens_at(now);
         self.last = now;
-        self.tokens = (self.tokens + elapsed * self.rate).min(self.burst);
         if self.tokens >= 1.0 {
             self.tokens -= 1.0;
             Ok(())
         } else {
             Err(Duration::from_secs_f64((1.0 - self.tokens) / self.rate))
         }
+    }
+
+    /// How long until the bucket holds its full burst again.
+    fn until_full(&self, now: Instant) -> Duration {
+        Duration::from_secs_f64((self.burst - self.tokens_at(now)).max(0.0) / self.rate)
     }
 }
 
@@ -285,6 +491,33 @@ fn retry_after(status: StatusCode, wait: Duration, body: &str) -> Response {
     response
 }
 
+/// The answer to a request the gate did not admit.
+fn refused(refusal: Refusal) -> Response {
+    let one_second = Duration::from_secs(1);
+    match refusal {
+        Refusal::Busy => retry_after(
+            StatusCode::SERVICE_UNAVAILABLE,
+            one_second,
+            "busy: evidence collections in progress",
+        ),
+        Refusal::ClientBusy => retry_after(
+            StatusCode::SERVICE_UNAVAILABLE,
+            one_second,
+            "busy: an evidence collection for this address is in progress",
+        ),
+        Refusal::Rate(wait) => retry_after(
+            StatusCode::TOO_MANY_REQUESTS,
+            wait,
+            "too many evidence requests",
+        ),
+        Refusal::TableFull(wait) => retry_after(
+            StatusCode::TOO_MANY_REQUESTS,
+            wait,
+            "too many clients asking for evidence",
+        ),
+    }
+}
+
 /// What a caller is told about a failed collection: the kind of failure, never a local path
 /// or a driver message (those are logged).
 pub fn public_reason(error: &attestation::collect::CollectError) -> &'static str {
@@ -301,10 +534,12 @@ pub fn public_reason(error: &attestation::collect::CollectError) -> &'static str
 
 /// `GET /v1/attestation?nonce=<64 hex>`: a fresh evidence bundle bound to the nonce
 /// (docs/attestation.md). Collection blocks (ioctl, NVML), so it runs off the async workers,
-/// within [`AttestationGate`]: beyond its slots 503, beyond its rate 429, past its deadline
-/// or after a failed collection 503, each with `Retry-After`.
+/// within [`AttestationGate`], per client address ([`PeerAddr`]): beyond the slots 503,
+/// beyond the client's rate 429, past the deadline or after a failed collection 503, each
+/// with `Retry-After`.
 async fn attestation_evidence(
     State(state): State<AppState>,
+    peer: Option<Extension<PeerAddr>>,
     RawQuery(query): RawQuery,
 ) -> Response {
     let nonce = query
@@ -327,27 +562,12 @@ async fn attestation_evidence(
         }
     };
     let gate = &state.attestation_gate;
-    let Ok(slot) = Arc::clone(&gate.slots).try_acquire_owned() else {
-        return retry_after(
-            StatusCode::SERVICE_UNAVAILABLE,
-            Duration::from_secs(1),
-            "busy: evidence collections in progress",
-        );
+    let admission = match gate.admit(peer.map(|Extension(PeerAddr(a))| a.ip()), Instant::now()) {
+        Ok(admission) => admission,
+        Err(refusal) => return refused(refusal),
     };
-    let rate = gate
-        .bucket
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take(Instant::now());
-    if let Err(wait) = rate {
-        return retry_after(
-            StatusCode::TOO_MANY_REQUESTS,
-            wait,
-            "too many evidence requests",
-        );
-    }
     let task = tokio::task::spawn_blocking(move || {
-        let _slot = slot;
+        let _admission = admission;
         attester.attest(&nonce)
     });
     match tokio::time::timeout(gate.timeout, task).await {
@@ -495,5 +715,144 @@ mod tests {
             b.take(later).unwrap();
         }
         assert!(b.take(later).is_err());
+    }
+
+    fn gate(limits: HttpLimits) -> Arc<AttestationGate> {
+        Arc::new(AttestationGate::new(&limits))
+    }
+
+    fn ip(text: &str) -> Option<IpAddr> {
+        Some(text.parse().unwrap())
+    }
+
+    #[test]
+    fn each_client_has_its_own_rate_and_concurrency() {
+        let g = gate(HttpLimits {
+            attestation_concurrency: 8,
+            attestation_per_second: 1.0,
+            attestation_burst: 2,
+            ..HttpLimits::default()
+        });
+        let t0 = Instant::now();
+        let first = g.admit(ip("10.0.0.1"), t0).unwrap();
+        let refused = g.admit(ip("10.0.0.1"), t0).err();
+        assert_eq!(
+            refused,
+            Some(Refusal::ClientBusy),
+            "one at a time per client"
+        );
+        drop(first);
+        drop(g.admit(ip("10.0.0.1"), t0).unwrap());
+        assert!(matches!(g.admit(ip("10.0.0.1"), t0), Err(Refusal::Rate(_))));
+        // Another address is not affected by the first one's spent bucket.
+        drop(g.admit(ip("10.0.0.2"), t0).unwrap());
+    }
+
+    #[test]
+    fn the_client_table_stays_bounded_and_evicts_only_clients_with_a_full_bucket() {
+        let g = gate(HttpLimits {
+            attestation_concurrency: 8,
+            attestation_per_second: 1.0,
+            attestation_burst: 2,
+            attestation_max_clients: 2,
+            ..HttpLimits::default()
+        });
+        let t0 = Instant::now();
+        // a: bucket empty; b: one token left.
+        drop(g.admit(ip("10.0.0.1"), t0).unwrap());
+        drop(g.admit(ip("10.0.0.1"), t0).unwrap());
+        drop(g.admit(ip("10.0.0.2"), t0).unwrap());
+        // Full, and nobody idle: the new client waits until b is full again (1 s).
+        match g.admit(ip("10.0.0.3"), t0) {
+            Err(Refusal::TableFull(wait)) => {
+                assert!((wait.as_secs_f64() - 1.0).abs() < 1e-6, "{wait:?}")
+            }
+            other => panic!("{:?}", other.err()),
+        }
+        // After 1 s b is as good as new and makes room; a (one token) stays, spent as it was.
+        let t1 = t0 + Duration::from_secs(1);
+        drop(g.admit(ip("10.0.0.3"), t1).unwrap());
+        {
+            let table = g.lock_clients();
+            assert_eq!(table.clients.len(), 2);
+            assert!(
+                table
+                    .clients
+                    .contains_key(&"10.0.0.1".parse::<IpAddr>().unwrap())
+            );
+            assert!(
+                !table
+                    .clients
+                    .contains_key(&"10.0.0.2".parse::<IpAddr>().unwrap())
+            );
+        }
+        drop(g.admit(ip("10.0.0.1"), t1).unwrap());
+        assert!(matches!(g.admit(ip("10.0.0.1"), t1), Err(Refusal::Rate(_))));
+        // A client with a collection in flight is never evicted, however old.
+        let t9 = t0 + Duration::from_secs(9);
+        let held = g.admit(ip("10.0.0.1"), t9).unwrap();
+        drop(g.admit(ip("10.0.0.4"), t9).unwrap());
+        let table = g.lock_clients();
+        assert!(
+            table
+                .clients
+                .contains_key(&"10.0.0.1".parse::<IpAddr>().unwrap())
+        );
+        drop(table);
+        drop(held);
+        // Many addresses over time: never more entries than the bound.
+        for i in 0..1000u32 {
+            let t = t0 + Duration::from_secs(20 + u64::from(i) * 2);
+            let _ = g.admit(Some(IpAddr::V4(Ipv4Addr::from(0x0b00_0000 + i))), t);
+            assert!(g.lock_clients().clients.len() <= 2);
+        }
+    }
+
+    #[test]
+    fn reserved_verifiers_keep_a_slot_and_a_budget_when_everything_else_is_taken() {
+        let g = gate(HttpLimits {
+            attestation_concurrency: 1,
+            attestation_max_clients: 1,
+            attestation_reserved_for: vec!["10.0.0.5".parse().unwrap()],
+            ..HttpLimits::default()
+        });
+        let t0 = Instant::now();
+        // One client holds the only open slot and the only table entry.
+        let flood = g.admit(ip("10.0.0.1"), t0).unwrap();
+        assert!(matches!(
+            g.admit(ip("10.0.0.2"), t0),
+            Err(Refusal::TableFull(_))
+        ));
+        // The verifier still gets in, on the reserved slot, and its IPv4-mapped form too.
+        let verifier = g.admit(ip("10.0.0.5"), t0).unwrap();
+        assert_eq!(
+            g.admit(ip("::ffff:10.0.0.5"), t0).err(),
+            Some(Refusal::ClientBusy)
+        );
+        drop(verifier);
+        drop(g.admit(ip("::ffff:10.0.0.5"), t0).unwrap());
+        assert_eq!(g.lock_clients().clients.len(), 1, "not in the table");
+        drop(flood);
+        // Others never take the reserved slot: with the open one busy, they get 503.
+        let g = gate(HttpLimits {
+            attestation_concurrency: 1,
+            attestation_reserved_for: vec!["10.0.0.5".parse().unwrap()],
+            ..HttpLimits::default()
+        });
+        let _held = g.admit(ip("10.0.0.1"), t0).unwrap();
+        assert_eq!(g.admit(ip("10.0.0.2"), t0).err(), Some(Refusal::Busy));
+    }
+
+    #[test]
+    fn ipv6_clients_are_budgeted_by_their_64() {
+        let table = ClientTable::new(4, &[], TokenBucket::new(1.0, 1));
+        let key = |a: &str| table.classify(ip(a)).0;
+        assert_eq!(key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff::9"));
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(
+            key("::ffff:192.0.2.1"),
+            "192.0.2.1".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(table.classify(None).0, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
     }
 }

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -39,12 +40,24 @@ pub struct HttpLimits {
     pub max_header_bytes: usize,
     /// Header fields per request.
     pub max_headers: usize,
-    /// Evidence collections running at once (`/v1/attestation`); more get 503.
+    /// Evidence collections running at once (`/v1/attestation`), all clients together; more
+    /// get 503. The reserved addresses have one slot more, of their own.
     pub attestation_concurrency: usize,
-    /// Evidence collections started per second on average, with bursts of
+    /// Evidence collections running at once for one client (an IPv4 address or an IPv6 /64);
+    /// more get 503.
+    pub attestation_client_concurrency: usize,
+    /// Evidence collections started per second on average by one client, with bursts of
     /// `attestation_burst`; more get 429.
     pub attestation_per_second: f64,
     pub attestation_burst: u32,
+    /// Clients whose rate and concurrency the agent tracks at once. A new client finds room
+    /// by replacing one that has been quiet long enough to have its full burst again;
+    /// while none has, new clients get 429.
+    pub attestation_max_clients: usize,
+    /// The governing body's verifiers: each of these addresses has its own budget outside
+    /// the client table, and they share one slot beyond `attestation_concurrency` that no
+    /// other client may take.
+    pub attestation_reserved_for: Vec<std::net::IpAddr>,
     /// A collection (SNP report ioctl, NVML child) running longer than this is answered 503;
     /// the NVML child is killed at this deadline.
     pub attestation_timeout_seconds: f64,
@@ -61,8 +74,11 @@ impl Default for HttpLimits {
             max_header_bytes: 16 * 1024,
             max_headers: 64,
             attestation_concurrency: 2,
+            attestation_client_concurrency: 1,
             attestation_per_second: 2.0,
             attestation_burst: 8,
+            attestation_max_clients: 1024,
+            attestation_reserved_for: Vec::new(),
             attestation_timeout_seconds: 30.0,
             shutdown_grace_seconds: 5.0,
         }
@@ -94,7 +110,13 @@ impl HttpLimits {
             ("max_header_bytes", self.max_header_bytes, 1024),
             ("max_headers", self.max_headers, 8),
             ("attestation_concurrency", self.attestation_concurrency, 1),
+            (
+                "attestation_client_concurrency",
+                self.attestation_client_concurrency,
+                1,
+            ),
             ("attestation_burst", self.attestation_burst as usize, 1),
+            ("attestation_max_clients", self.attestation_max_clients, 1),
         ] {
             if v < min {
                 return Err(format!("http.{name} must be >= {min}, is {v}"));
@@ -123,7 +145,7 @@ impl HttpLimits {
 const LISTEN_BACKLOG: u32 = 4096;
 
 /// A listening socket on `addr` with [`LISTEN_BACKLOG`].
-pub fn bind(addr: std::net::SocketAddr) -> io::Result<TcpListener> {
+pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
     let socket = if addr.is_ipv4() {
         tokio::net::TcpSocket::new_v4()?
     } else {
@@ -288,8 +310,8 @@ impl Listener {
                 a = listener.accept() => a,
                 () = stopped(&mut shutdown) => break,
             };
-            let stream = match accepted {
-                Ok((stream, _peer)) => stream,
+            let (stream, peer) = match accepted {
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of descriptors or memory: wait for connections to close rather than spin.
                     tracing::warn!(listener = role, error = %e, "accept failed");
@@ -328,7 +350,7 @@ impl Listener {
             // accept loop runs ahead of the connection tasks.
             let (id, tracked) = connections.insert();
             tokio::spawn(serve_connection(
-                stream,
+                (stream, peer),
                 (id, tracked),
                 router.clone(),
                 Arc::clone(&builder),
@@ -353,7 +375,7 @@ impl Listener {
 }
 
 async fn serve_connection(
-    stream: TcpStream,
+    (stream, peer): (TcpStream, SocketAddr),
     (id, tracked): (u64, Arc<Tracked>),
     router: Router,
     builder: Arc<hyper::server::conn::http1::Builder>,
@@ -364,7 +386,8 @@ async fn serve_connection(
     let service = {
         let tracked = Arc::clone(&tracked);
         let connections = Arc::clone(&connections);
-        hyper::service::service_fn(move |request: Request<Incoming>| {
+        hyper::service::service_fn(move |mut request: Request<Incoming>| {
+            request.extensions_mut().insert(PeerAddr(peer));
             let router = router.clone();
             let guard = Busy::enter(Arc::clone(&tracked), Arc::clone(&connections));
             async move {
@@ -389,6 +412,11 @@ async fn serve_connection(
     }
     connections.remove(id);
 }
+
+/// The address a request came from, as the listener accepted its connection (a request
+/// extension: handlers that budget per client read it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerAddr(pub SocketAddr);
 
 /// Resolves once `shutdown` is true (or its sender is gone).
 async fn stopped(shutdown: &mut watch::Receiver<bool>) {
@@ -553,6 +581,27 @@ mod tests {
             ..HttpLimits::default()
         };
         assert!(bad.validate().unwrap_err().contains("http.max_connections"));
+    }
+
+    #[test]
+    fn reserved_verifiers_are_addresses_and_anything_else_is_refused() {
+        let limits: HttpLimits =
+            toml::from_str("attestation_reserved_for = [\"10.0.0.5\", \"2001:db8::7\"]").unwrap();
+        assert_eq!(
+            limits.attestation_reserved_for,
+            [
+                "10.0.0.5".parse::<std::net::IpAddr>().unwrap(),
+                "2001:db8::7".parse().unwrap()
+            ]
+        );
+        limits.validate().unwrap();
+        for bad in ["10.0.0.0/24", "verifier.example", "10.0.0.256"] {
+            let text = format!("attestation_reserved_for = [\"{bad}\"]");
+            assert!(
+                toml::from_str::<HttpLimits>(&text).is_err(),
+                "{bad} accepted"
+            );
+        }
     }
 
     #[test]
