@@ -183,7 +183,7 @@ enum Command {
         /// Print the versioned JSON document (the only output format).
         #[arg(long)]
         json: bool,
-        /// Smallest shapes, two timed calls each: seconds, for CI.
+        /// Smallest shapes, two timed calls each (about 15 s on 2 CPU cores), for CI.
         #[arg(long)]
         quick: bool,
     },
