@@ -1,5 +1,6 @@
 //! Enrolment: ask a node agent for evidence bound to a fresh random nonce
-//! (`GET {url}/v1/attestation?nonce=<64 hex>`), verify it with the attestation library under
+//! (`GET {url}/v1/attestation?nonce=<64 hex>`; a busy agent is asked again within the
+//! timeout, each time with a new nonce), verify it with the attestation library under
 //! the governing body's policy, apply the registry rules, and append the decision (admit or
 //! refuse, with every reason) to the registry. Every decision is recorded, refusals included.
 
@@ -10,19 +11,12 @@ use attestation::bundle::{Bundle, verify_bundle};
 use attestation::nodes::ExpectedNode;
 use attestation::policy::Policy;
 use attestation::report::Verdict;
+use attestation::retry::{Evidence, FetchFailed, RetryPolicy, evidence_client, fetch_evidence};
 use attestation::snp::amd::{ChainVerifier, fmt_unix};
 use attestation::snp::raw::AttestationReport;
-use bytes::Bytes;
-use http_body_util::{BodyExt, Empty, Limited};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
-use rand::RngCore;
 use thiserror::Error;
 
 use crate::registry::{Decision, Record, Registry, RegistryError, rule_violations};
-
-/// Larger answers are not evidence bundles (a bundle with GPU chains is tens of KiB).
-const MAX_BUNDLE_BYTES: usize = 4 << 20;
 
 #[derive(Debug, Error)]
 pub enum EnrollError {
@@ -119,8 +113,6 @@ pub fn enroll(req: &EnrollRequest<'_>) -> Result<Enrolment, EnrollError> {
         .transpose()?;
     let mut registry = Registry::open(req.registry)?;
 
-    let mut nonce = [0u8; 32];
-    rand::rngs::OsRng.fill_bytes(&mut nonce);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -140,7 +132,8 @@ pub fn enroll(req: &EnrollRequest<'_>) -> Result<Enrolment, EnrollError> {
         node_public_key: None,
         measurement: None,
         evidence_source: None,
-        nonce: hex::encode(nonce),
+        // The nonce of the try that was answered (or the last one tried), set below.
+        nonce: String::new(),
         policy: req.policy.display().to_string(),
         // The policy text and every file it refers to (attestation::policy::policy_digest).
         policy_sha256: hex::encode(policy.sha256),
@@ -160,11 +153,12 @@ pub fn enroll(req: &EnrollRequest<'_>) -> Result<Enrolment, EnrollError> {
         .enable_all()
         .build()
         .map_err(EnrollError::Runtime)?;
-    let fetched = runtime.block_on(async {
-        tokio::time::timeout(req.timeout, fetch(req.node_url, &nonce))
-            .await
-            .unwrap_or_else(|_| Err(format!("no answer within {:?}", req.timeout)))
-    });
+    let fetched = runtime.block_on(fetch(req.node_url, req.timeout));
+    let (nonce, fetched) = match fetched {
+        Ok(evidence) => (evidence.nonce, Ok(evidence.body)),
+        Err(failed) => (failed.nonce, Err(failed.to_string())),
+    };
+    record.nonce = hex::encode(nonce);
     let mut verdict = None;
     match fetched
         .and_then(|body| Bundle::from_json(&body).map_err(|e| format!("bad evidence: {e}")))
@@ -244,32 +238,9 @@ pub fn enroll(req: &EnrollRequest<'_>) -> Result<Enrolment, EnrollError> {
     })
 }
 
-async fn fetch(url: &str, nonce: &[u8; 32]) -> Result<Bytes, String> {
-    let uri: hyper::Uri = format!(
-        "{}/v1/attestation?nonce={}",
-        url.trim_end_matches('/'),
-        hex::encode(nonce)
-    )
-    .parse()
-    .map_err(|e| format!("bad node URL {url:?}: {e}"))?;
-    // The bundle is self-authenticating (nonce-bound, hardware-signed): plain HTTP suffices.
-    if uri.scheme_str() != Some("http") {
-        return Err(format!("unsupported URL scheme in {url:?} (http only)"));
-    }
-    let client: Client<_, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
-    let response = client
-        .get(uri)
-        .await
-        .map_err(|e| format!("unreachable: {e}"))?;
-    let status = response.status();
-    let body = Limited::new(response.into_body(), MAX_BUNDLE_BYTES)
-        .collect()
-        .await
-        .map_err(|e| format!("reading the answer: {e}"))?
-        .to_bytes();
-    if !status.is_success() {
-        let text = String::from_utf8_lossy(body.get(..200).unwrap_or(&body)).into_owned();
-        return Err(format!("HTTP {status}: {}", text.trim()));
-    }
-    Ok(body)
+/// The node's evidence, asked again while it is busy (429/503) within `deadline`, each try
+/// with a fresh nonce (`attestation::retry`).
+async fn fetch(url: &str, deadline: Duration) -> Result<Evidence, FetchFailed> {
+    let client = evidence_client(deadline);
+    fetch_evidence(&client, url, &RetryPolicy::within(deadline)).await
 }
