@@ -294,6 +294,36 @@ fn a_configuration_update_supersedes_the_bundle_and_attest_fleet_refuses_the_old
     .record;
     refused_by(&back, "duplicate");
     refused(config_update(&registry, back.seq), "rollback");
+    refused(rekey(&registry, back.seq), "not a re-key");
+    // Nor by a re-key: a new key running the superseded bundle.
+    let back = enrol_with(
+        &agents.start_with(7, "key-r", (old, signer)),
+        "node-01",
+        &policy,
+        &registry,
+        Some(&agents.bundle("node-01")),
+        true,
+    )
+    .unwrap()
+    .record;
+    refused_by(&back, "is already registered under node key");
+    refused(rekey(&registry, back.seq), "a rollback");
+    // A re-key that changes the configuration to one no plan bundle was checked against.
+    let unplanned = enrol_with(
+        &agents.start_with(7, "key-s", agents.binding("node-02")),
+        "node-01",
+        &policy,
+        &registry,
+        None,
+        true,
+    )
+    .unwrap()
+    .record;
+    refused_by(&unplanned, "is already registered under node key");
+    refused(
+        rekey(&registry, unplanned.seq),
+        "not checked against a plan bundle",
+    );
 
     // NODES.toml pins the current digest: attest fleet admits the node running it and
     // rejects the same node still running the superseded one.
