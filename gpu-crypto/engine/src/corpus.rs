@@ -19,10 +19,11 @@
 use crate::field::MODULUS_LIMBS;
 use ff::Field;
 use gpu_crypto_api::DecodeError;
-use group::Group;
+use group::Curve;
 use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
+use std::ops::Mul;
 
 /// Seed of every random choice in the corpus; changing it changes the files.
 pub const CORPUS_SEED: [u8; 32] = *b"sovereign-node g1 corpus seed v1";
@@ -111,69 +112,25 @@ pub fn expected_file(entries: &[CorpusEntry]) -> String {
 /// The corpus, identical on every call.
 pub fn g1_decompress_corpus() -> Vec<CorpusEntry> {
     let mut rng = ChaCha20Rng::from_seed(CORPUS_SEED);
-    let mut corpus = Corpus::default();
+    let mut corpus = Corpus::new(|label, bytes, intended| CorpusEntry {
+        label,
+        expected: reference_verdict(&bytes),
+        bytes,
+        intended,
+    });
 
     // Valid points with both sort-flag values: flipping the sort flag of a valid
     // encoding gives the negated point, also valid.
-    let mut valid_points = vec![G1Affine::generator()];
-    for _ in 0..14 {
-        valid_points.push(G1Affine::from(G1Projective::random(&mut rng)));
-    }
-    valid_points.push(G1Affine::from(
-        G1Projective::generator() * -Scalar::ONE.double(),
-    ));
-    for (i, p) in valid_points.iter().enumerate() {
-        let enc = p.to_compressed();
-        corpus.push(format!("valid#{i}"), enc, Some(Ok(())));
-        let mut flipped = enc;
-        flipped[0] ^= SORT;
-        corpus.push(
-            format!("valid#{i} sort-flag flipped"),
-            flipped,
-            Some(Ok(())),
-        );
-    }
+    let valid_points = valid_points::<G1Projective>(&mut rng);
+    corpus.push_valid(valid_points.iter().map(|p| p.to_compressed()));
 
     // The identity, and infinity with each stray bit (flags other than compression and
     // infinity, and every x bit).
-    let identity = G1Affine::identity().to_compressed();
-    corpus.push("identity".into(), identity, Some(Ok(())));
-    for bit in 0..384 {
-        let (byte, mask) = (bit / 8, 0x80u8 >> (bit % 8));
-        if byte == 0 && (mask == COMPRESSION || mask == INFINITY) {
-            continue;
-        }
-        let mut enc = identity;
-        enc[byte] |= mask;
-        corpus.push(
-            format!("infinity with stray bit {bit}"),
-            enc,
-            Some(Err(DecodeError::BadInfinity)),
-        );
-    }
-    let mut no_compression = identity;
-    no_compression[0] &= !COMPRESSION;
-    corpus.push(
-        "infinity without compression flag".into(),
-        no_compression,
-        Some(Err(DecodeError::NotCompressed)),
-    );
+    corpus.push_infinity(G1Affine::identity().to_compressed());
 
     // x >= p (bits 381..383 are flags, so every 381-bit x >= p is reachable).
     let p = field_bytes_from_limbs(&MODULUS_LIMBS);
-    let mut non_canonical: Vec<(String, [u8; 48])> = vec![
-        ("x=p".into(), p),
-        ("x=p+1".into(), add_small(&p, 1)),
-        ("x=p+2^64".into(), add_at_limb(&p, 1, 1)),
-        ("x=2^381-1".into(), [0xff; 48]),
-    ];
-    for i in 0..4 {
-        let mut x = [0u8; 48];
-        rng.fill_bytes(&mut x);
-        // Top byte above p's (0x1a), the rest random.
-        x[0] = 0x1b + (i as u8);
-        non_canonical.push((format!("x random >= p #{i}"), x));
-    }
+    let non_canonical = at_least_p(&mut rng, "x=", "x random", 4);
     for (label, x) in &non_canonical {
         for sort in [0, SORT] {
             let mut enc = *x;
@@ -206,30 +163,14 @@ pub fn g1_decompress_corpus() -> Vec<CorpusEntry> {
         x[0] &= 0x0f; // below p
         classify_x(x, &mut no_root, &mut off_subgroup);
     }
-    for (i, x) in no_root.iter().take(12).enumerate() {
-        for sort in [0, SORT] {
-            let mut enc = *x;
-            enc[0] |= COMPRESSION | sort;
-            corpus.push(
-                format!("no square root #{i} flags={:#04x}", enc[0] & 0xe0),
-                enc,
-                Some(Err(DecodeError::NotOnCurve)),
-            );
-        }
-    }
+    corpus.push_both_sorts("no square root", &no_root[..12], DecodeError::NotOnCurve);
     // x = 0: (0, +-2) are points of order 3, on the curve but not in G1.
     off_subgroup.insert(0, [0u8; 48]);
-    for (i, x) in off_subgroup.iter().take(13).enumerate() {
-        for sort in [0, SORT] {
-            let mut enc = *x;
-            enc[0] |= COMPRESSION | sort;
-            corpus.push(
-                format!("on curve, not in G1 #{i} flags={:#04x}", enc[0] & 0xe0),
-                enc,
-                Some(Err(DecodeError::NotInSubgroup)),
-            );
-        }
-    }
+    corpus.push_both_sorts(
+        "on curve, not in G1",
+        &off_subgroup[..13],
+        DecodeError::NotInSubgroup,
+    );
 
     // All 8 flag combinations on each kind of x.
     let mut valid_x = valid_points[1].to_compressed();
@@ -245,60 +186,175 @@ pub fn g1_decompress_corpus() -> Vec<CorpusEntry> {
             Err(DecodeError::NotInSubgroup),
         ),
     ];
-    for (name, x, when_plain) in kinds {
-        for flags in 0u8..8 {
-            let flags = flags << 5;
-            let mut enc = x;
-            enc[0] = (enc[0] & 0x1f) | flags;
-            let x_is_zero = x.iter().all(|&b| b == 0);
-            let intended = if flags & COMPRESSION == 0 {
-                Err(DecodeError::NotCompressed)
-            } else if flags & INFINITY != 0 {
-                if flags & SORT == 0 && x_is_zero {
-                    Ok(())
-                } else {
-                    Err(DecodeError::BadInfinity)
-                }
-            } else {
-                when_plain
-            };
-            corpus.push(format!("{name} flags={flags:#04x}"), enc, Some(intended));
-        }
-    }
+    corpus.push_flag_combinations(kinds);
 
     // Seeded random bytes: as they come, and with only the compression flag forced
     // (which reaches the later checks far more often).
-    for i in 0..128 {
-        let mut enc = [0u8; 48];
-        rng.fill_bytes(&mut enc);
-        corpus.push(format!("random bytes #{i}"), enc, None);
-    }
-    for i in 0..128 {
-        let mut enc = [0u8; 48];
-        rng.fill_bytes(&mut enc);
-        enc[0] = (enc[0] & !INFINITY) | COMPRESSION;
-        if rng.gen_bool(0.5) {
-            enc[0] &= !SORT;
-        }
-        corpus.push(format!("random compressed #{i}"), enc, None);
-    }
+    corpus.push_random(&mut rng, |_, _| {});
     corpus.entries
 }
 
-#[derive(Default)]
-struct Corpus {
-    entries: Vec<CorpusEntry>,
+/// The verdict an entry was built for (`Ok(())`: a valid point); `None` for random bytes.
+type Intended = Option<Result<(), DecodeError>>;
+
+/// The entries of one corpus (`N`-byte encodings) as they are built, shared by the G1 and
+/// G2 corpora: `entry` makes one entry with its reference verdict.
+struct Corpus<const N: usize, E> {
+    entries: Vec<E>,
+    entry: fn(String, [u8; N], Intended) -> E,
 }
 
-impl Corpus {
-    fn push(&mut self, label: String, bytes: [u8; 48], intended: Option<Result<(), DecodeError>>) {
-        self.entries.push(CorpusEntry {
-            label,
-            expected: reference_verdict(&bytes),
-            bytes,
-            intended,
-        });
+impl<const N: usize, E> Corpus<N, E> {
+    fn new(entry: fn(String, [u8; N], Intended) -> E) -> Corpus<N, E> {
+        Corpus {
+            entries: Vec::new(),
+            entry,
+        }
     }
+
+    fn push(&mut self, label: String, bytes: [u8; N], intended: Intended) {
+        self.entries.push((self.entry)(label, bytes, intended));
+    }
+
+    /// Valid points with both sort-flag values: flipping the sort flag of a valid encoding
+    /// gives the negated point, also valid.
+    fn push_valid(&mut self, encodings: impl Iterator<Item = [u8; N]>) {
+        for (i, enc) in encodings.enumerate() {
+            self.push(format!("valid#{i}"), enc, Some(Ok(())));
+            let mut flipped = enc;
+            flipped[0] ^= SORT;
+            self.push(
+                format!("valid#{i} sort-flag flipped"),
+                flipped,
+                Some(Ok(())),
+            );
+        }
+    }
+
+    /// The identity, infinity with each stray bit (flags other than compression and
+    /// infinity, and every x bit), and infinity without the compression flag.
+    fn push_infinity(&mut self, identity: [u8; N]) {
+        self.push("identity".into(), identity, Some(Ok(())));
+        for bit in 0..8 * N {
+            let (byte, mask) = (bit / 8, 0x80u8 >> (bit % 8));
+            if byte == 0 && (mask == COMPRESSION || mask == INFINITY) {
+                continue;
+            }
+            let mut enc = identity;
+            enc[byte] |= mask;
+            self.push(
+                format!("infinity with stray bit {bit}"),
+                enc,
+                Some(Err(DecodeError::BadInfinity)),
+            );
+        }
+        let mut no_compression = identity;
+        no_compression[0] &= !COMPRESSION;
+        self.push(
+            "infinity without compression flag".into(),
+            no_compression,
+            Some(Err(DecodeError::NotCompressed)),
+        );
+    }
+
+    /// Each canonical x (flags clear) compressed, with both sort-flag values, built for
+    /// `intended`.
+    fn push_both_sorts(&mut self, name: &str, xs: &[[u8; N]], intended: DecodeError) {
+        for (i, x) in xs.iter().enumerate() {
+            for sort in [0, SORT] {
+                let mut enc = *x;
+                enc[0] |= COMPRESSION | sort;
+                self.push(
+                    format!("{name} #{i} flags={:#04x}", enc[0] & 0xe0),
+                    enc,
+                    Some(Err(intended)),
+                );
+            }
+        }
+    }
+
+    /// All 8 flag combinations on each kind of x; `when_plain` is the verdict with only
+    /// the compression flag.
+    fn push_flag_combinations(&mut self, kinds: [(&str, [u8; N], Result<(), DecodeError>); 5]) {
+        for (name, x, when_plain) in kinds {
+            for flags in 0u8..8 {
+                let flags = flags << 5;
+                let mut enc = x;
+                enc[0] = (enc[0] & 0x1f) | flags;
+                let x_is_zero = x.iter().all(|&b| b == 0);
+                let intended = if flags & COMPRESSION == 0 {
+                    Err(DecodeError::NotCompressed)
+                } else if flags & INFINITY != 0 {
+                    if flags & SORT == 0 && x_is_zero {
+                        Ok(())
+                    } else {
+                        Err(DecodeError::BadInfinity)
+                    }
+                } else {
+                    when_plain
+                };
+                self.push(format!("{name} flags={flags:#04x}"), enc, Some(intended));
+            }
+        }
+    }
+
+    /// 128 seeded random encodings as they come, then 128 with the compression flag forced
+    /// and the infinity flag cleared (the sort flag cleared in about half), each of those
+    /// then passed through `adjust` with its index.
+    fn push_random(&mut self, rng: &mut ChaCha20Rng, adjust: impl Fn(usize, &mut [u8; N])) {
+        for i in 0..128 {
+            let mut enc = [0u8; N];
+            rng.fill_bytes(&mut enc);
+            self.push(format!("random bytes #{i}"), enc, None);
+        }
+        for i in 0..128 {
+            let mut enc = [0u8; N];
+            rng.fill_bytes(&mut enc);
+            enc[0] = (enc[0] & !INFINITY) | COMPRESSION;
+            if rng.gen_bool(0.5) {
+                enc[0] &= !SORT;
+            }
+            adjust(i, &mut enc);
+            self.push(format!("random compressed #{i}"), enc, None);
+        }
+    }
+}
+
+/// Valid points of G1 or G2: the generator, 14 seeded random points and -2 times the
+/// generator.
+fn valid_points<G: Curve + Mul<Scalar, Output = G>>(rng: &mut ChaCha20Rng) -> Vec<G::AffineRepr> {
+    let mut points = vec![G::generator().to_affine()];
+    for _ in 0..14 {
+        points.push(G::random(&mut *rng).to_affine());
+    }
+    points.push((G::generator() * -Scalar::ONE.double()).to_affine());
+    points
+}
+
+/// Field elements `>= p` (bits 381..383 of an encoding are flags, so every 381-bit value
+/// `>= p` is reachable), labelled `{fixed}p` and so on: p, p + 1, p + 2^64, 2^381 - 1,
+/// then `randoms` seeded random values (`{random} >= p #i`).
+fn at_least_p(
+    rng: &mut ChaCha20Rng,
+    fixed: &str,
+    random: &str,
+    randoms: usize,
+) -> Vec<(String, [u8; 48])> {
+    let p = field_bytes_from_limbs(&MODULUS_LIMBS);
+    let mut out: Vec<(String, [u8; 48])> = vec![
+        (format!("{fixed}p"), p),
+        (format!("{fixed}p+1"), add_small(&p, 1)),
+        (format!("{fixed}p+2^64"), add_at_limb(&p, 1, 1)),
+        (format!("{fixed}2^381-1"), [0xff; 48]),
+    ];
+    for i in 0..randoms {
+        let mut x = [0u8; 48];
+        rng.fill_bytes(&mut x);
+        // Top byte above p's (0x1a), the rest random.
+        x[0] = 0x1b + (i as u8);
+        out.push((format!("{random} >= p #{i}"), x));
+    }
+    out
 }
 
 /// Sorts a canonical x (flags clear) into "no root" or "on the curve but not in G1".
@@ -428,64 +484,21 @@ fn g2_x_bytes(c0: &[u8; 48], c1: &[u8; 48]) -> [u8; 96] {
 /// bit, valid points with both sort-flag values, and seeded random bytes.
 pub fn g2_decompress_corpus() -> Vec<G2CorpusEntry> {
     let mut rng = ChaCha20Rng::from_seed(G2_CORPUS_SEED);
-    let mut corpus = G2Corpus::default();
+    let mut corpus = Corpus::new(|label, bytes, intended| G2CorpusEntry {
+        label,
+        expected: g2_reference_verdict(&bytes),
+        bytes,
+        intended,
+    });
 
-    let mut valid_points = vec![G2Affine::generator()];
-    for _ in 0..14 {
-        valid_points.push(G2Affine::from(G2Projective::random(&mut rng)));
-    }
-    valid_points.push(G2Affine::from(
-        G2Projective::generator() * -Scalar::ONE.double(),
-    ));
-    for (i, p) in valid_points.iter().enumerate() {
-        let enc = p.to_compressed();
-        corpus.push(format!("valid#{i}"), enc, Some(Ok(())));
-        let mut flipped = enc;
-        flipped[0] ^= SORT;
-        corpus.push(
-            format!("valid#{i} sort-flag flipped"),
-            flipped,
-            Some(Ok(())),
-        );
-    }
+    let valid_points = valid_points::<G2Projective>(&mut rng);
+    corpus.push_valid(valid_points.iter().map(|p| p.to_compressed()));
 
-    let identity = G2Affine::identity().to_compressed();
-    corpus.push("identity".into(), identity, Some(Ok(())));
-    for bit in 0..768 {
-        let (byte, mask) = (bit / 8, 0x80u8 >> (bit % 8));
-        if byte == 0 && (mask == COMPRESSION || mask == INFINITY) {
-            continue;
-        }
-        let mut enc = identity;
-        enc[byte] |= mask;
-        corpus.push(
-            format!("infinity with stray bit {bit}"),
-            enc,
-            Some(Err(DecodeError::BadInfinity)),
-        );
-    }
-    let mut no_compression = identity;
-    no_compression[0] &= !COMPRESSION;
-    corpus.push(
-        "infinity without compression flag".into(),
-        no_compression,
-        Some(Err(DecodeError::NotCompressed)),
-    );
+    corpus.push_infinity(G2Affine::identity().to_compressed());
 
     // Either coordinate >= p, the other canonical (zero, small, a valid point's) or not.
     let p = field_bytes_from_limbs(&MODULUS_LIMBS);
-    let mut big: Vec<(String, [u8; 48])> = vec![
-        ("p".into(), p),
-        ("p+1".into(), add_small(&p, 1)),
-        ("p+2^64".into(), add_at_limb(&p, 1, 1)),
-        ("2^381-1".into(), [0xff; 48]),
-    ];
-    for i in 0..2 {
-        let mut x = [0u8; 48];
-        rng.fill_bytes(&mut x);
-        x[0] = 0x1b + (i as u8);
-        big.push((format!("random >= p #{i}"), x));
-    }
+    let big = at_least_p(&mut rng, "", "random", 2);
     let valid_enc = valid_points[1].to_compressed();
     let mut valid_c0 = [0u8; 48];
     valid_c0.copy_from_slice(&valid_enc[48..]);
@@ -553,28 +566,12 @@ pub fn g2_decompress_corpus() -> Vec<G2CorpusEntry> {
     // x with x^3 + 4(u + 1) in Fp (its imaginary part cancels): the square root's input
     // has a1 = 0, and the root is real or imaginary.
     off_subgroup.extend(g2_real_rhs_x(&mut rng, 8));
-    for (i, x) in no_root.iter().take(24).enumerate() {
-        for sort in [0, SORT] {
-            let mut enc = *x;
-            enc[0] |= COMPRESSION | sort;
-            corpus.push(
-                format!("no square root #{i} flags={:#04x}", enc[0] & 0xe0),
-                enc,
-                Some(Err(DecodeError::NotOnCurve)),
-            );
-        }
-    }
-    for (i, x) in off_subgroup.iter().enumerate() {
-        for sort in [0, SORT] {
-            let mut enc = *x;
-            enc[0] |= COMPRESSION | sort;
-            corpus.push(
-                format!("on the twist, not in G2 #{i} flags={:#04x}", enc[0] & 0xe0),
-                enc,
-                Some(Err(DecodeError::NotInSubgroup)),
-            );
-        }
-    }
+    corpus.push_both_sorts("no square root", &no_root[..24], DecodeError::NotOnCurve);
+    corpus.push_both_sorts(
+        "on the twist, not in G2",
+        &off_subgroup,
+        DecodeError::NotInSubgroup,
+    );
 
     // All 8 flag combinations on each kind of x.
     let mut valid_x = valid_enc;
@@ -592,63 +589,16 @@ pub fn g2_decompress_corpus() -> Vec<G2CorpusEntry> {
             Err(DecodeError::NotInSubgroup),
         ),
     ];
-    for (name, x, when_plain) in kinds {
-        for flags in 0u8..8 {
-            let flags = flags << 5;
-            let mut enc = x;
-            enc[0] = (enc[0] & 0x1f) | flags;
-            let x_is_zero = x.iter().all(|&b| b == 0);
-            let intended = if flags & COMPRESSION == 0 {
-                Err(DecodeError::NotCompressed)
-            } else if flags & INFINITY != 0 {
-                if flags & SORT == 0 && x_is_zero {
-                    Ok(())
-                } else {
-                    Err(DecodeError::BadInfinity)
-                }
-            } else {
-                when_plain
-            };
-            corpus.push(format!("{name} flags={flags:#04x}"), enc, Some(intended));
-        }
-    }
+    corpus.push_flag_combinations(kinds);
 
-    for i in 0..128 {
-        let mut enc = [0u8; 96];
-        rng.fill_bytes(&mut enc);
-        corpus.push(format!("random bytes #{i}"), enc, None);
-    }
-    for i in 0..128 {
-        let mut enc = [0u8; 96];
-        rng.fill_bytes(&mut enc);
-        enc[0] = (enc[0] & !INFINITY) | COMPRESSION;
-        if rng.gen_bool(0.5) {
-            enc[0] &= !SORT;
-        }
+    corpus.push_random(&mut rng, |i, enc| {
         // Half of them below p in both coordinates, so they reach the curve checks.
         if i % 2 == 0 {
             enc[0] &= 0xef;
             enc[48] &= 0x0f;
         }
-        corpus.push(format!("random compressed #{i}"), enc, None);
-    }
+    });
     corpus.entries
-}
-
-#[derive(Default)]
-struct G2Corpus {
-    entries: Vec<G2CorpusEntry>,
-}
-
-impl G2Corpus {
-    fn push(&mut self, label: String, bytes: [u8; 96], intended: Option<Result<(), DecodeError>>) {
-        self.entries.push(G2CorpusEntry {
-            label,
-            expected: g2_reference_verdict(&bytes),
-            bytes,
-            intended,
-        });
-    }
 }
 
 /// The verdict on a canonical x with only the compression flag set, as `Result<(), _>`.
