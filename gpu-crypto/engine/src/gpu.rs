@@ -3,6 +3,8 @@
 //! with the CPU) and its GPU benches. The node, the replica and the tools use
 //! [`crate::Engine`] and [`crate::kernels`] instead.
 
+#[cfg(feature = "bench")]
+pub use crate::cuda::bench;
 pub use crate::cuda::{
-    BlsGpuStrategy, DecompressKernel, GpuBackend, GpuError, LATENCY_KERNEL_MAX_POINTS, bench,
+    BlsGpuStrategy, DecompressKernel, GpuBackend, GpuError, LATENCY_KERNEL_MAX_POINTS,
 };

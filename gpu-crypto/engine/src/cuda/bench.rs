@@ -3,9 +3,11 @@
 //! Used by `benches/gpu.rs`; every figure is taken with CUDA events after a warm-up, and
 //! every digest is checked against the CPU (`sha2`) before a figure is returned.
 
+use super::backend::GpuBackend;
+use super::device::Device;
+use super::error::GpuError;
 use super::memory::{DeviceBuffer, PinnedBuffer, driver};
 use super::sha256::{KernelArgs, TAIL_PAD, launch};
-use super::{GpuBackend, GpuError};
 use cudarc::driver::{CudaEvent, CudaStream, LaunchConfig, PushKernelArg, result, sys};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
@@ -30,7 +32,7 @@ impl Timing {
     }
 }
 
-fn timed_event(gpu: &GpuBackend, stream: &CudaStream) -> Result<CudaEvent, GpuError> {
+fn timed_event(gpu: &Device, stream: &CudaStream) -> Result<CudaEvent, GpuError> {
     let ev = gpu
         .ctx
         .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
@@ -62,7 +64,7 @@ struct DeviceBatch {
 
 impl DeviceBatch {
     fn new(
-        gpu: &GpuBackend,
+        gpu: &Device,
         stream: &Arc<CudaStream>,
         count: usize,
         chunk_len: usize,
@@ -166,7 +168,7 @@ impl DeviceBatch {
 }
 
 fn fill_random(
-    gpu: &GpuBackend,
+    gpu: &Device,
     stream: &Arc<CudaStream>,
     ptr: u64,
     bytes: usize,
@@ -227,7 +229,7 @@ pub enum ShaKernel {
 /// Compiles `program` for the device with `defines` (source text put ahead of it) and
 /// loads `function` from it: benchmark variants of a production kernel.
 fn variant_function(
-    gpu: &GpuBackend,
+    gpu: &Device,
     program: &super::sources::KernelProgram,
     defines: &str,
     function: &str,
@@ -254,6 +256,7 @@ pub fn sha256_device_resident(
     prefix: &[u8],
     reps: usize,
 ) -> Result<ShaThroughput, GpuError> {
+    let gpu = gpu.device();
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
     let compiled;
     let func = match kernel {
@@ -310,6 +313,7 @@ pub fn h2d_bandwidth(
     bytes: usize,
     reps: usize,
 ) -> Result<(f64, Timing), GpuError> {
+    let gpu = gpu.device();
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
     let stream = gpu.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
     let mut host = PinnedBuffer::new(&gpu.ctx);
@@ -350,6 +354,7 @@ pub fn sha256_from_pinned(
     streams: usize,
     reps: usize,
 ) -> Result<ShaThroughput, GpuError> {
+    let gpu = gpu.device();
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
     let main = gpu.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
     let lanes: Vec<Arc<CudaStream>> = (0..streams.max(1))
@@ -461,6 +466,7 @@ pub fn decompress_kernels(
     reps: usize,
     with_variants: bool,
 ) -> Result<Vec<DecompressKernelTiming>, GpuError> {
+    let gpu = gpu.device();
     use super::sources::G1_DECOMPRESS_VARIANTS;
     let n = points.len();
     let n32 = u32::try_from(n).map_err(|_| GpuError::InputTooLarge(format!("{n} points")))?;
@@ -633,6 +639,7 @@ pub fn decompress_breakdown(
     points: &[[u8; 48]],
     reps: usize,
 ) -> Result<DecompressBreakdown, GpuError> {
+    let gpu = gpu.device();
     let shape = super::decompress::DecompressKernel::for_batch(points.len());
     use std::time::Instant;
     let n = points.len();
@@ -696,7 +703,7 @@ pub fn decompress_breakdown(
             let out = host_out.slice(97 * n);
             let (encodings, codes) = out.split_at(96 * n);
             // As the engine decodes: on all cores above a few hundred items.
-            results = if n >= super::decompress::PARALLEL_CONVERT {
+            results = if n >= super::segments::PARALLEL_CONVERT {
                 codes
                     .par_iter()
                     .zip(encodings.par_chunks_exact(96))
@@ -750,6 +757,7 @@ pub fn fp_chain_latency(
     steps: u32,
     reps: usize,
 ) -> Result<Vec<(&'static str, f64)>, GpuError> {
+    let gpu = gpu.device();
     use super::sources::FP_CHAIN_BENCH;
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
     let compiled = super::compile::compile_program(&FP_CHAIN_BENCH, &gpu.arch)?;

@@ -14,14 +14,14 @@
 //!   "invalid" is exact, "valid" holds except with probability at most 2^-128 per
 //!   combination.
 
+use super::device::Device;
+use super::error::GpuError;
 use super::marks::StreamMarks;
-use super::memory::{DeviceBuffer, PinnedBuffer, align_device, driver};
-use super::{GpuBackend, GpuError, Worker};
+use super::memory::{align_device, driver};
+use super::worker::Worker;
 use super::{decompress, hash_to_g1};
 use crate::cpu;
-use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg, result,
-};
+use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg, result};
 use gpu_crypto_api::{BlsItem, BlsScheme};
 use gpu_crypto_api::{DecodeError, VerifyError};
 use ic_bls12_381::{G1Affine, G2Affine, Gt};
@@ -95,68 +95,6 @@ pub(crate) fn default_strategy(items: usize) -> BlsGpuStrategy {
         BlsGpuStrategy::RandomCombinationSplit
     } else {
         BlsGpuStrategy::RandomCombination
-    }
-}
-
-pub(crate) struct BlsKernels {
-    rlc_leaves: CudaFunction,
-    rlc_halves: CudaFunction,
-    rlc_quarters: CudaFunction,
-    tree_level: CudaFunction,
-    check_nodes: CudaFunction,
-    pairing_products: CudaFunction,
-    /// Messages hashed to G1 (hash_to_g1.rs).
-    pub(super) hash_to_g1: CudaFunction,
-}
-
-impl BlsKernels {
-    pub(crate) fn load(
-        verify: &Arc<CudaModule>,
-        pairing: &Arc<CudaModule>,
-        hash: &Arc<CudaModule>,
-    ) -> Result<BlsKernels, GpuError> {
-        let f = |module: &Arc<CudaModule>, name: &str| {
-            module
-                .load_function(name)
-                .map_err(|e| GpuError::Driver(format!("cuModuleGetFunction {name}: {e}")))
-        };
-        Ok(BlsKernels {
-            rlc_leaves: f(verify, "bls_rlc_leaves")?,
-            rlc_halves: f(verify, "bls_rlc_halves")?,
-            rlc_quarters: f(verify, "bls_rlc_quarters")?,
-            tree_level: f(verify, "bls_tree_level")?,
-            check_nodes: f(verify, "bls_check_nodes")?,
-            pairing_products: f(pairing, "bls_pairing_products")?,
-            hash_to_g1: f(hash, "hash_to_g1")?,
-        })
-    }
-}
-
-/// Shared with hash_to_g1.rs, which runs before the combination stages its items.
-pub(crate) struct BlsBuffers {
-    pub(super) host_in: PinnedBuffer,
-    pub(super) host_out: PinnedBuffer,
-    pub(super) device: DeviceBuffer,
-    /// hash_to_g1's stream, created on first use: the hash runs beside the signatures'
-    /// decompression on the worker's main stream.
-    pub(super) hash_stream: Option<Arc<CudaStream>>,
-}
-
-impl BlsBuffers {
-    pub(crate) fn new(ctx: &Arc<CudaContext>) -> BlsBuffers {
-        BlsBuffers {
-            host_in: PinnedBuffer::new(ctx),
-            host_out: PinnedBuffer::new(ctx),
-            device: DeviceBuffer::new(ctx),
-            hash_stream: None,
-        }
-    }
-
-    /// After a failed call: the hashing stream may still be downloading into `host_out`.
-    pub(super) fn quiesce(&self) {
-        if let Some(s) = &self.hash_stream {
-            let _ = s.synchronize();
-        }
     }
 }
 
@@ -260,7 +198,7 @@ struct Profile {
 /// One verdict per item, in order. Identical to `cpu::bls_verify_batch` (same decoding,
 /// same message hashing, exact per-item rejections).
 pub(crate) fn verify_batch(
-    gpu: &GpuBackend,
+    gpu: &Device,
     w: &mut Worker,
     items: &[BlsItem<'_>],
     strategy: BlsGpuStrategy,
@@ -486,7 +424,7 @@ impl Leaves {
 }
 
 fn combination_verdicts(
-    gpu: &GpuBackend,
+    gpu: &Device,
     w: &mut Worker,
     candidates: &[Candidate],
     scalars: &[[u8; RANDOM_BYTES]],
@@ -840,7 +778,7 @@ fn top_check_on_host(
 
 /// Runs `bls_check_nodes` on `nodes` (flat tree indices) and waits for the verdicts.
 fn check_nodes(
-    gpu: &GpuBackend,
+    gpu: &Device,
     w: &mut Worker,
     layout: &Layout,
     staged: usize,
@@ -910,7 +848,7 @@ fn check_nodes(
 
 /// The exact check of every candidate: `e(sig, -g2) * e(H(m), pk) == 1` on the GPU.
 fn per_item_verdicts(
-    gpu: &GpuBackend,
+    gpu: &Device,
     w: &mut Worker,
     candidates: &[Candidate],
 ) -> Result<Vec<bool>, GpuError> {
@@ -933,7 +871,7 @@ fn per_item_verdicts(
 
 /// `prod e(P, Q)` over each group, as `Gt::to_bytes`.
 pub(crate) fn pairing_products(
-    gpu: &GpuBackend,
+    gpu: &Device,
     w: &mut Worker,
     groups: &[&[(G1Affine, G2Affine)]],
 ) -> Result<Vec<[u8; GT_BYTES]>, GpuError> {
@@ -952,7 +890,7 @@ pub(crate) fn pairing_products(
 }
 
 fn pairing_products_raw(
-    gpu: &GpuBackend,
+    gpu: &Device,
     w: &mut Worker,
     pairs: &[(G1Affine, G2Affine)],
     starts: &[u32],

@@ -1,7 +1,7 @@
 //! Kernel compilation with NVRTC (loaded at run time) straight to a cubin for one
 //! architecture. NVRTC's log is returned: it holds warnings even when compilation succeeds.
 
-use super::GpuError;
+use super::error::GpuError;
 use super::sources::{HEADERS, KernelProgram};
 use cudarc::nvrtc::sys;
 use std::ffi::{CStr, CString, c_char};

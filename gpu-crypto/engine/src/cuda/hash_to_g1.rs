@@ -4,8 +4,10 @@
 //! The points equal ic_bls12_381's `HashToCurve<ExpandMsgXmd<Sha256>>` for G1 (what
 //! `cpu::hash_message_to_g1` calls), for any message and tag: tests/gpu_hash_to_g1.rs.
 
+use super::device::Device;
+use super::error::GpuError;
 use super::memory::{align_device, driver};
-use super::{GpuBackend, GpuError, Worker};
+use super::worker::Worker;
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg, result};
 use ic_bls12_381::G1Affine;
 use rayon::prelude::*;
@@ -39,22 +41,6 @@ fn effective_dst(dst: &[u8]) -> Cow<'_, [u8]> {
     }
 }
 
-impl GpuBackend {
-    /// `hash_to_curve(message, tag)` in G1 for each `(tag, message)` pair, in order:
-    /// equal to ic_bls12_381's `HashToCurve<ExpandMsgXmd<Sha256>>` for `G1Projective`.
-    pub fn hash_to_g1(&self, messages: &[(&[u8], &[u8])]) -> Result<Vec<G1Affine>, GpuError> {
-        if messages.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut w = self.worker();
-        let result = enqueue(self, &mut w, messages).and_then(|p| finish(&mut w, p, |_, p| p));
-        if result.is_err() {
-            w.quiesce();
-        }
-        result
-    }
-}
-
 /// A hash launched on the worker's hash stream, not yet waited for.
 pub(crate) struct Pending {
     n: usize,
@@ -65,7 +51,7 @@ pub(crate) struct Pending {
 /// stream (not the worker's main stream, so that the signatures' decompression runs on the
 /// GPU at the same time); `finish` waits. Until then the BLS buffers are the hash's.
 pub(crate) fn enqueue(
-    gpu: &GpuBackend,
+    gpu: &Device,
     w: &mut Worker,
     messages: &[(&[u8], &[u8])],
 ) -> Result<Pending, GpuError> {

@@ -10,7 +10,7 @@
 //! 2. **Cache** (`GPU_CRYPTO_KERNEL_CACHE`, else the user's cache directory; writable):
 //!    keyed by source, options, architecture and the driver version, filled by compiling.
 //! 3. **Compile** with NVRTC, unless `GPU_CRYPTO_KERNEL_MODE=cached-only`: then opening the
-//!    GPU fails with every reason no cubin was usable ([`super::GpuError::KernelNotPrecompiled`]).
+//!    GPU fails with every reason no cubin was usable ([`super::error::GpuError::KernelNotPrecompiled`]).
 //!
 //! Every entry carries a SHA-256 of its cubin: a truncated or corrupt entry is detected and
 //! skipped (a corrupt writable entry is recompiled and overwritten), never fatal. Cache write

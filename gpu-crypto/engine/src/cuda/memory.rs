@@ -2,7 +2,7 @@
 //! The backend tracks stream ordering itself (one worker owns its buffers and streams),
 //! so cudarc's per-allocation event tracking is not used.
 
-use super::GpuError;
+use super::error::GpuError;
 use cudarc::driver::{CudaContext, DriverError, result, sys};
 use std::sync::Arc;
 

@@ -10,14 +10,16 @@
 //! read without converting (see [`PointLayout`] and [`raw_scalars_usable`]): copying 128
 //! bytes per point instead of three Montgomery reductions per point on the host.
 
+use super::device::Device;
+use super::error::GpuError;
+use super::functions::MsmKernels;
+use super::launch::{blocks, launch_1d};
 use super::marks::StreamMarks;
-use super::memory::{DeviceBuffer, PinnedBuffer, align_device, driver};
-use super::{GpuBackend, GpuError, Worker};
+use super::memory::{align_device, driver};
+use super::worker::Worker;
 use crate::input::MsmInput;
 use blst::{blst_fp, blst_p1};
-use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg, result, sys,
-};
+use cudarc::driver::{CudaStream, LaunchArgs, LaunchConfig, PushKernelArg, result, sys};
 use ic_bls12_381::{G1Affine, G1Projective, Scalar};
 use rayon::prelude::*;
 use std::mem::{MaybeUninit, size_of};
@@ -70,77 +72,6 @@ pub(super) const JACOBIAN_BYTES: usize = 3 * FP_BYTES;
 // of 32 bytes leaves no room for padding, so all of its bytes are that field's.
 const _: () = assert!(size_of::<Scalar>() == SCALAR_BYTES);
 
-pub(crate) struct MsmKernels {
-    /// Also converts the bases of the shared-base 8-bit MSM (msm_shared_u8.rs).
-    pub(super) load_points: CudaFunction,
-    scalars_from_mont: CudaFunction,
-    histogram: CudaFunction,
-    scatter: CudaFunction,
-    scan_tiles: CudaFunction,
-    scan_tile_sums: CudaFunction,
-    scan_add: CudaFunction,
-    accumulate: CudaFunction,
-    merge: CudaFunction,
-    reduce: CudaFunction,
-    /// Where ic_bls12_381 keeps x and y inside a `G1Affine`, probed on first use; `None`
-    /// when the probe did not find them (points then cross as encodings).
-    layout: OnceLock<Option<PointLayout>>,
-}
-
-impl MsmKernels {
-    pub(crate) fn load(module: &Arc<CudaModule>) -> Result<MsmKernels, GpuError> {
-        let f = |name: &str| {
-            module
-                .load_function(name)
-                .map_err(|e| GpuError::Driver(format!("cuModuleGetFunction {name}: {e}")))
-        };
-        Ok(MsmKernels {
-            load_points: f("msm_load_points")?,
-            scalars_from_mont: f("msm_scalars_from_mont")?,
-            histogram: f("msm_histogram")?,
-            scatter: f("msm_scatter")?,
-            scan_tiles: f("msm_scan_tiles")?,
-            scan_tile_sums: f("msm_scan_tile_sums")?,
-            scan_add: f("msm_scan_add")?,
-            accumulate: f("msm_accumulate")?,
-            merge: f("msm_merge")?,
-            reduce: f("msm_reduce")?,
-            layout: OnceLock::new(),
-        })
-    }
-}
-
-pub(crate) struct MsmBuffers {
-    ctx: Arc<CudaContext>,
-    // Also the buffers of the shared-base 8-bit MSM (a worker runs one call at a time).
-    pub(super) host_in: PinnedBuffer,
-    pub(super) host_out: PinnedBuffer,
-    pub(super) device: DeviceBuffer,
-    /// Uploads the points while the worker's stream sorts the scalars (created on first use).
-    points_stream: Option<Arc<CudaStream>>,
-}
-
-impl MsmBuffers {
-    pub(crate) fn new(ctx: &Arc<CudaContext>) -> MsmBuffers {
-        MsmBuffers {
-            ctx: ctx.clone(),
-            host_in: PinnedBuffer::new(ctx),
-            host_out: PinnedBuffer::new(ctx),
-            device: DeviceBuffer::new(ctx),
-            points_stream: None,
-        }
-    }
-
-    fn points_stream(&mut self) -> Result<Arc<CudaStream>, GpuError> {
-        if let Some(s) = &self.points_stream {
-            return Ok(s.clone());
-        }
-        let s = self.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
-        self.points_stream = Some(s.clone());
-        Ok(s)
-    }
-}
-
 /// Byte offsets of the Montgomery limbs of x and y inside ic_bls12_381's `G1Affine`
 /// (`{ x: Fp, y: Fp, infinity: Choice }`, default Rust layout, so not guaranteed by the
 /// language). Found once per process by [`probe_point_layout`]; with them a point's 96
@@ -151,6 +82,10 @@ pub(super) struct PointLayout {
     x: usize,
     y: usize,
 }
+
+/// Where ic_bls12_381 keeps x and y inside a `G1Affine`, probed on first use; `None` when
+/// the probe did not find them (points then cross as encodings).
+static POINT_LAYOUT: OnceLock<Option<PointLayout>> = OnceLock::new();
 
 /// How points and scalars cross to the GPU in one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -435,7 +370,7 @@ fn montgomery_bytes(be: &[u8]) -> [u8; FP_BYTES] {
 /// untyped bytes (written by the DMA engine, the copy is ordinary initialised memory) and
 /// are compared there with their Montgomery coordinates at every 8-byte offset. A layout
 /// is accepted only if x and y are found at one offset each, for every sample.
-fn probe_point_layout(gpu: &GpuBackend, w: &mut Worker) -> Result<Option<PointLayout>, GpuError> {
+fn probe_point_layout(gpu: &Device, w: &mut Worker) -> Result<Option<PointLayout>, GpuError> {
     let size = size_of::<G1Affine>();
     if !size.is_multiple_of(8) || size < POINT_BYTES {
         return Ok(None);
@@ -502,16 +437,16 @@ fn probe_point_layout(gpu: &GpuBackend, w: &mut Worker) -> Result<Option<PointLa
     Ok(layout)
 }
 
-pub(super) fn staging(gpu: &GpuBackend, w: &mut Worker) -> Result<Staging, GpuError> {
+pub(super) fn staging(gpu: &Device, w: &mut Worker) -> Result<Staging, GpuError> {
     if std::env::var("GPU_CRYPTO_MSM_STAGING").as_deref() == Ok("encoded") || !raw_scalars_usable()
     {
         return Ok(Staging::Encoded);
     }
-    let layout = match gpu.kernels.msm.layout.get() {
+    let layout = match POINT_LAYOUT.get() {
         Some(l) => *l,
         None => {
             let l = probe_point_layout(gpu, w)?;
-            *gpu.kernels.msm.layout.get_or_init(|| l)
+            *POINT_LAYOUT.get_or_init(|| l)
         }
     };
     Ok(layout.map_or(Staging::Encoded, Staging::Montgomery))
@@ -640,17 +575,9 @@ unsafe fn stage(pieces: &[Piece<'_>], n: usize, staging: Staging, scalars: Area,
     }
 }
 
-fn launch_1d(n: usize, threads: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: ((n as u32).div_ceil(threads).max(1), 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: 0,
-    }
-}
-
 /// Threads of msm_reduce and of msm_accumulate that fit one wave of the device (the
 /// defaults if the SM count cannot be read).
-fn wave_threads(gpu: &GpuBackend) -> (usize, usize) {
+fn wave_threads(gpu: &Device) -> (usize, usize) {
     static THREADS: OnceLock<(usize, usize)> = OnceLock::new();
     *THREADS.get_or_init(|| {
         let sms = gpu
@@ -670,7 +597,7 @@ fn wave_threads(gpu: &GpuBackend) -> (usize, usize) {
 }
 
 pub(crate) fn run(
-    gpu: &GpuBackend,
+    gpu: &Device,
     w: &mut Worker,
     msms: &[MsmInput<'_>],
 ) -> Result<Vec<G1Projective>, GpuError> {
@@ -685,8 +612,97 @@ pub(crate) fn run(
     result
 }
 
+/// Device addresses of the areas of `Plan` in the worker's device buffer, and the sizes
+/// the kernels take as 32-bit integers.
+struct DeviceAreas {
+    scalars: u64,
+    starts_in: u64,
+    points: u64,
+    counts: u64,
+    starts: u64,
+    cursor: u64,
+    tile_sums: u64,
+    sorted: u64,
+    buckets: u64,
+    spills: u64,
+    spill_buckets: u64,
+    partials: u64,
+    msms: u32,
+    buckets_len: u32,
+    tiles: u32,
+}
+
+impl DeviceAreas {
+    fn new(base: u64, plan: &Plan) -> DeviceAreas {
+        let at = |off: usize| base + off as u64;
+        DeviceAreas {
+            scalars: at(plan.off_scalars),
+            starts_in: at(plan.off_starts_in),
+            points: at(plan.off_points),
+            counts: at(plan.off_counts),
+            starts: at(plan.off_starts),
+            cursor: at(plan.off_cursor),
+            tile_sums: at(plan.off_tile_sums),
+            sorted: at(plan.off_sorted),
+            buckets: at(plan.off_buckets),
+            spills: at(plan.off_spills),
+            spill_buckets: at(plan.off_spill_buckets),
+            partials: at(plan.off_partials),
+            msms: plan.msms as u32,
+            buckets_len: plan.buckets as u32,
+            tiles: plan.tiles as u32,
+        }
+    }
+}
+
+/// The arguments msm_histogram and msm_scatter both begin with: the digits of the chunk
+/// of `count` points from global index `first`, in the batch's windows.
+struct DigitArgs {
+    scalars: u64,
+    first: u32,
+    count: u32,
+    starts_in: u64,
+    msms: u32,
+    c: u32,
+    windows: u32,
+    narrow: u32,
+}
+
+impl DigitArgs {
+    fn push<'a>(&'a self, launch: &mut LaunchArgs<'a>) {
+        launch
+            .arg(&self.scalars)
+            .arg(&self.first)
+            .arg(&self.count)
+            .arg(&self.starts_in)
+            .arg(&self.msms)
+            .arg(&self.c)
+            .arg(&self.windows)
+            .arg(&self.narrow);
+    }
+}
+
+/// One chunk of the batch (the `index`th): `count` points from global index `first`.
+#[derive(Clone, Copy)]
+struct Chunk {
+    index: usize,
+    first: usize,
+    count: usize,
+}
+
+/// One call's launch sequence on the worker: its plan, streams, device areas and kernels.
+struct Launches<'a> {
+    plan: &'a Plan,
+    k: &'a MsmKernels,
+    d: DeviceAreas,
+    stream: Arc<CudaStream>,
+    copy: Arc<CudaStream>,
+    staging: Staging,
+    marks: StreamMarks,
+}
+
 fn run_staged(
-    gpu: &GpuBackend,
+    gpu: &Device,
     w: &mut Worker,
     msms: &[MsmInput<'_>],
 ) -> Result<Vec<G1Projective>, GpuError> {
@@ -697,20 +713,24 @@ fn run_staged(
     }
     let t_start = std::time::Instant::now();
     let staging = staging(gpu, w)?;
-    let k = &gpu.kernels.msm;
     let out_bytes = JACOBIAN_BYTES * plan.partials;
     w.msm.host_in.ensure(plan.in_bytes)?;
     w.msm.host_out.ensure(out_bytes)?;
     w.msm.device.ensure(plan.device_bytes)?;
     let copy = w.msm.points_stream()?;
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
-    let stream = w.stream.clone();
-    // Timing events (GPU_CRYPTO_MSM_PROFILE=1 only).
-    let mut marks = StreamMarks::new(profile_enabled());
-    marks.mark(&stream, "start");
+    let mut run = Launches {
+        plan: &plan,
+        k: &gpu.kernels.msm,
+        d: DeviceAreas::new(w.msm.device.ptr(), &plan),
+        stream: w.stream.clone(),
+        copy,
+        staging,
+        // Timing events (GPU_CRYPTO_MSM_PROFILE=1 only).
+        marks: StreamMarks::new(profile_enabled()),
+    };
+    run.marks.mark(&run.stream, "start");
 
-    let base = w.msm.device.ptr();
-    let at = |off: usize| base + off as u64;
     let host = w.msm.host_in.slice_mut(plan.in_bytes);
     let pieces = pieces(msms);
     let chunks = chunks(
@@ -718,67 +738,22 @@ fn run_staged(
         plan.chunk_target.min(PIPELINE_FIRST_CHUNK.max(plan.n / 64)),
         plan.chunk_target,
     );
-
-    // The MSM start table crosses first, on the upload stream.
-    let mut start = 0u32;
-    for (b, m) in msms.iter().enumerate() {
-        host[plan.off_starts_in + 4 * b..plan.off_starts_in + 4 * b + 4]
-            .copy_from_slice(&start.to_le_bytes());
-        start += m.points.len() as u32;
-    }
-    let last = plan.off_starts_in + 4 * msms.len();
-    host[last..last + 4].copy_from_slice(&start.to_le_bytes());
-    let (ccu, cu) = (copy.cu_stream(), stream.cu_stream());
-    // SAFETY: device ranges follow `plan` inside `device` (ensured above); the host range
-    // is not written again before the final synchronisation.
-    unsafe {
-        result::memcpy_htod_async(
-            at(plan.off_starts_in),
-            &host[plan.off_starts_in..last + 4],
-            ccu,
-        )
-        .map_err(driver("upload MSM offsets"))?;
-    }
+    run.upload_starts(msms, host)?;
     // From here on the staging buffer is only reached through this address (disjoint
     // pieces, written by rayon's workers), never through `host` again.
     let area = host.as_mut_ptr() as usize;
-    let (d_scalars, d_starts_in, d_points) = (
-        at(plan.off_scalars),
-        at(plan.off_starts_in),
-        at(plan.off_points),
-    );
-    let (d_counts, d_starts, d_cursor, d_tile_sums) = (
-        at(plan.off_counts),
-        at(plan.off_starts),
-        at(plan.off_cursor),
-        at(plan.off_tile_sums),
-    );
-    let (d_sorted, d_buckets, d_spills, d_spill_buckets, d_partials) = (
-        at(plan.off_sorted),
-        at(plan.off_buckets),
-        at(plan.off_spills),
-        at(plan.off_spill_buckets),
-        at(plan.off_partials),
-    );
-    let msms32 = plan.msms as u32;
-    let buckets32 = plan.buckets as u32;
-    let tiles32 = plan.tiles as u32;
-    // SAFETY: as above.
-    unsafe {
-        // Poison: an unwritten partial sum is not a canonical field element.
-        result::memset_d8_async(d_partials, 0xff, out_bytes, cu)
-            .map_err(driver("poison partial sums"))?;
-        // Every bucket starts as the identity (all zero): msm_accumulate writes only the
-        // buckets that have entries.
-        result::memset_d8_async(d_buckets, 0, BUCKET_BYTES * plan.buckets, cu)
-            .map_err(driver("clear buckets"))?;
-    }
+    run.clear(out_bytes)?;
 
     // Per chunk: stage on the host (the GPU meanwhile works on the chunk before), upload on
     // the copy stream, then on the worker's stream: wait for the upload, sort the chunk's
     // digits into buckets, add its points to the buckets.
     let mut t_staged = 0.0;
-    for (c, &(p0, p1, first, count)) in chunks.iter().enumerate() {
+    for (index, &(p0, p1, first, count)) in chunks.iter().enumerate() {
+        let chunk = Chunk {
+            index,
+            first,
+            count,
+        };
         // SAFETY: the chunk's scalar and point ranges lie in the pinned buffer's areas of
         // `plan`; no copy reads them before their upload is issued below.
         unsafe {
@@ -791,31 +766,160 @@ fn run_staged(
             );
         }
         t_staged = t_start.elapsed().as_secs_f64();
+        // SAFETY: the chunk's ranges were fully written just above.
+        unsafe { run.upload_chunk(area, chunk)? };
+        run.sort_chunk(chunk)?;
+        run.accumulate_chunk(chunk)?;
+    }
+    run.reduce_and_download(w.msm.host_out.slice_mut(out_bytes))?;
+    run.stream.synchronize().map_err(driver("g1 msm"))?;
+    let t_gpu = t_start.elapsed().as_secs_f64();
+    let out = combine_partials(w.msm.host_out.slice(out_bytes), &plan);
+    let t_end = t_start.elapsed().as_secs_f64();
+    let times = Times {
+        staged: t_staged,
+        gpu: t_gpu,
+        end: t_end,
+    };
+    log_call(&plan, chunks.len(), staging, times, &run.marks);
+    out
+}
+
+/// Host seconds from a call's start: last chunk staged, GPU done, windows combined.
+#[derive(Clone, Copy)]
+struct Times {
+    staged: f64,
+    gpu: f64,
+    end: f64,
+}
+
+/// The call's debug log line, and its profile on standard error when
+/// `GPU_CRYPTO_MSM_PROFILE=1`.
+fn log_call(plan: &Plan, chunks: usize, staging: Staging, t: Times, marks: &StreamMarks) {
+    tracing::debug!(
+        points = plan.n,
+        msms = plan.msms,
+        window_bits = plan.c,
+        chunks,
+        ?staging,
+        staged_ms = t.staged * 1e3,
+        gpu_done_ms = t.gpu * 1e3,
+        total_ms = t.end * 1e3,
+        "g1 msm"
+    );
+    if marks.enabled() {
+        eprintln!(
+            "msm profile: {} points in {} MSMs, c={}, {} chunk(s), {:?}: host ms from the call's start: last chunk staged {:.3}, GPU done {:.3}, combined {:.3}; GPU ms: {}",
+            plan.n,
+            plan.msms,
+            plan.c,
+            chunks,
+            staging,
+            t.staged * 1e3,
+            t.gpu * 1e3,
+            t.end * 1e3,
+            marks.report()
+        );
+    }
+}
+
+impl Launches<'_> {
+    /// Writes the MSM start table into the staging buffer and uploads it, first, on the
+    /// copy stream.
+    fn upload_starts(&self, msms: &[MsmInput<'_>], host: &mut [u8]) -> Result<(), GpuError> {
+        let plan = self.plan;
+        let mut start = 0u32;
+        for (b, m) in msms.iter().enumerate() {
+            host[plan.off_starts_in + 4 * b..plan.off_starts_in + 4 * b + 4]
+                .copy_from_slice(&start.to_le_bytes());
+            start += m.points.len() as u32;
+        }
+        let last = plan.off_starts_in + 4 * msms.len();
+        host[last..last + 4].copy_from_slice(&start.to_le_bytes());
+        // SAFETY: device ranges follow `plan` inside `device` (ensured by the caller); the
+        // host range is not written again before the final synchronisation.
+        unsafe {
+            result::memcpy_htod_async(
+                self.d.starts_in,
+                &host[plan.off_starts_in..last + 4],
+                self.copy.cu_stream(),
+            )
+            .map_err(driver("upload MSM offsets"))?;
+        }
+        Ok(())
+    }
+
+    /// Poisons the partial sums and clears the buckets, on the worker's stream.
+    fn clear(&self, out_bytes: usize) -> Result<(), GpuError> {
+        let cu = self.stream.cu_stream();
+        // SAFETY: the ranges lie inside `device` (Plan's offsets, ensured by the caller).
+        unsafe {
+            // Poison: an unwritten partial sum is not a canonical field element.
+            result::memset_d8_async(self.d.partials, 0xff, out_bytes, cu)
+                .map_err(driver("poison partial sums"))?;
+            // Every bucket starts as the identity (all zero): msm_accumulate writes only the
+            // buckets that have entries.
+            result::memset_d8_async(self.d.buckets, 0, BUCKET_BYTES * self.plan.buckets, cu)
+                .map_err(driver("clear buckets"))?;
+        }
+        Ok(())
+    }
+
+    /// Uploads the chunk's scalars and points on the copy stream; the worker's stream
+    /// waits for them.
+    ///
+    /// # Safety
+    /// The chunk's ranges of the staging buffer at `area` must be fully written and not
+    /// written again before the final synchronisation.
+    unsafe fn upload_chunk(&mut self, area: usize, chunk: Chunk) -> Result<(), GpuError> {
+        let plan = self.plan;
+        let (first, count) = (chunk.first, chunk.count);
         let srange = plan.off_scalars + SCALAR_BYTES * first
             ..plan.off_scalars + SCALAR_BYTES * (first + count);
         let prange =
             plan.off_points + POINT_BYTES * first..plan.off_points + POINT_BYTES * (first + count);
-        // SAFETY: the ranges were fully written just above (the chunk's pieces are
-        // contiguous in global order) and are not written again before the final
-        // synchronisation; the device ranges mirror them.
+        let ccu = self.copy.cu_stream();
+        // SAFETY: the ranges were fully written (the caller's contract; the chunk's pieces
+        // are contiguous in global order); the device ranges mirror them.
         unsafe {
             let src = std::slice::from_raw_parts((area + srange.start) as *const u8, srange.len());
-            result::memcpy_htod_async(at(srange.start), src, ccu)
+            result::memcpy_htod_async(self.d.scalars + (SCALAR_BYTES * first) as u64, src, ccu)
                 .map_err(driver("upload scalars"))?;
             let src = std::slice::from_raw_parts((area + prange.start) as *const u8, prange.len());
-            result::memcpy_htod_async(at(prange.start), src, ccu)
+            result::memcpy_htod_async(self.d.points + (POINT_BYTES * first) as u64, src, ccu)
                 .map_err(driver("upload points"))?;
         }
-        stream.join(&copy).map_err(driver("wait for the upload"))?;
-        marks.mark(&stream, format_args!("wait{c}"));
-        let (first32, count32, resume) = (first as u32, count as u32, u32::from(c > 0));
-        let d_chunk_scalars = d_scalars + (SCALAR_BYTES * first) as u64;
-        let d_chunk_points = d_points + (POINT_BYTES * first) as u64;
-        // SAFETY: every device range lies inside `device` (Plan's offsets, ensured above);
-        // kernel arguments match the kernels' signatures. The sort buffers of the chunk
-        // before are consumed by its accumulation, earlier on the same stream.
+        self.stream
+            .join(&self.copy)
+            .map_err(driver("wait for the upload"))?;
+        self.marks
+            .mark(&self.stream, format_args!("wait{}", chunk.index));
+        Ok(())
+    }
+
+    /// Converts the chunk's scalars (or points) on the GPU, then sorts its digits into
+    /// buckets: histogram, the three-pass scan of the counts, scatter.
+    fn sort_chunk(&mut self, chunk: Chunk) -> Result<(), GpuError> {
+        let (plan, k, d, stream) = (self.plan, self.k, &self.d, &self.stream);
+        let (first, count) = (chunk.first, chunk.count);
+        let count32 = count as u32;
+        let d_chunk_scalars = d.scalars + (SCALAR_BYTES * first) as u64;
+        let d_chunk_points = d.points + (POINT_BYTES * first) as u64;
+        let digits = DigitArgs {
+            scalars: d.scalars,
+            first: first as u32,
+            count: count32,
+            starts_in: d.starts_in,
+            msms: d.msms,
+            c: plan.c,
+            windows: plan.windows,
+            narrow: plan.narrow,
+        };
+        // SAFETY: every device range lies inside `device` (Plan's offsets, ensured by the
+        // caller); kernel arguments match the kernels' signatures. The sort buffers of the
+        // chunk before are consumed by its accumulation, earlier on the same stream.
         unsafe {
-            match staging {
+            match self.staging {
                 Staging::Montgomery(_) => {
                     stream
                         .launch_builder(&k.scalars_from_mont)
@@ -833,159 +937,135 @@ fn run_staged(
                         .map_err(driver("launch msm_load_points"))?;
                 }
             }
-            result::memset_d8_async(d_counts, 0, 4 * plan.buckets, cu)
+            result::memset_d8_async(d.counts, 0, 4 * plan.buckets, stream.cu_stream())
                 .map_err(driver("clear counts"))?;
-            stream
-                .launch_builder(&k.histogram)
-                .arg(&d_scalars)
-                .arg(&first32)
-                .arg(&count32)
-                .arg(&d_starts_in)
-                .arg(&msms32)
-                .arg(&plan.c)
-                .arg(&plan.windows)
-                .arg(&plan.narrow)
-                .arg(&d_counts)
+            let mut histogram = stream.launch_builder(&k.histogram);
+            digits.push(&mut histogram);
+            histogram
+                .arg(&d.counts)
                 .launch(launch_1d(count, 256))
                 .map_err(driver("launch msm_histogram"))?;
             stream
                 .launch_builder(&k.scan_tiles)
-                .arg(&d_counts)
-                .arg(&buckets32)
-                .arg(&d_starts)
-                .arg(&d_tile_sums)
-                .launch(LaunchConfig {
-                    grid_dim: (tiles32, 1, 1),
-                    block_dim: (256, 1, 1),
-                    shared_mem_bytes: 0,
-                })
+                .arg(&d.counts)
+                .arg(&d.buckets_len)
+                .arg(&d.starts)
+                .arg(&d.tile_sums)
+                .launch(blocks(d.tiles, 256))
                 .map_err(driver("launch msm_scan_tiles"))?;
             stream
                 .launch_builder(&k.scan_tile_sums)
-                .arg(&d_tile_sums)
-                .arg(&tiles32)
-                .launch(LaunchConfig {
-                    grid_dim: (1, 1, 1),
-                    block_dim: (256, 1, 1),
-                    shared_mem_bytes: 0,
-                })
+                .arg(&d.tile_sums)
+                .arg(&d.tiles)
+                .launch(blocks(1, 256))
                 .map_err(driver("launch msm_scan_tile_sums"))?;
             stream
                 .launch_builder(&k.scan_add)
-                .arg(&d_starts)
-                .arg(&d_cursor)
-                .arg(&buckets32)
-                .arg(&d_tile_sums)
+                .arg(&d.starts)
+                .arg(&d.cursor)
+                .arg(&d.buckets_len)
+                .arg(&d.tile_sums)
                 .launch(launch_1d(plan.buckets, 256))
                 .map_err(driver("launch msm_scan_add"))?;
-            stream
-                .launch_builder(&k.scatter)
-                .arg(&d_scalars)
-                .arg(&first32)
-                .arg(&count32)
-                .arg(&d_starts_in)
-                .arg(&msms32)
-                .arg(&plan.c)
-                .arg(&plan.windows)
-                .arg(&plan.narrow)
-                .arg(&d_cursor)
-                .arg(&d_sorted)
+            let mut scatter = stream.launch_builder(&k.scatter);
+            digits.push(&mut scatter);
+            scatter
+                .arg(&d.cursor)
+                .arg(&d.sorted)
                 .launch(launch_1d(count, 256))
                 .map_err(driver("launch msm_scatter"))?;
-            marks.mark(&stream, format_args!("sort{c}"));
-            let (slice, threads) = plan.slices(count);
-            stream
-                .launch_builder(&k.accumulate)
-                .arg(&d_points)
-                .arg(&d_sorted)
-                .arg(&d_starts)
-                .arg(&d_cursor)
-                .arg(&buckets32)
-                .arg(&slice)
-                .arg(&resume)
-                .arg(&d_buckets)
-                .arg(&d_spills)
-                .arg(&d_spill_buckets)
-                .launch(launch_1d(threads, ACCUMULATE_BLOCK))
-                .map_err(driver("launch msm_accumulate"))?;
-            marks.mark(&stream, format_args!("accumulate{c}"));
-            stream
-                .launch_builder(&k.merge)
-                .arg(&d_cursor)
-                .arg(&buckets32)
-                .arg(&slice)
-                .arg(&d_spill_buckets)
-                .arg(&d_spills)
-                .arg(&d_buckets)
-                .launch(launch_1d(threads, 128))
-                .map_err(driver("launch msm_merge"))?;
-            marks.mark(&stream, format_args!("merge{c}"));
         }
+        self.marks
+            .mark(&self.stream, format_args!("sort{}", chunk.index));
+        Ok(())
     }
 
-    // Window sums, download.
-    // SAFETY: as for the chunks; the host output range is not read before the
-    // synchronisation.
-    unsafe {
-        stream
-            .launch_builder(&k.reduce)
-            .arg(&d_buckets)
-            .arg(&plan.half)
-            .arg(&plan.seg_len)
-            .arg(&d_partials)
-            .launch(LaunchConfig {
-                grid_dim: (plan.blocks_per_window, plan.msms as u32 * plan.windows, 1),
-                block_dim: (plan.reduce_block, 1, 1),
-                shared_mem_bytes: 0,
-            })
-            .map_err(driver("launch msm_reduce"))?;
-        marks.mark(&stream, "reduce");
-        result::memcpy_dtoh_async(w.msm.host_out.slice_mut(out_bytes), d_partials, cu)
-            .map_err(driver("download partial sums"))?;
+    /// Adds the chunk's sorted points into the buckets (resuming them after the first
+    /// chunk), then merges the buckets cut across accumulation slices.
+    fn accumulate_chunk(&mut self, chunk: Chunk) -> Result<(), GpuError> {
+        let (plan, k, d, stream) = (self.plan, self.k, &self.d, &self.stream);
+        let resume = u32::from(chunk.index > 0);
+        let (slice, threads) = plan.slices(chunk.count);
+        // SAFETY: as for the sort; the sorted entries are the chunk's, written before on
+        // the same stream.
+        unsafe {
+            stream
+                .launch_builder(&k.accumulate)
+                .arg(&d.points)
+                .arg(&d.sorted)
+                .arg(&d.starts)
+                .arg(&d.cursor)
+                .arg(&d.buckets_len)
+                .arg(&slice)
+                .arg(&resume)
+                .arg(&d.buckets)
+                .arg(&d.spills)
+                .arg(&d.spill_buckets)
+                .launch(launch_1d(threads, ACCUMULATE_BLOCK))
+                .map_err(driver("launch msm_accumulate"))?;
+        }
+        self.marks
+            .mark(&self.stream, format_args!("accumulate{}", chunk.index));
+        // SAFETY: as above.
+        unsafe {
+            self.stream
+                .launch_builder(&k.merge)
+                .arg(&d.cursor)
+                .arg(&d.buckets_len)
+                .arg(&slice)
+                .arg(&d.spill_buckets)
+                .arg(&d.spills)
+                .arg(&d.buckets)
+                .launch(launch_1d(threads, 128))
+                .map_err(driver("launch msm_merge"))?;
+        }
+        self.marks
+            .mark(&self.stream, format_args!("merge{}", chunk.index));
+        Ok(())
     }
-    marks.mark(&stream, "download");
-    stream.synchronize().map_err(driver("g1 msm"))?;
-    let t_gpu = t_start.elapsed().as_secs_f64();
-    let partials = w.msm.host_out.slice(out_bytes);
+
+    /// Sums each window's buckets (msm_reduce) and downloads the partial sums into `host`.
+    fn reduce_and_download(&mut self, host: &mut [u8]) -> Result<(), GpuError> {
+        let (plan, d) = (self.plan, &self.d);
+        // SAFETY: as for the chunks; the host output range is not read before the
+        // synchronisation.
+        unsafe {
+            self.stream
+                .launch_builder(&self.k.reduce)
+                .arg(&d.buckets)
+                .arg(&plan.half)
+                .arg(&plan.seg_len)
+                .arg(&d.partials)
+                .launch(LaunchConfig {
+                    grid_dim: (plan.blocks_per_window, plan.msms as u32 * plan.windows, 1),
+                    block_dim: (plan.reduce_block, 1, 1),
+                    shared_mem_bytes: 0,
+                })
+                .map_err(driver("launch msm_reduce"))?;
+            self.marks.mark(&self.stream, "reduce");
+            result::memcpy_dtoh_async(host, d.partials, self.stream.cu_stream())
+                .map_err(driver("download partial sums"))?;
+        }
+        self.marks.mark(&self.stream, "download");
+        Ok(())
+    }
+}
+
+/// Each MSM's result from its windows' partial sums (MSMs in parallel when there are
+/// several, else the windows of the one MSM).
+fn combine_partials(partials: &[u8], plan: &Plan) -> Result<Vec<G1Projective>, GpuError> {
     let per_msm = JACOBIAN_BYTES * plan.windows as usize * plan.blocks_per_window as usize;
-    let out = if plan.msms > 1 {
+    if plan.msms > 1 {
         partials
             .par_chunks_exact(per_msm)
-            .map(|chunk| combine_windows(chunk, &plan, false))
+            .map(|chunk| combine_windows(chunk, plan, false))
             .collect()
     } else {
         partials
             .chunks_exact(per_msm)
-            .map(|chunk| combine_windows(chunk, &plan, true))
+            .map(|chunk| combine_windows(chunk, plan, true))
             .collect()
-    };
-    let t_end = t_start.elapsed().as_secs_f64();
-    tracing::debug!(
-        points = plan.n,
-        msms = plan.msms,
-        window_bits = plan.c,
-        chunks = chunks.len(),
-        ?staging,
-        staged_ms = t_staged * 1e3,
-        gpu_done_ms = t_gpu * 1e3,
-        total_ms = t_end * 1e3,
-        "g1 msm"
-    );
-    if marks.enabled() {
-        eprintln!(
-            "msm profile: {} points in {} MSMs, c={}, {} chunk(s), {:?}: host ms from the call's start: last chunk staged {:.3}, GPU done {:.3}, combined {:.3}; GPU ms: {}",
-            plan.n,
-            plan.msms,
-            plan.c,
-            chunks.len(),
-            staging,
-            t_staged * 1e3,
-            t_gpu * 1e3,
-            t_end * 1e3,
-            marks.report()
-        );
     }
-    out
 }
 
 /// `GPU_CRYPTO_MSM_PROFILE=1` prints each call's host/GPU time split (bench diagnostics).

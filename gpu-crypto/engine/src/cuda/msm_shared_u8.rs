@@ -9,15 +9,16 @@
 //! where the probed layout allows, else encodings converted by `msm_load_points`), in the
 //! worker's MSM buffers (a worker runs one call at a time).
 
+use super::device::Device;
+use super::error::GpuError;
 use super::marks::StreamMarks;
 use super::memory::{align_device, driver};
 use super::msm::{self, JACOBIAN_BYTES, POINT_BYTES, Staging};
-use super::{GpuBackend, GpuError, Worker};
+use super::worker::Worker;
 use blst::{blst_p1, blst_p1_affine};
-use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg, result};
+use cudarc::driver::{LaunchConfig, PushKernelArg, result};
 use ic_bls12_381::{G1Affine, G1Projective};
 use rayon::prelude::*;
-use std::sync::Arc;
 
 /// Must equal U8_PLANE_THREADS_MAX in the kernel source.
 pub const PLANE_THREADS_MAX: u32 = 128;
@@ -35,31 +36,30 @@ pub const MAX_SCALAR_BYTES: usize = 1 << 28;
 /// Bases above which host staging runs on all cores.
 const PARALLEL_STAGING: usize = 4096;
 
-pub(crate) struct MsmU8Kernels {
-    planes: CudaFunction,
-    combine: CudaFunction,
-}
-
-impl MsmU8Kernels {
-    pub(crate) fn load(module: &Arc<CudaModule>) -> Result<MsmU8Kernels, GpuError> {
-        let f = |name: &str| {
-            module
-                .load_function(name)
-                .map_err(|e| GpuError::Driver(format!("cuModuleGetFunction {name}: {e}")))
-        };
-        Ok(MsmU8Kernels {
-            planes: f("msm_u8_planes")?,
-            combine: f("msm_u8_combine")?,
-        })
-    }
-}
-
 /// Threads per plane block for `n` bases: about four bases per thread (each thread's chain
 /// of mixed additions, then log2(threads) tree levels), a power of two within
 /// [PLANE_THREADS_MIN, PLANE_THREADS_MAX].
 pub fn plane_threads(n: usize) -> u32 {
     let want = n.div_ceil(4).clamp(1, PLANE_THREADS_MAX as usize);
     (want.next_power_of_two() as u32).clamp(PLANE_THREADS_MIN, PLANE_THREADS_MAX)
+}
+
+/// Checks a call's shape, bounds and thread count (a power of two from
+/// `PLANE_THREADS_MIN` to `PLANE_THREADS_MAX`); `InputTooLarge` for what the kernels do not
+/// take.
+pub(crate) fn check_call(
+    n: usize,
+    scalars: usize,
+    rows: usize,
+    threads: u32,
+) -> Result<(), GpuError> {
+    check_shape(n, scalars, rows)?;
+    if !threads.is_power_of_two() || !(PLANE_THREADS_MIN..=PLANE_THREADS_MAX).contains(&threads) {
+        return Err(GpuError::InputTooLarge(format!(
+            "{threads} threads per plane block"
+        )));
+    }
+    Ok(())
 }
 
 /// Checks the shape and the bounds; `InputTooLarge` for what the kernels do not take.
@@ -78,53 +78,8 @@ pub(crate) fn check_shape(n: usize, scalars: usize, rows: usize) -> Result<(), G
     Ok(())
 }
 
-impl GpuBackend {
-    /// `rows` MSMs over one set of bases with 8-bit scalars: result `k` is
-    /// `sum_p scalars[k * bases.len() + p] * bases[p]`, identical to
-    /// `nidkg::msm::msm_shared_bases_u8` per row. `scalars.len()` must be
-    /// `rows * bases.len()` (`InputTooLarge` otherwise, and above the bounds of this module).
-    pub fn g1_msm_shared_u8(
-        &self,
-        bases: &[G1Affine],
-        scalars: &[u8],
-        rows: usize,
-    ) -> Result<Vec<G1Projective>, GpuError> {
-        self.g1_msm_shared_u8_with(bases, scalars, rows, plane_threads(bases.len()))
-    }
-
-    /// [`GpuBackend::g1_msm_shared_u8`] with the plane blocks' thread count chosen by the
-    /// caller (a power of two from 32 to [`PLANE_THREADS_MAX`]; tests and benchmarks).
-    pub fn g1_msm_shared_u8_with(
-        &self,
-        bases: &[G1Affine],
-        scalars: &[u8],
-        rows: usize,
-        threads: u32,
-    ) -> Result<Vec<G1Projective>, GpuError> {
-        check_shape(bases.len(), scalars.len(), rows)?;
-        if !threads.is_power_of_two() || !(PLANE_THREADS_MIN..=PLANE_THREADS_MAX).contains(&threads)
-        {
-            return Err(GpuError::InputTooLarge(format!(
-                "{threads} threads per plane block"
-            )));
-        }
-        if rows == 0 {
-            return Ok(Vec::new());
-        }
-        if bases.is_empty() {
-            return Ok(vec![G1Projective::identity(); rows]);
-        }
-        let mut w = self.worker();
-        let result = run(self, &mut w, bases, scalars, rows, threads);
-        if result.is_err() {
-            w.quiesce();
-        }
-        result
-    }
-}
-
-fn run(
-    gpu: &GpuBackend,
+pub(crate) fn run(
+    gpu: &Device,
     w: &mut Worker,
     bases: &[G1Affine],
     scalars: &[u8],

@@ -7,13 +7,12 @@
 //! GPU thread hashes a whole chunk and a launch over few chunks runs long; the slots keep
 //! many launches in flight at once while the next segment is gathered and uploaded.
 
-use super::memory::{DeviceBuffer, PinnedBuffer, driver};
-use super::{GpuBackend, GpuError, Worker};
-use cudarc::driver::{
-    CudaContext, CudaEvent, CudaFunction, CudaStream, LaunchConfig, PushKernelArg, result,
-};
+use super::device::Device;
+use super::error::GpuError;
+use super::memory::driver;
+use super::worker::Worker;
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg, result};
 use rayon::prelude::*;
-use std::sync::Arc;
 
 pub(crate) const SEGMENT_DATA: usize = 64 << 20;
 pub(crate) const SEGMENT_CHUNKS: usize = 4096;
@@ -47,48 +46,6 @@ pub(crate) const LAYOUT: Layout = Layout {
 
 pub(crate) fn padded(len: usize) -> usize {
     len.div_ceil(16) * 16
-}
-
-struct Slot {
-    stream: Arc<CudaStream>,
-    device: DeviceBuffer,
-}
-
-pub(crate) struct ShaBuffers {
-    ctx: Arc<CudaContext>,
-    slots: Vec<Slot>,
-    staging: [PinnedBuffer; 2],
-    staged: [Option<CudaEvent>; 2],
-    digests: PinnedBuffer,
-}
-
-impl ShaBuffers {
-    pub(crate) fn new(ctx: &Arc<CudaContext>) -> ShaBuffers {
-        ShaBuffers {
-            ctx: ctx.clone(),
-            slots: Vec::new(),
-            staging: [PinnedBuffer::new(ctx), PinnedBuffer::new(ctx)],
-            staged: [None, None],
-            digests: PinnedBuffer::new(ctx),
-        }
-    }
-
-    pub(crate) fn quiesce(&mut self) {
-        for slot in &self.slots {
-            let _ = slot.stream.synchronize();
-        }
-    }
-
-    fn slot(&mut self, i: usize) -> Result<&mut Slot, GpuError> {
-        while self.slots.len() <= i {
-            let stream = self.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
-            self.slots.push(Slot {
-                stream,
-                device: DeviceBuffer::new(&self.ctx),
-            });
-        }
-        Ok(&mut self.slots[i])
-    }
 }
 
 /// Chunk index ranges of the segments.
@@ -153,7 +110,7 @@ pub(crate) fn gather(buf: &mut [u8], prefix: &[u8], chunks: &[&[u8]]) -> usize {
 /// `base` must point to a device buffer holding a gathered segment of `count` chunks plus
 /// `TAIL_PAD` readable bytes after its data.
 pub(crate) unsafe fn launch_segment(
-    gpu: &GpuBackend,
+    gpu: &Device,
     stream: &CudaStream,
     base: u64,
     count: usize,
@@ -188,7 +145,7 @@ pub(crate) struct KernelArgs {
 /// # Safety
 /// Every address must be valid for what the kernel reads or writes (see the kernel).
 pub(crate) unsafe fn launch(
-    gpu: &GpuBackend,
+    gpu: &Device,
     kernel: &CudaFunction,
     stream: &CudaStream,
     a: &KernelArgs,
@@ -238,7 +195,7 @@ pub(crate) fn collect_digests(bytes: &[u8]) -> Result<Vec<[u8; 32]>, GpuError> {
 }
 
 pub(crate) fn run(
-    gpu: &GpuBackend,
+    gpu: &Device,
     w: &mut Worker,
     prefix: &[u8],
     chunks: &[&[u8]],
