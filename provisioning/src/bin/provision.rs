@@ -23,11 +23,12 @@ use sha2::{Digest, Sha256};
 use sn_config::Bundle;
 
 const AFTER_HELP: &str = "\
-Exit status: 0 success; 1 a check failed (verification mismatch, enrolment refused); \
-2 invalid input (subnet file, bundle, manifest, image, policy, arguments); 3 target refused \
-(in use or mounted, system disk, partition, not a block device, too small, serial or size not \
-as expected, the image itself); 4 I/O failure on the target or the registry (write error, \
-short write); 5 the registry's hash chain is broken.";
+Exit status: 0 success; 1 a check failed (verification mismatch, enrolment or registry \
+transition refused); 2 invalid input (subnet file, bundle, manifest, image, policy, arguments); \
+3 target refused (in use or mounted, system disk, partition, not a block device, too small, \
+serial or size not as expected, the image itself); 4 I/O failure on the target or the registry (write error, \
+short write); 5 the registry does not verify (its hash chain, or against the governing body's \
+signed head).";
 
 #[derive(Parser)]
 #[command(name = "provision", version, about = "Plan a sovereign subnet, flash and verify node disks, enrol attested nodes", after_help = AFTER_HELP)]
