@@ -209,8 +209,8 @@ impl Registry {
     }
 
     /// Fills `seq` and `prev_sha256`, appends the line and syncs it to disk. An `admit` that
-    /// breaks a registry rule is recorded as the `refuse` it is, with the reasons: the rules
-    /// hold whoever built the record.
+    /// breaks a registry rule is recorded as the `refuse` it is, with the reasons (the rules
+    /// hold whoever built the record), and a refusal by the rules gets the retirements too.
     pub fn append(&mut self, mut record: Record) -> Result<Record, RegistryError> {
         self.enforce_rules(&mut record);
         record.seq = self.records.len() as u64;
