@@ -1,9 +1,14 @@
-//! The dealing-level rows of `bench`: one NI-DKG dealing verification (`nidkg_verify`) at
-//! the IC's subnet sizes on one CPU thread and on every CPU thread (`nidkg`'s own CPU
-//! path), and GPU-assisted (the engine under the default `auto` policy, each batch routed
-//! by its crossover) on one host thread and on every one, with the per-phase split; and a DKG round (`nidkg_dkg_round`: the
-//! 2n dealings of one round, verified one after another) on every CPU thread and
-//! GPU-assisted. Every verification must accept: a rejection fails the bench.
+//! The dealing-level rows of `bench`, at the IC's subnet sizes, on the CPU (`nidkg`'s own
+//! path) and GPU-assisted (the engine under the default `auto` policy, each batch routed by
+//! its crossover), on one host thread and on every one:
+//!
+//! - `nidkg_verify`: one NI-DKG dealing, the exact checks, with the per-phase split;
+//! - `nidkg_verify_combined`: the same dealing through `verify_batch`, the combined checks;
+//! - `nidkg_dkg_round`: the 2n dealings of one round, verified one after another;
+//! - `nidkg_dkg_round_batch`: the same 2n dealings in one `verify_batch` call, the combined
+//!   checks (GPU-assisted on one host thread too).
+//!
+//! Every verification must accept: a rejection fails the bench.
 
 use super::progress::Progress;
 use anyhow::Context;
@@ -30,8 +35,24 @@ pub(super) const DEALINGS_PER_SIZE: u64 = 2;
 /// The rows [`measure`] produces per subnet size.
 pub(super) fn entries_per_size(dkg_rounds: bool, gpu: bool) -> usize {
     let engines = 1 + usize::from(gpu);
-    // One and all CPU threads; GPU-assisted on one and on all host threads.
-    2 * engines + if dkg_rounds { engines } else { 0 }
+    // One dealing, exact and combined checks, on one and on every host thread per engine;
+    // a round one dealing after another per engine, and as one combined batch per engine
+    // on every host thread and, GPU-assisted, on one.
+    4 * engines
+        + if dkg_rounds {
+            2 * engines + usize::from(gpu)
+        } else {
+            0
+        }
+}
+
+/// How a row's dealings are verified.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// One `verify_with` per dealing, the exact checks.
+    OneByOne,
+    /// All of them in one `verify_batch` call, the combined checks.
+    CombinedBatch,
 }
 
 /// The rows; `gpu` is the GPU-assisted engine, when one is usable.
@@ -41,15 +62,6 @@ pub(super) fn measure(
     notes: &mut Vec<String>,
     progress: &Progress,
 ) -> anyhow::Result<Vec<BenchEntry>> {
-    let one_thread = CpuBatchOps::single_thread();
-    let all_threads = CpuBatchOps::rayon();
-    let cpu_threads = rayon::current_num_threads();
-    // GPU-assisted on one host thread too: its time is the host thread-seconds a dealing
-    // costs (the planner's figure), as the one-thread CPU row's is without a GPU.
-    let one = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .context("a one-thread pool")?;
     let mut rows = Vec::new();
     for &n in plan.subnet_sizes {
         progress.step(format!("creating {DEALINGS_PER_SIZE} dealings, n={n}"));
@@ -57,35 +69,33 @@ pub(super) fn measure(
             .map(|seed| nidkg::deal(n, seed).with_context(|| format!("dealing for n = {n}")))
             .collect::<anyhow::Result<_>>()?;
         let first = &dealings[..1];
-        progress.step(format!("nidkg_verify n={n}"));
-        rows.push(row(plan, "nidkg_verify", n, first, &one_thread, "cpu", 1)?);
-        progress.done(1);
-        rows.push(row(
-            plan,
-            "nidkg_verify",
-            n,
-            first,
-            &all_threads,
-            "cpu",
-            cpu_threads,
-        )?);
-        progress.done(1);
-        if let Some(engine) = gpu {
-            let ops = NidkgBatchOps::new(engine);
-            for threads in [1, cpu_threads] {
-                let before = counts(engine);
-                let mut entry = if threads == 1 {
-                    one.install(|| row(plan, "nidkg_verify", n, first, &ops, "gpu", 1))?
-                } else {
-                    row(plan, "nidkg_verify", n, first, &ops, "gpu", threads)?
-                };
-                let (executed_on, routes) = routes(&before, &counts(engine));
-                notes.push(format!(
-                    "nidkg_verify n={n} GPU-assisted, {threads} host thread(s): {routes}"
-                ));
-                entry.executed_on = executed_on;
-                rows.push(entry);
-                progress.done(1);
+        for (op, mode) in [
+            ("nidkg_verify", Mode::OneByOne),
+            ("nidkg_verify_combined", Mode::CombinedBatch),
+        ] {
+            progress.step(format!("{op} n={n}"));
+            let one_and_all = [1, rayon::current_num_threads()];
+            rows.extend(engine_rows(
+                plan,
+                (op, mode),
+                n,
+                first,
+                None,
+                &one_and_all,
+                notes,
+                progress,
+            )?);
+            if let Some(engine) = gpu {
+                rows.extend(engine_rows(
+                    plan,
+                    (op, mode),
+                    n,
+                    first,
+                    Some(engine),
+                    &one_and_all,
+                    notes,
+                    progress,
+                )?);
             }
         }
         if plan.dkg_rounds {
@@ -93,33 +103,109 @@ pub(super) fn measure(
                 .map(|i| dealings[i % dealings.len()].clone())
                 .collect();
             progress.step(format!("nidkg_dkg_round n={n} ({} dealings)", round.len()));
-            rows.push(row(
+            let all = [rayon::current_num_threads()];
+            let one_and_all = [1, rayon::current_num_threads()];
+            rows.extend(engine_rows(
                 plan,
-                "nidkg_dkg_round",
+                ("nidkg_dkg_round", Mode::OneByOne),
                 n,
                 &round,
-                &all_threads,
-                "cpu",
-                cpu_threads,
+                None,
+                &all,
+                notes,
+                progress,
             )?);
-            progress.done(1);
+            rows.extend(engine_rows(
+                plan,
+                ("nidkg_dkg_round_batch", Mode::CombinedBatch),
+                n,
+                &round,
+                None,
+                &all,
+                notes,
+                progress,
+            )?);
             if let Some(engine) = gpu {
-                let ops = NidkgBatchOps::new(engine);
-                let before = counts(engine);
-                let mut entry = row(plan, "nidkg_dkg_round", n, &round, &ops, "gpu", cpu_threads)?;
-                entry.executed_on = routes(&before, &counts(engine)).0;
-                rows.push(entry);
-                progress.done(1);
+                rows.extend(engine_rows(
+                    plan,
+                    ("nidkg_dkg_round", Mode::OneByOne),
+                    n,
+                    &round,
+                    Some(engine),
+                    &all,
+                    notes,
+                    progress,
+                )?);
+                rows.extend(engine_rows(
+                    plan,
+                    ("nidkg_dkg_round_batch", Mode::CombinedBatch),
+                    n,
+                    &round,
+                    Some(engine),
+                    &one_and_all,
+                    notes,
+                    progress,
+                )?);
             }
         }
     }
     Ok(rows)
 }
 
-/// Verifies `dealings` one after another per call, until the plan's repetitions and time.
+/// One row per host thread count: `dealings` verified on the CPU (`engine` none) or
+/// GPU-assisted, inside a pool of that many threads.
+#[allow(clippy::too_many_arguments)]
+fn engine_rows(
+    plan: &DealingPlan<'_>,
+    (op, mode): (&str, Mode),
+    n: usize,
+    dealings: &[Vec<u8>],
+    engine: Option<&Engine>,
+    host_threads: &[usize],
+    notes: &mut Vec<String>,
+    progress: &Progress,
+) -> anyhow::Result<Vec<BenchEntry>> {
+    let mut rows = Vec::new();
+    for &threads in host_threads {
+        // A pool of `threads`: its time is the host thread-seconds the work costs.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .context("a thread pool")?;
+        let entry = match engine {
+            None => {
+                let cpu = if threads == 1 {
+                    CpuBatchOps::single_thread()
+                } else {
+                    CpuBatchOps::rayon()
+                };
+                pool.install(|| row(plan, op, mode, n, dealings, &cpu, "cpu", threads))?
+            }
+            Some(engine) => {
+                let ops = NidkgBatchOps::new(engine);
+                let before = counts(engine);
+                let mut entry =
+                    pool.install(|| row(plan, op, mode, n, dealings, &ops, "gpu", threads))?;
+                let (executed_on, routes) = routes(&before, &counts(engine));
+                notes.push(format!(
+                    "{op} n={n} GPU-assisted, {threads} host thread(s): {routes}"
+                ));
+                entry.executed_on = executed_on;
+                entry
+            }
+        };
+        rows.push(entry);
+        progress.done(1);
+    }
+    Ok(rows)
+}
+
+/// Verifies `dealings` (per call, as `mode` says), until the plan's repetitions and time.
+#[allow(clippy::too_many_arguments)]
 fn row(
     plan: &DealingPlan<'_>,
     op: &str,
+    mode: Mode,
     n: usize,
     dealings: &[Vec<u8>],
     ops: &dyn BatchOps,
@@ -127,17 +213,32 @@ fn row(
     threads: usize,
 ) -> anyhow::Result<BenchEntry> {
     let verify_all = || -> anyhow::Result<PhaseTimes> {
-        let mut phases = PhaseTimes::default();
-        for (i, dealing) in dealings.iter().enumerate() {
-            let report = nidkg::verify_with(ops, dealing).map_err(|e| {
-                anyhow::anyhow!(
-                    "{op} n={n} on {}: dealing {i} not accepted: {e}",
-                    ops.name()
-                )
-            })?;
-            phases += report.phases;
+        let not_accepted = |i: usize, e: &nidkg::VerifyError| {
+            anyhow::anyhow!(
+                "{op} n={n} on {}: dealing {i} not accepted: {e}",
+                ops.name()
+            )
+        };
+        match mode {
+            Mode::OneByOne => {
+                let mut phases = PhaseTimes::default();
+                for (i, dealing) in dealings.iter().enumerate() {
+                    let report =
+                        nidkg::verify_with(ops, dealing).map_err(|e| not_accepted(i, &e))?;
+                    phases += report.phases;
+                }
+                Ok(phases)
+            }
+            Mode::CombinedBatch => {
+                let report = combined_batch(ops, dealings)?;
+                if let Some((i, Err(e))) =
+                    report.verdicts.iter().enumerate().find(|(_, v)| v.is_err())
+                {
+                    return Err(not_accepted(i, e));
+                }
+                Ok(report.phases)
+            }
         }
-        Ok(phases)
     };
     verify_all()?;
     let started = Instant::now();
@@ -193,6 +294,27 @@ fn row(
         }),
         host_cpu_seconds_per_call: host_cpu,
     })
+}
+
+/// The dealing files parsed and verified in one `verify_batch` call, combined checks.
+fn combined_batch(ops: &dyn BatchOps, dealings: &[Vec<u8>]) -> anyhow::Result<nidkg::BatchReport> {
+    let mut parsed = Vec::with_capacity(dealings.len());
+    for bytes in dealings {
+        let file = nidkg::DealingFile::parse(bytes)?;
+        let (_, _, stream) = nidkg::ic_cbor::dealing_stream(&file.dealing)?;
+        parsed.push((file, stream));
+    }
+    let inputs: Vec<nidkg::DealingInput<'_>> = parsed
+        .iter()
+        .map(|(file, stream)| nidkg::DealingInput {
+            receiver_keys: &file.receiver_keys,
+            t: file.t,
+            epoch: file.epoch,
+            associated_data: &file.associated_data,
+            stream,
+        })
+        .collect();
+    Ok(nidkg::verify_batch(ops, &inputs, nidkg::Checks::Combined))
 }
 
 /// The process's CPU time so far (user and system, every thread), where the clock reads.
