@@ -266,11 +266,22 @@ mod tests {
         assert!(crashed.contains("failed: exit status: 134"), "{crashed}");
     }
 
+    /// The child's own answers: with an NVIDIA driver, an inventory of its GPUs and their
+    /// samples; without one (CI, development machines), failures naming NVML and an
+    /// absent inventory. The same test asserts what each kind of machine must answer.
     #[test]
-    fn without_nvml_the_child_answers_failed_or_an_absent_inventory() {
-        // CI and development machines have no NVIDIA driver: the child's own answers.
+    fn the_child_answers_with_nvml_or_names_its_absence() {
         if std::path::Path::new("/dev/nvidiactl").exists() {
-            eprintln!("skipped: this machine has an NVIDIA driver");
+            match answer(Request::Probe) {
+                Answer::Inventory { inventory } => {
+                    assert!(!inventory.gpus.is_empty(), "{inventory:?}")
+                }
+                other => panic!("{other:?}"),
+            }
+            match answer(Request::Sample) {
+                Answer::Samples { gpus } => assert!(!gpus.is_empty()),
+                other => panic!("{other:?}"),
+            }
             return;
         }
         match answer(Request::Sample) {
