@@ -138,7 +138,7 @@ fn screenshot(url: &str, name: &str) -> PathBuf {
 }
 
 #[test]
-#[ignore = "needs chromium (Debian package chromium); CI installs it and runs --include-ignored"]
+#[ignore = "needs chromium (Debian package chromium); ./scripts/test runs it where it is installed"]
 fn dashboard_renders_in_headless_chromium() {
     let config = TEST_CONFIG.replace(
         "metrics_url = \"\"",
@@ -189,7 +189,7 @@ fn dashboard_renders_in_headless_chromium() {
 }
 
 #[test]
-#[ignore = "needs chromium (Debian package chromium); CI installs it and runs --include-ignored"]
+#[ignore = "needs chromium (Debian package chromium); ./scripts/test runs it where it is installed"]
 fn history_plots_draw_after_a_few_cycles() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let moved = Arc::new(AtomicBool::new(false));
@@ -272,7 +272,7 @@ fn history_plots_draw_after_a_few_cycles() {
 /// H200 NVML samples: the GPU plots draw as well, and the page asks for the status and the
 /// history at once (its first paint has both).
 #[test]
-#[ignore = "needs chromium (Debian package chromium); CI installs it and runs --include-ignored"]
+#[ignore = "needs chromium (Debian package chromium); ./scripts/test runs it where it is installed"]
 fn gpu_history_plots_draw_from_recorded_nvml_samples() {
     let (first, history) = std::thread::spawn(|| {
         let clock = Arc::new(ManualClock::new(T0));

@@ -55,7 +55,7 @@ fn promtool(args: &[&str]) -> String {
 }
 
 #[test]
-#[ignore = "needs promtool and amtool (Debian packages prometheus, prometheus-alertmanager); CI installs them and runs --include-ignored"]
+#[ignore = "needs promtool and amtool (Debian packages prometheus, prometheus-alertmanager); ./scripts/test runs it where they are installed"]
 fn promtool_checks_the_rules_and_their_unit_tests_pass() {
     let check = promtool(&["check", "rules", "alerts.yml"]);
     assert!(check.contains("SUCCESS: 16 rules found"), "{check}");
@@ -495,7 +495,7 @@ fn fixtures_of(result: &[Value]) -> BTreeSet<String> {
 }
 
 #[test]
-#[ignore = "needs prometheus and promtool (Debian package prometheus); CI installs it and runs --include-ignored"]
+#[ignore = "needs prometheus and promtool (Debian package prometheus); ./scripts/test runs it where it is installed"]
 fn every_panel_query_and_alert_expression_evaluates_against_the_fleet() {
     let started = Instant::now();
     let rt = tokio::runtime::Builder::new_multi_thread()
