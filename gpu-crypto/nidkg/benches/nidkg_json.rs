@@ -3,15 +3,16 @@
 //! - `verify`: one dealing verification at n = 13, 28, 40 (high threshold, and low), on
 //!   one thread and on all rayon threads, with the per-phase split;
 //! - `create`: one dealing creation (one thread);
+//! - `verify_combined`: the same dealings through `verify_batch` with the combined checks;
 //! - `dkg_round`: verifying the 2n dealings of a DKG round (n at each threshold), either
 //!   one after another with all threads inside each, or dealings spread over the threads
-//!   with one thread each;
+//!   with one thread each, or as one `verify_batch` call (exact or combined checks);
 //! - `msm_32x16n`: the chunking proof's 32 MSMs of 16n points with 8-bit scalars over
 //!   shared bases: this crate's bucket MSM, the 4-bit full-width baseline (64 windows),
 //!   blst with 8-bit and 255-bit scalars, and one constant-time multiplication per point.
 //!
-//! `cargo bench -p nidkg --bench nidkg_json [-- quick] [skip-rounds]` (`quick`: fewer
-//! samples; `skip-rounds`: no DKG-round rows).
+//! `cargo bench -p nidkg --bench nidkg_json [-- quick] [skip-rounds] [n=K]` (`quick`:
+//! fewer samples; `skip-rounds`: no DKG-round rows; `n=K`: size K only).
 
 mod common;
 
@@ -19,7 +20,9 @@ use common::{SmallScalarBatch, Threads, blst_msm_one_thread, blst_msm_threaded, 
 use ic_bls12_381::G1Projective;
 use nidkg::msm::{msm_4bit_full_width, msm_naive, msm_shared_bases_u8};
 use nidkg::params::NUM_ZK_REPETITIONS;
-use nidkg::{PhaseTimes, ThresholdKind, verify_with};
+use nidkg::{
+    Checks, DealingFile, DealingInput, PhaseTimes, ThresholdKind, verify_batch, verify_with,
+};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -127,6 +130,34 @@ fn timing_row(
     });
 }
 
+/// Parsed dealing files and their element streams, for `verify_batch`.
+fn batch_inputs(files: &[Vec<u8>]) -> Vec<(DealingFile, Vec<u8>)> {
+    files
+        .iter()
+        .map(|f| {
+            let file = DealingFile::parse(f).expect("dealing file");
+            let (_, _, stream) = nidkg::ic_cbor::dealing_stream(&file.dealing).expect("stream");
+            (file, stream)
+        })
+        .collect()
+}
+
+/// `verify_batch` of every prepared dealing; every one must be accepted.
+fn verify_all(prepared: &[(DealingFile, Vec<u8>)], threads: Threads, checks: Checks) {
+    let inputs: Vec<DealingInput<'_>> = prepared
+        .iter()
+        .map(|(f, stream)| DealingInput {
+            receiver_keys: &f.receiver_keys,
+            t: f.t,
+            epoch: f.epoch,
+            associated_data: &f.associated_data,
+            stream,
+        })
+        .collect();
+    let report = verify_batch(&ops(threads), &inputs, checks);
+    assert!(report.verdicts.iter().all(Result::is_ok), "honest dealings");
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "quick");
     let skip_rounds = std::env::args().any(|a| a == "skip-rounds");
@@ -135,7 +166,12 @@ fn main() {
     } else {
         (10, Duration::from_secs(3))
     };
-    let sizes = [13usize, 28, 40];
+    // `n=K` measures one size only.
+    let only: Option<usize> = std::env::args().find_map(|a| a.strip_prefix("n=")?.parse().ok());
+    let sizes: Vec<usize> = [13usize, 28, 40]
+        .into_iter()
+        .filter(|n| only.is_none_or(|k| k == *n))
+        .collect();
     // A round verifies 2n dealings (seconds at n = 40): fewer samples.
     let round_samples = if quick { 1 } else { 3 };
 
@@ -177,6 +213,20 @@ fn main() {
                         sharing: pick(|p| p.sharing),
                     }),
                 });
+            }
+            let prepared = batch_inputs(std::slice::from_ref(&file));
+            for threads in [Threads::One, Threads::All] {
+                let samples = sample(min_samples, budget, || {
+                    verify_all(&prepared, threads, Checks::Combined)
+                });
+                timing_row(
+                    "verify_combined",
+                    kind.name().into(),
+                    n,
+                    Some(t),
+                    threads.label(),
+                    samples,
+                );
             }
         }
     }
@@ -337,6 +387,25 @@ fn main() {
                 Threads::All.label(),
                 spread,
             );
+            let prepared = batch_inputs(&round.files);
+            for (variant, checks) in [
+                ("one-batch-exact", Checks::Exact),
+                ("one-batch-combined", Checks::Combined),
+            ] {
+                for threads in [Threads::All, Threads::One] {
+                    let samples = sample(round_samples, budget, || {
+                        verify_all(&prepared, threads, checks)
+                    });
+                    timing_row(
+                        "dkg_round",
+                        variant.into(),
+                        n,
+                        None,
+                        threads.label(),
+                        samples,
+                    );
+                }
+            }
             let one = sample(1, Duration::ZERO, || {
                 for f in &round.files {
                     verify_with(&ops(Threads::One), f).expect("honest dealing");
