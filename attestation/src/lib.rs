@@ -23,3 +23,5 @@ pub mod report;
 pub mod retry;
 pub mod snp;
 pub mod test_source;
+
+pub use snp::amd::{fmt_unix, parse_time};

@@ -585,7 +585,7 @@ impl Registry {
         Record {
             seq: 0,
             prev_sha256: String::new(),
-            time: attestation::snp::amd::fmt_unix(now),
+            time: attestation::fmt_unix(now),
             unix_time: now,
             decision,
             name: current.name.clone(),

@@ -208,3 +208,53 @@ fn invalid_input_exits_2_with_file_line_and_reason() {
     let o = run(&["plan"]);
     assert_eq!(o.status.code(), Some(2), "clap's usage error");
 }
+
+#[test]
+fn keygen_help_describes_out() {
+    let o = run(&["keygen", "--help"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let help = text(&o);
+    let out = help
+        .lines()
+        .find(|l| l.trim_start().starts_with("--out <KEY>"))
+        .unwrap_or_else(|| panic!("{help}"));
+    assert!(
+        out.contains("private key") && out.contains("KEY.pub"),
+        "{help}"
+    );
+}
+
+#[test]
+fn flash_with_a_missing_bundle_names_it_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let release = tmp.path().join("release");
+    let o = run(&[
+        "test-image",
+        "--out",
+        release.to_str().unwrap(),
+        "--root-mib",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let missing = tmp.path().join("no-such-bundle");
+    let o = run(&[
+        "flash",
+        "--image",
+        release.join("disk.img").to_str().unwrap(),
+        "--node",
+        missing.to_str().unwrap(),
+        "--to-file",
+        tmp.path().join("x.img").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert_eq!(
+        t.trim_end(),
+        format!(
+            "provision: error: --node {}: No such file or directory (os error 2)",
+            missing.display()
+        ),
+        "{t}"
+    );
+    assert!(!tmp.path().join("x.img").exists(), "nothing is written");
+}

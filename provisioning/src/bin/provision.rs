@@ -65,6 +65,7 @@ enum Command {
     /// 0600, never overwritten) and KEY.pub (the public key, hex, for the policy's
     /// `[config] signers` and the kernel command line's `sn.config_signer=`).
     Keygen {
+        /// Where to write the private key; the public key goes to KEY.pub beside it.
         #[arg(long, value_name = "KEY")]
         out: PathBuf,
     },
@@ -424,7 +425,7 @@ fn run(args: Args) -> Result<u8, Failure> {
                 None => std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs()),
-                Some(t) => attestation::snp::amd::parse_time(&t).ok_or_else(|| {
+                Some(t) => attestation::parse_time(&t).ok_or_else(|| {
                     fail(2)(anyhow!("--time {t:?} is not YYYY-MM-DDTHH:MM:SSZ or @unix"))
                 })?,
             };
@@ -718,9 +719,18 @@ fn load_manifest(image: &Path, manifest: Option<PathBuf>) -> Result<ReleaseManif
 
 /// A plan's bundle directory, verified (signature and checksums).
 fn load_bundle(dir: &Path) -> Result<Bundle, Failure> {
-    Bundle::load_dir(dir, &[])
-        .with_context(|| format!("bundle {}", dir.display()))
-        .map_err(fail(2))
+    Bundle::load_dir(dir, &[]).map_err(|e| fail(2)(bundle_error(dir, e)))
+}
+
+/// A read error already names the file it failed on (the directory or a member in it), so
+/// that path alone leads the message; any other error is the bundle's, under its directory.
+fn bundle_error(dir: &Path, e: sn_config::ConfigError) -> anyhow::Error {
+    match e {
+        sn_config::ConfigError::Io { path, source } => {
+            anyhow!("--node {}: {source}", path.display())
+        }
+        e => anyhow::Error::new(e).context(format!("bundle {}", dir.display())),
+    }
 }
 
 fn plan(
