@@ -49,10 +49,31 @@ pub struct CorpusEntry {
 /// a rejection gets the first reason, in [`DecodeError`]'s precedence, that
 /// `ic_bls12_381`'s own decoding steps show.
 pub fn reference_verdict(bytes: &[u8; 48]) -> Result<G1Affine, DecodeError> {
-    if let Some(point) = Option::<G1Affine>::from(G1Affine::from_compressed(bytes)) {
+    verdict(
+        bytes[0],
+        G1Affine::from_compressed(bytes).into(),
+        || {
+            let mut x = *bytes;
+            x[0] &= 0x1f;
+            limbs_below_modulus(&x)
+        },
+        || Option::<G1Affine>::from(G1Affine::from_compressed_unchecked(bytes)).is_some(),
+    )
+}
+
+/// A verdict in [`DecodeError`]'s precedence, for G1 and G2 alike: the point `decoded`
+/// (`from_compressed`'s) if there is one, else the first failing check of the flags,
+/// then `canonical` (every coordinate below p), then `on_curve` (unchecked decoding
+/// succeeds), else not in the subgroup.
+fn verdict<A>(
+    flags: u8,
+    decoded: Option<A>,
+    canonical: impl FnOnce() -> bool,
+    on_curve: impl FnOnce() -> bool,
+) -> Result<A, DecodeError> {
+    if let Some(point) = decoded {
         return Ok(point);
     }
-    let flags = bytes[0];
     if flags & COMPRESSION == 0 {
         return Err(DecodeError::NotCompressed);
     }
@@ -60,12 +81,10 @@ pub fn reference_verdict(bytes: &[u8; 48]) -> Result<G1Affine, DecodeError> {
         // from_compressed accepts the infinity flag only with no sort flag and x = 0.
         return Err(DecodeError::BadInfinity);
     }
-    let mut x = *bytes;
-    x[0] &= 0x1f;
-    if !limbs_below_modulus(&x) {
+    if !canonical() {
         return Err(DecodeError::NonCanonical);
     }
-    if Option::<G1Affine>::from(G1Affine::from_compressed_unchecked(bytes)).is_none() {
+    if !on_curve() {
         return Err(DecodeError::NotOnCurve);
     }
     Err(DecodeError::NotInSubgroup)
@@ -421,28 +440,19 @@ pub struct G2CorpusEntry {
 /// decides accept and the point; a rejection gets the first reason, in [`DecodeError`]'s
 /// precedence, that its decoding steps show (either coordinate `>= p` is non-canonical).
 pub fn g2_reference_verdict(bytes: &[u8; 96]) -> Result<G2Affine, DecodeError> {
-    if let Some(point) = Option::<G2Affine>::from(G2Affine::from_compressed(bytes)) {
-        return Ok(point);
-    }
-    let flags = bytes[0];
-    if flags & COMPRESSION == 0 {
-        return Err(DecodeError::NotCompressed);
-    }
-    if flags & INFINITY != 0 {
-        return Err(DecodeError::BadInfinity);
-    }
-    let mut c1 = [0u8; 48];
-    let mut c0 = [0u8; 48];
-    c1.copy_from_slice(&bytes[..48]);
-    c0.copy_from_slice(&bytes[48..]);
-    c1[0] &= 0x1f;
-    if !limbs_below_modulus(&c1) || !limbs_below_modulus(&c0) {
-        return Err(DecodeError::NonCanonical);
-    }
-    if Option::<G2Affine>::from(G2Affine::from_compressed_unchecked(bytes)).is_none() {
-        return Err(DecodeError::NotOnCurve);
-    }
-    Err(DecodeError::NotInSubgroup)
+    verdict(
+        bytes[0],
+        G2Affine::from_compressed(bytes).into(),
+        || {
+            let mut c1 = [0u8; 48];
+            let mut c0 = [0u8; 48];
+            c1.copy_from_slice(&bytes[..48]);
+            c0.copy_from_slice(&bytes[48..]);
+            c1[0] &= 0x1f;
+            limbs_below_modulus(&c1) && limbs_below_modulus(&c0)
+        },
+        || Option::<G2Affine>::from(G2Affine::from_compressed_unchecked(bytes)).is_some(),
+    )
 }
 
 /// The line the CLI prints for a G2 verdict: `ok <384 hex uncompressed>` or `err <reason>`.
