@@ -10,11 +10,13 @@
 //! * [`test_source`]: a test evidence source with a generated AMD-style key chain.
 //! * [`nodes`]: the registered nodes (NODES.toml) and what a verifier expects of each.
 //! * [`fleet`]: fetching and verifying evidence from many node agents.
+//! * [`fleet_watch`]: `attest fleet --every`: the fleet check every interval, as metrics.
 //! * [`retry`]: one evidence request, retried within a deadline with a fresh nonce per try.
 
 pub mod bundle;
 pub mod collect;
 pub mod fleet;
+pub mod fleet_watch;
 pub mod identity;
 pub mod nodes;
 pub mod nvidia;

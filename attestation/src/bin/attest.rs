@@ -3,6 +3,7 @@
 //! Exit status: 0 admitted, 1 rejected (some check failed), 2 unusable input (unreadable files,
 //! malformed policy, nonce or bundle envelope).
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow};
 use attestation::bundle::{Bundle, parse_nonce, verify_bundle};
 use attestation::fleet::{self, FleetOptions, NodeStatus};
+use attestation::fleet_watch::{self, RoundReport, Sources, WatchOptions};
 use attestation::nodes::{ExpectedNode, NodeEntry, NodeList};
 use attestation::policy::Policy;
 use attestation::report::Verdict;
@@ -24,7 +26,7 @@ Exit status: 0 admitted (fleet: every node; test-evidence: the bundle was writte
 evidence); 2 unusable input (an unreadable file, a malformed policy, node list, nonce, \
 time or evidence bundle, a policy that cannot admit nodes without --lab-policy). A report \
 or certificate that is present but wrong is a failed check (1). Errors go to standard \
-error, the verdict to standard output.";
+error, the verdict to standard output. `fleet --every` runs until SIGTERM or SIGINT and then exits 0; it exits 2 when its files are unusable at start or the metrics address cannot be bound.";
 
 #[derive(Parser)]
 #[command(
@@ -97,6 +99,14 @@ enum Command {
         /// Per-node timeout in milliseconds.
         #[arg(long, default_value_t = 5000)]
         timeout_ms: u64,
+        /// Service mode: check the fleet again every DURATION (e.g. 60s, 5m, 1m30s), re-reading
+        /// NODES.toml and the policy each round, until SIGTERM or SIGINT; the verdicts are
+        /// served as Prometheus metrics on --metrics-listen, not printed.
+        #[arg(long, value_name = "DURATION", value_parser = fleet_watch::parse_interval)]
+        every: Option<Duration>,
+        /// Service mode: where GET /metrics is served (port 0: any free port).
+        #[arg(long, value_name = "ADDR", default_value = fleet_watch::DEFAULT_METRICS_LISTEN, requires = "every")]
+        metrics_listen: SocketAddr,
         /// Lab override: verify under a policy that cannot admit nodes (no measurement
         /// allow-list, TCB minimum, allowed VMPLs, GPU count or configuration signer, or a
         /// test root), or nodes whose NODES.toml entry lacks its chip id, node key or
@@ -311,65 +321,146 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             policy,
             concurrency,
             timeout_ms,
+            every,
+            metrics_listen,
             lab_policy,
             common,
         } => {
-            let now = common.now()?;
-            let nodes = NodeList::load(&nodes)?;
-            let policy_path = policy;
-            let policy = Arc::new(Policy::load(&policy_path)?);
-            let mut missing: Vec<String> = policy
-                .missing_for_admission()
-                .into_iter()
-                .map(str::to_string)
-                .collect();
-            // Admission compares every node with what was registered for it: an entry
-            // without its chip id, node key or planned configuration leaves a check unrun.
-            for node in &nodes.node {
-                let absent: Vec<&str> = [
-                    ("chip_id", node.chip_id.is_none()),
-                    ("node_public_key", node.node_public_key.is_none()),
-                    ("config_digest", node.config_digest.is_none()),
-                ]
-                .into_iter()
-                .filter_map(|(field, absent)| absent.then_some(field))
-                .collect();
-                if !absent.is_empty() {
-                    missing.push(format!(
-                        "node {}'s registered {} (NODES.toml)",
-                        node.name,
-                        absent.join(", ")
-                    ));
-                }
-            }
-            if !missing.is_empty() {
-                if !lab_policy {
-                    return Err(anyhow!(
-                        "policy {} cannot admit nodes: it lacks {} (--lab-policy overrides this in a lab)",
-                        policy_path.display(),
-                        missing.join(", ")
-                    ));
-                }
-                eprintln!(
-                    "attest: LAB POLICY: {} lacks {}; verdicts below are NOT production admissions",
-                    policy_path.display(),
-                    missing.join(", ")
-                );
-            }
-            let chains = Arc::new(ChainVerifier::new(policy.trust_store()));
-            let opts = FleetOptions {
-                concurrency,
-                timeout: Duration::from_millis(timeout_ms),
-                now,
+            let sources = Sources {
+                nodes,
+                policy,
+                lab_policy,
             };
-            let runtime = tokio::runtime::Runtime::new()?;
-            let results = runtime.block_on(fleet::run(&nodes, policy, chains, opts));
-            if common.json {
-                println!("{}", serde_json::to_string_pretty(&results)?);
-            } else {
-                print!("{}", fleet::table(&results));
+            let timeout = Duration::from_millis(timeout_ms);
+            match every {
+                Some(interval) => {
+                    if common.json || common.time.is_some() {
+                        return Err(anyhow!(
+                            "--every serves metrics at the current time: --json and --time apply to a single check"
+                        ));
+                    }
+                    let opts = WatchOptions {
+                        interval,
+                        concurrency,
+                        timeout,
+                    };
+                    watch_fleet(&sources, opts, metrics_listen)?;
+                    Ok(true)
+                }
+                None => check_fleet(&sources, concurrency, timeout, &common),
             }
-            Ok(results.iter().all(|r| r.status == NodeStatus::Admitted))
+        }
+    }
+}
+
+/// `attest fleet`: one check of every node, its verdicts printed.
+fn check_fleet(
+    sources: &Sources,
+    concurrency: usize,
+    timeout: Duration,
+    common: &Common,
+) -> anyhow::Result<bool> {
+    let now = common.now()?;
+    let nodes = NodeList::load(&sources.nodes)?;
+    let policy = Arc::new(Policy::load(&sources.policy)?);
+    let missing = fleet_watch::admission_gaps(&policy, &nodes);
+    warn_or_refuse_lab(sources, &missing)?;
+    let chains = Arc::new(ChainVerifier::new(policy.trust_store()));
+    let opts = FleetOptions {
+        concurrency,
+        timeout,
+        now,
+    };
+    let runtime = tokio::runtime::Runtime::new()?;
+    let results = runtime.block_on(fleet::run(&nodes, policy, chains, opts));
+    if common.json {
+        println!("{}", serde_json::to_string_pretty(&results)?);
+    } else {
+        print!("{}", fleet::table(&results));
+    }
+    Ok(results.iter().all(|r| r.status == NodeStatus::Admitted))
+}
+
+/// A policy or node list that cannot admit is refused, unless in a lab, where it is said.
+fn warn_or_refuse_lab(sources: &Sources, missing: &[String]) -> anyhow::Result<()> {
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if !sources.lab_policy {
+        return Err(anyhow!(
+            "policy {} cannot admit nodes: it lacks {} (--lab-policy overrides this in a lab)",
+            sources.policy.display(),
+            missing.join(", ")
+        ));
+    }
+    eprintln!(
+        "attest: LAB POLICY: {} lacks {}; verdicts below are NOT production admissions",
+        sources.policy.display(),
+        missing.join(", ")
+    );
+    Ok(())
+}
+
+/// `attest fleet --every`: rounds until SIGTERM or SIGINT. Inputs that are bad at start are
+/// unusable input (2); later rounds refuse a bad file and keep the last verdicts.
+fn watch_fleet(sources: &Sources, opts: WatchOptions, listen: SocketAddr) -> anyhow::Result<()> {
+    let first = sources.load()?;
+    warn_or_refuse_lab(sources, &first.lab_gaps)?;
+    if opts.timeout >= opts.interval {
+        eprintln!(
+            "attest: warning: the per-node timeout ({:?}) is not below the interval ({:?}); a slow node delays the next round",
+            opts.timeout, opts.interval
+        );
+    }
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("--metrics-listen {listen}"))?;
+        let shutdown = shutdown_signal()?;
+        eprintln!(
+            "attest: checking {} nodes every {:?}; metrics on http://{}/metrics",
+            first.nodes.node.len(),
+            opts.interval,
+            listener.local_addr()?
+        );
+        fleet_watch::run(sources.clone(), first, opts, listener, shutdown, log_round).await;
+        anyhow::Ok(())
+    })?;
+    // A verification still running on a blocking thread is not waited for long.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    eprintln!("attest: stopped");
+    Ok(())
+}
+
+/// Completes on SIGTERM or SIGINT; the handlers are installed before it returns.
+fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    })
+}
+
+fn log_round(report: &RoundReport) {
+    match report {
+        RoundReport::Checked {
+            nodes,
+            admitted,
+            took,
+            changes,
+        } => {
+            for change in changes {
+                eprintln!("attest: {change}");
+            }
+            eprintln!("attest: round: {admitted}/{nodes} nodes admitted in {took:.1?}");
+        }
+        RoundReport::Refused(e) => {
+            eprintln!("attest: round refused, last verdicts kept: {e}");
         }
     }
 }
