@@ -94,8 +94,12 @@ pub struct DealingCost {
     /// n / measured_subnet_size when the subnet's n differs (verification is linear in n
     /// but for a constant part, so scaling up overestimates slightly).
     pub measured_subnet_size: usize,
-    /// Host thread-seconds per dealing verification.
+    /// Host thread-seconds per dealing verification: the one-thread wall time (the DKG's
+    /// latency figures).
     pub host_thread_seconds: f64,
+    /// The process CPU time of the same verification, where the benchmark measured it: the
+    /// thread counts (burst, steady) use it, else the wall time.
+    pub host_cpu_seconds: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -359,7 +363,15 @@ fn mode(
     let dealing_gpu = gpu && costs.bench.has(BenchOp::NidkgVerify, "gpu");
     let e = costs.entry(BenchOp::NidkgVerify, on(dealing_gpu), n)?;
     let measured_n = e.subnet_size.unwrap_or(1).max(1);
-    let host_ts = e.seconds_per_item * e.threads as f64 * n as f64 / measured_n as f64;
+    let scale = n as f64 / measured_n as f64;
+    // Latency: the one-thread wall time. Cores: the process CPU time of the same calls
+    // (GPU-assisted, the host thread waits for the device without using its core); the
+    // wall time where the benchmark has no CPU time.
+    let host_ts = e.seconds_per_item * e.threads as f64 * scale;
+    let host_cpu = e
+        .host_cpu_seconds_per_call
+        .map(|c| c / e.batch.max(1) as f64 * scale);
+    let cpu_ts = host_cpu.unwrap_or(host_ts);
     let per_dealing = host_ts / idkg;
     let dkg = DkgFigures {
         seconds_per_block: d * per_dealing,
@@ -369,8 +381,8 @@ fn mode(
         } else {
             u64::MAX
         },
-        burst_threads: (d * host_ts / b).ceil() as u64,
-        steady_threads: (subnet.dkg_transcripts_per_interval * n) as f64 * host_ts
+        burst_threads: (d * cpu_ts / b).ceil() as u64,
+        steady_threads: (subnet.dkg_transcripts_per_interval * n) as f64 * cpu_ts
             / interval_seconds,
     };
 
@@ -423,6 +435,7 @@ fn mode(
             on: if dealing_gpu { "gpu-assisted" } else { "cpu" },
             measured_subnet_size: measured_n,
             host_thread_seconds: host_ts,
+            host_cpu_seconds: host_cpu,
         },
         dkg,
         checkpoint,
@@ -492,8 +505,15 @@ pub fn render(plan: &Plan) -> String {
             let _ = writeln!(o, "  {label}:");
             let _ = writeln!(
                 o,
-                "    dealing verification ({}, measured at n = {}): {:.4} host thread-s",
-                m.dealing.on, m.dealing.measured_subnet_size, m.dealing.host_thread_seconds
+                "    dealing verification ({}, measured at n = {}): {:.4} host thread-s, {}",
+                m.dealing.on,
+                m.dealing.measured_subnet_size,
+                m.dealing.host_thread_seconds,
+                match m.dealing.host_cpu_seconds {
+                    Some(c) => format!("{c:.4} s of host CPU (the thread counts use it)"),
+                    None => "no CPU time in the benchmark (the thread counts use the wall time)"
+                        .to_string(),
+                }
             );
             let _ = writeln!(
                 o,

@@ -262,6 +262,35 @@ fn figures_match_the_hand_computed_case() {
     );
 }
 
+/// A GPU-assisted dealing whose benchmark measured the process CPU time: the latency
+/// figures keep the wall time, the thread counts take the CPU time (the host thread waits
+/// for the device without using its core).
+#[test]
+fn thread_counts_use_the_measured_host_cpu_time() {
+    let (dir, path) = setup(&subnet_text(5));
+    let mut bench: serde_json::Value = serde_json::from_str(&bench_json()).unwrap();
+    for e in bench["results"].as_array_mut().unwrap() {
+        if e["op"] == "nidkg_verify" && e["executed_on"] == "mixed" {
+            e["host_cpu_seconds_per_call"] = 0.01.into();
+        }
+    }
+    std::fs::write(dir.path().join("bench.json"), bench.to_string()).unwrap();
+    let subnet = Subnet::load(&path, &BTreeMap::new()).unwrap();
+    let p = plan(&subnet).unwrap();
+    let gpu = p.profiles[0].with_gpu.clone().expect("GPU figures");
+    close(gpu.dealing.host_thread_seconds, 0.0422656, "host thread-s");
+    close(gpu.dealing.host_cpu_seconds.unwrap(), 0.01, "host CPU s");
+    // Latency as before: 5 * 0.0422656 / 2 = 0.105664 s per block.
+    close(gpu.dkg.seconds_per_block, 0.105664, "DKG s per block");
+    // Cores: ceil(5 * 0.01 / 0.5) = 1; steady 26 * 0.01 / 50 = 0.0052.
+    assert_eq!(gpu.dkg.burst_threads, 1);
+    close(gpu.dkg.steady_threads, 0.0052, "DKG steady threads");
+    // The CPU entry has no CPU time: its thread counts keep the wall time.
+    let cpu = &p.profiles[0].without_gpu;
+    assert_eq!(cpu.dealing.host_cpu_seconds, None);
+    close(cpu.dkg.steady_threads, 0.0908544, "CPU DKG steady threads");
+}
+
 #[test]
 fn the_cpu_falls_behind_at_six_dealings_per_block_and_the_gpu_does_not() {
     // 6 * 0.17472 / 2 = 0.52416 s > 0.5 s; with the GPU 6 * 0.0211328 = 0.1267968 s.
