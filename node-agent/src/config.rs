@@ -320,11 +320,12 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReplicaConfig {
-    /// The replica's own Prometheus endpoint (plain HTTP). Empty: not scraped. The default
-    /// port, 9090, is the replica's metrics port in the IC's replica configuration
-    /// (`metrics.exporter.http` in ic.json5); it is also Prometheus's own default port, so the
-    /// collector calls the replica up only when the page carries a family only the replica
-    /// exports (see `collect::replica`).
+    /// The replica's own Prometheus endpoint (plain HTTP). Empty: not scraped. The default,
+    /// `http://[::1]:9090/metrics`, is where the IC replica serves its metrics
+    /// (`metrics.exporter.http` in its ic.json5; the IC's own node metrics proxy reads it
+    /// there). Port 9090 is also Prometheus's own default, so the collector calls the replica
+    /// up only when the page carries a family only the replica exports (see
+    /// `collect::replica`).
     pub metrics_url: String,
     pub scrape_timeout_seconds: f64,
     /// systemd unit of the replica, in the pinning slice (used when systemd runs the node:
@@ -337,7 +338,7 @@ pub struct ReplicaConfig {
 impl Default for ReplicaConfig {
     fn default() -> Self {
         ReplicaConfig {
-            metrics_url: "http://127.0.0.1:9090/metrics".to_string(),
+            metrics_url: "http://[::1]:9090/metrics".to_string(),
             scrape_timeout_seconds: 2.0,
             unit: "ic-replica.service".to_string(),
             process_name: "replica".to_string(),

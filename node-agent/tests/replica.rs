@@ -112,7 +112,7 @@ fn parses_the_second_page_and_ignores_garbage() {
     assert_eq!(empty.certification_lag_blocks(), None);
 }
 
-/// A Prometheus server's own /metrics (what answers on 127.0.0.1:9090 where Prometheus
+/// A Prometheus server's own /metrics (what answers on port 9090 where Prometheus
 /// runs) parses, but is not the replica's: the scrape fails and says what the page is.
 #[tokio::test]
 async fn a_prometheus_servers_own_page_is_not_the_replica() {
@@ -195,5 +195,19 @@ fn the_collector_calls_only_the_replicas_page_up() {
             "not the replica's metrics: http://[::1]:9090/metrics serves a Prometheus server's own metrics"
         ),
         "{error}"
+    );
+}
+
+/// The default address is where the IC replica serves its metrics; what answers there is
+/// still checked to be the replica (a Prometheus server on the same port is not).
+#[tokio::test]
+async fn the_default_address_is_the_replicas_and_is_checked() {
+    let default = node_agent::config::ReplicaConfig::default().metrics_url;
+    assert_eq!(default, "http://[::1]:9090/metrics");
+    assert!(ReplicaScraper::new(&default, Duration::from_secs(1)).is_ok());
+    let page = read_testdata("replica/prometheus-self.txt");
+    assert!(
+        not_the_replica(&page).is_some_and(|w| w.contains("a Prometheus server's own metrics")),
+        "a Prometheus self-scrape is not the replica"
     );
 }
