@@ -33,6 +33,7 @@ use crate::nodes::{NodeList, NodeListError};
 use crate::policy::{Policy, PolicyError};
 use crate::report::Verdict;
 use crate::snp::amd::ChainVerifier;
+use crate::snp::tcb::Product;
 
 /// The most nodes one NODES.toml may list: a list beyond it is refused. Each node costs a
 /// handful of series; one verifier process checks some hundreds of nodes a second
@@ -166,6 +167,12 @@ pub struct Inputs {
 impl Sources {
     /// Read NODES.toml and the policy and accept them or say why not.
     pub fn load(&self) -> Result<Inputs, InputError> {
+        self.reload(None)
+    }
+
+    /// [`Sources::load`], keeping `previous`'s chain verifier while the policy trusts the same
+    /// roots: its cache spares every node's RSA chain verification after the first round.
+    pub fn reload(&self, previous: Option<&Inputs>) -> Result<Inputs, InputError> {
         let nodes = NodeList::load(&self.nodes)?;
         self.check_nodes(&nodes)?;
         let policy = Policy::load(&self.policy)?;
@@ -176,7 +183,10 @@ impl Sources {
                 missing: gaps.join(", "),
             });
         }
-        let chains = Arc::new(ChainVerifier::new(policy.trust_store()));
+        let chains = match previous {
+            Some(p) if test_root_der(&p.policy) == test_root_der(&policy) => p.chains.clone(),
+            _ => Arc::new(ChainVerifier::new(policy.trust_store())),
+        };
         Ok(Inputs {
             nodes,
             policy: Arc::new(policy),
@@ -205,6 +215,14 @@ impl Sources {
         }
         Ok(())
     }
+}
+
+/// What a policy adds to AMD's embedded roots (the only part of its trust store that varies).
+fn test_root_der(policy: &Policy) -> Option<(Product, Vec<Vec<u8>>)> {
+    policy.test_root.as_ref().map(|anchor| {
+        let certs = std::iter::once(&anchor.ark).chain(&anchor.intermediates);
+        (anchor.product, certs.map(|c| c.der().to_vec()).collect())
+    })
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -597,11 +615,18 @@ pub async fn run(
     let mut ticks = tokio::time::interval(opts.interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut first = Some(first);
+    let mut last: Option<Arc<Inputs>> = None;
     tokio::pin!(shutdown);
     loop {
         let next = async {
             ticks.tick().await;
-            let inputs = first.take().map(Ok).unwrap_or_else(|| sources.load());
+            let inputs = match first.take() {
+                Some(inputs) => Ok(Arc::new(inputs)),
+                None => sources.reload(last.as_deref()).map(Arc::new),
+            };
+            if let Ok(inputs) = &inputs {
+                last = Some(inputs.clone());
+            }
             round(&mut watch, inputs, opts).await
         };
         tokio::select! {
@@ -614,7 +639,7 @@ pub async fn run(
 
 async fn round(
     watch: &mut FleetWatch,
-    inputs: Result<Inputs, InputError>,
+    inputs: Result<Arc<Inputs>, InputError>,
     opts: WatchOptions,
 ) -> RoundReport {
     let start = Instant::now();
@@ -628,7 +653,8 @@ async fn round(
         timeout: opts.timeout,
         now,
     };
-    let results = fleet::run(&inputs.nodes, inputs.policy, inputs.chains, fleet_opts).await;
+    let (policy, chains) = (inputs.policy.clone(), inputs.chains.clone());
+    let results = fleet::run(&inputs.nodes, policy, chains, fleet_opts).await;
     watch.record_round(&results, unix_now(), start.elapsed())
 }
 
@@ -728,6 +754,35 @@ mod tests {
             Some(own.clone())
         );
         assert_eq!(first_hex("bundle 00ff; short"), None);
+    }
+
+    #[test]
+    fn inputs_are_refused_with_their_reason_and_reloads_keep_the_chain_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let sources = Sources {
+            nodes: dir.path().join("nodes.toml"),
+            policy: dir.path().join("policy.toml"),
+            lab_policy: true,
+        };
+        let entry = "[[node]]\nname = \"a\"\nurl = \"http://127.0.0.1:1\"\n";
+        std::fs::write(&sources.policy, "").unwrap();
+        std::fs::write(&sources.nodes, entry.repeat(2)).unwrap();
+        assert!(matches!(
+            sources.load(),
+            Err(InputError::DuplicateNode { name, .. }) if name == "a"
+        ));
+        std::fs::write(&sources.nodes, entry).unwrap();
+        let first = sources.load().unwrap();
+        let again = sources.reload(Some(&first)).unwrap();
+        assert!(Arc::ptr_eq(&first.chains, &again.chains));
+        let production = Sources {
+            lab_policy: false,
+            ..sources
+        };
+        assert!(matches!(
+            production.load(),
+            Err(InputError::CannotAdmit { .. })
+        ));
     }
 
     fn result(name: &str, status: NodeStatus, reason: &str) -> NodeResult {

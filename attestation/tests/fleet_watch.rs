@@ -385,3 +385,92 @@ fn promtool_checks_the_fleet_rules_and_their_unit_tests_pass() {
         );
     }
 }
+
+/// The verifier's CPU time so far in this process's waited-for children.
+fn children_cpu() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a whole rusage into the pointer it is given.
+    let usage = unsafe {
+        assert_eq!(
+            libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr()),
+            0
+        );
+        usage.assume_init()
+    };
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
+/// How many nodes one `attest fleet` process checks per second: FLEET_NODES (default 50)
+/// test-evidence nodes on loopback, FLEET_RUNS (default 5) single checks. The node servers
+/// run in this process and share the machine, so the wall-clock rate is a lower bound; the
+/// verifier's own CPU time per node gives the rate with the machine to itself.
+#[test]
+#[ignore = "measurement: run alone with --ignored --nocapture (docs/results/fleet-verifier-throughput)"]
+fn fleet_verifier_throughput() {
+    let env = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let (nodes, runs) = (env("FLEET_NODES", 50), env("FLEET_RUNS", 5));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let seed = [9; 32];
+    let signer = TestSigner::from_seed(seed).unwrap();
+    let served: Served = Arc::new(RwLock::new(attester(seed, 2)));
+    let first = served.read().unwrap().clone();
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write_policy(dir.path(), &signer);
+    let list: String = (0..nodes)
+        .map(|i| {
+            node_entry(
+                &format!("n{i}"),
+                &serve(&rt, served.clone()),
+                &signer,
+                &first,
+            )
+        })
+        .collect();
+    let nodes_toml = dir.path().join("nodes.toml");
+    std::fs::write(&nodes_toml, list).unwrap();
+    let mut walls = Vec::new();
+    let mut cpus = Vec::new();
+    for _ in 0..runs {
+        let (cpu, start) = (children_cpu(), Instant::now());
+        let out = Command::new(env!("CARGO_BIN_EXE_attest"))
+            .args(["fleet", "--lab-policy", "--nodes"])
+            .arg(&nodes_toml)
+            .arg("--policy")
+            .arg(&policy)
+            .output()
+            .unwrap();
+        walls.push(start.elapsed());
+        cpus.push(children_cpu() - cpu);
+        let table = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            table.contains(&format!("{nodes}/{nodes} nodes admitted")),
+            "{table}"
+        );
+    }
+    let median = |v: &mut Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (wall, cpu) = (median(&mut walls), median(&mut cpus));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpu_per_node = cpu.as_secs_f64() / nodes as f64;
+    let alone = cores as f64 / cpu_per_node;
+    println!(
+        "{nodes} nodes, {runs} runs, {cores} cores: median wall {wall:.1?} = {:.0} nodes/s \
+         (node servers on the same cores); verifier CPU {:.2} ms/node = {alone:.0} nodes/s \
+         on {cores} cores alone; at a 60 s interval: {:.0} (wall) to {:.0} (CPU) nodes",
+        nodes as f64 / wall.as_secs_f64(),
+        cpu_per_node * 1e3,
+        60.0 * nodes as f64 / wall.as_secs_f64(),
+        60.0 * alone,
+    );
+}
