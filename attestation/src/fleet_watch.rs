@@ -293,51 +293,52 @@ impl FleetMetrics {
         m.register()
     }
 
+    /// Help texts end without a full stop: the encoder adds one.
     fn register(mut self) -> FleetMetrics {
         let r = &mut self.registry;
         r.register(
             "sovereign_fleet_node_admitted",
-            "1 when the node's latest evidence was admitted, else 0 (status and reason say why).",
+            "1 when the node's latest evidence was admitted, else 0 (status and reason say why)",
             self.admitted.clone(),
         );
         r.register(
             "sovereign_fleet_node_last_success_timestamp_seconds",
-            "When the node was last admitted (Unix seconds); absent until its first admission.",
+            "When the node was last admitted (Unix seconds); absent until its first admission",
             self.last_success.clone(),
         );
         r.register(
             "sovereign_fleet_node_check_failures",
-            "Rounds in which the named check failed for the node (fetch: no answer, evidence: not a bundle).",
+            "Rounds in which the named check failed for the node (fetch: no answer, evidence: not a bundle)",
             self.check_failures.clone(),
         );
         r.register(
             "sovereign_fleet_node_evidence_changed",
-            "Times the node's measurement, node key or configuration digest differed from its previous evidence.",
+            "Times the node's measurement, node key or configuration digest differed from its previous evidence",
             self.evidence_changed.clone(),
         );
         r.register(
             "sovereign_fleet_round_duration_seconds",
-            "How long the latest round took.",
+            "How long the latest round took",
             self.round_duration.clone(),
         );
         r.register(
             "sovereign_fleet_last_round_timestamp_seconds",
-            "When the latest round ended (Unix seconds), whatever its result.",
+            "When the latest round ended (Unix seconds), whatever its result",
             self.last_round.clone(),
         );
         r.register(
             "sovereign_fleet_rounds",
-            "Rounds by result: ok (every node checked) or input_refused (NODES.toml or policy refused; no node checked).",
+            "Rounds by result: ok (every node checked) or input_refused (NODES.toml or policy refused; no node checked)",
             self.rounds.clone(),
         );
         r.register(
             "sovereign_fleet_nodes",
-            "Nodes in the latest accepted NODES.toml.",
+            "Nodes in the latest accepted NODES.toml",
             self.nodes.clone(),
         );
         r.register(
             "sovereign_fleet_interval_seconds",
-            "The interval between round starts.",
+            "The interval between round starts",
             self.interval.clone(),
         );
         self
@@ -410,7 +411,7 @@ pub enum RoundReport {
         nodes: usize,
         admitted: usize,
         took: Duration,
-        /// One line per node whose verdict or evidence changed.
+        /// One line per node whose verdict or evidence changed (or not admitted at first).
         changes: Vec<String>,
     },
     Refused(InputError),
@@ -508,7 +509,8 @@ impl FleetWatch {
         }
     }
 
-    /// Update one node's series; a line for the log when its verdict or evidence changed.
+    /// Update one node's series; a line for the log when its verdict or evidence changed, or
+    /// when it is not admitted in its first round.
     fn record_node(&mut self, r: &NodeResult, now: u64) -> Option<String> {
         let m = self.metrics.clone();
         let node = NodeLabel {
@@ -517,6 +519,10 @@ impl FleetWatch {
         let verdict = verdict_labels(r);
         let failed = failed_checks(r);
         let evidence = r.verdict.as_ref().map(EvidenceId::of);
+        let mut log = Vec::new();
+        if !self.memory.contains_key(&r.name) && r.status != NodeStatus::Admitted {
+            log.push(verdict.status.clone());
+        }
         let memory = self
             .memory
             .entry(r.name.clone())
@@ -525,7 +531,6 @@ impl FleetWatch {
                 evidence: evidence.clone(),
                 failed_checks: BTreeSet::new(),
             });
-        let mut log = Vec::new();
         if memory.verdict != verdict {
             m.admitted.remove(&memory.verdict);
             log.push(format!("{} -> {}", memory.verdict.status, verdict.status));

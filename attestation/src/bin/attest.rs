@@ -364,7 +364,7 @@ fn check_fleet(
     let nodes = NodeList::load(&sources.nodes)?;
     let policy = Arc::new(Policy::load(&sources.policy)?);
     let missing = fleet_watch::admission_gaps(&policy, &nodes);
-    warn_or_refuse_lab(sources, &missing)?;
+    warn_or_refuse_lab(sources, &missing, "verdicts below are")?;
     let chains = Arc::new(ChainVerifier::new(policy.trust_store()));
     let opts = FleetOptions {
         concurrency,
@@ -382,7 +382,7 @@ fn check_fleet(
 }
 
 /// A policy or node list that cannot admit is refused, unless in a lab, where it is said.
-fn warn_or_refuse_lab(sources: &Sources, missing: &[String]) -> anyhow::Result<()> {
+fn warn_or_refuse_lab(sources: &Sources, missing: &[String], verdicts: &str) -> anyhow::Result<()> {
     if missing.is_empty() {
         return Ok(());
     }
@@ -394,7 +394,7 @@ fn warn_or_refuse_lab(sources: &Sources, missing: &[String]) -> anyhow::Result<(
         ));
     }
     eprintln!(
-        "attest: LAB POLICY: {} lacks {}; verdicts below are NOT production admissions",
+        "attest: LAB POLICY: {} lacks {}; {verdicts} NOT production admissions",
         sources.policy.display(),
         missing.join(", ")
     );
@@ -405,7 +405,7 @@ fn warn_or_refuse_lab(sources: &Sources, missing: &[String]) -> anyhow::Result<(
 /// unusable input (2); later rounds refuse a bad file and keep the last verdicts.
 fn watch_fleet(sources: &Sources, opts: WatchOptions, listen: SocketAddr) -> anyhow::Result<()> {
     let first = sources.load()?;
-    warn_or_refuse_lab(sources, &first.lab_gaps)?;
+    warn_or_refuse_lab(sources, &first.lab_gaps, "the verdicts served are")?;
     if opts.timeout >= opts.interval {
         eprintln!(
             "attest: warning: the per-node timeout ({:?}) is not below the interval ({:?}); a slow node delays the next round",
