@@ -512,12 +512,8 @@ impl FleetWatch {
     /// Update one node's series; a line for the log when its verdict or evidence changed, or
     /// when it is not admitted in its first round.
     fn record_node(&mut self, r: &NodeResult, now: u64) -> Option<String> {
-        let m = self.metrics.clone();
-        let node = NodeLabel {
-            node: r.name.clone(),
-        };
+        let metrics = self.metrics.clone();
         let verdict = verdict_labels(r);
-        let failed = failed_checks(r);
         let evidence = r.verdict.as_ref().map(EvidenceId::of);
         let mut log = Vec::new();
         if !self.memory.contains_key(&r.name) && r.status != NodeStatus::Admitted {
@@ -531,42 +527,78 @@ impl FleetWatch {
                 evidence: evidence.clone(),
                 failed_checks: BTreeSet::new(),
             });
-        if memory.verdict != verdict {
-            m.admitted.remove(&memory.verdict);
-            log.push(format!("{} -> {}", memory.verdict.status, verdict.status));
-        }
-        m.admitted
-            .get_or_create(&verdict)
-            .set(i64::from(r.status == NodeStatus::Admitted));
-        if r.status == NodeStatus::Admitted {
-            m.last_success.get_or_create(&node).set(now as f64);
-        }
-        // Present from the node's first round on, so that a rate over it is 0, not absent.
-        let evidence_changed = m.evidence_changed.get_or_create_owned(&node);
-        if let (Some(before), Some(now)) = (&memory.evidence, &evidence) {
-            let changed = before.changes(now);
-            if !changed.is_empty() {
-                evidence_changed.inc();
-                log.push(format!("evidence changed: {}", changed.join(", ")));
-            }
-        }
-        for check in failed {
-            m.check_failures
-                .get_or_create(&CheckLabels {
-                    node: r.name.clone(),
-                    check: check.clone(),
-                })
-                .inc();
-            memory.failed_checks.insert(check);
-        }
-        memory.verdict = verdict;
-        if evidence.is_some() {
-            memory.evidence = evidence;
-        }
+        log.extend(metrics.set_verdict(memory, verdict, r.status == NodeStatus::Admitted, now));
+        log.extend(metrics.compare_evidence(memory, evidence));
+        metrics.count_failures(memory, r);
         if log.is_empty() {
             return None;
         }
         Some(format!("{}: {} ({})", r.name, log.join("; "), r.reason))
+    }
+}
+
+/// The per-node updates, each with what it changes in the node's memory.
+impl FleetMetrics {
+    /// The node's one verdict series (an earlier one with other labels is removed) and, when
+    /// admitted, its last-success time.
+    fn set_verdict(
+        &self,
+        memory: &mut NodeMemory,
+        verdict: VerdictLabels,
+        admitted: bool,
+        now: u64,
+    ) -> Option<String> {
+        let change = (memory.verdict != verdict).then(|| {
+            self.admitted.remove(&memory.verdict);
+            format!("{} -> {}", memory.verdict.status, verdict.status)
+        });
+        self.admitted
+            .get_or_create(&verdict)
+            .set(i64::from(admitted));
+        if admitted {
+            let node = NodeLabel {
+                node: verdict.node.clone(),
+            };
+            self.last_success.get_or_create(&node).set(now as f64);
+        }
+        memory.verdict = verdict;
+        change
+    }
+
+    /// Counts a change against the node's previous evidence; no evidence this round leaves
+    /// the previous one to compare the next with.
+    fn compare_evidence(
+        &self,
+        memory: &mut NodeMemory,
+        evidence: Option<EvidenceId>,
+    ) -> Option<String> {
+        let node = NodeLabel {
+            node: memory.verdict.node.clone(),
+        };
+        // Present from the node's first round on, so that a rate over it is 0, not absent.
+        let counter = self.evidence_changed.get_or_create_owned(&node);
+        let evidence = evidence?;
+        let changed = memory
+            .evidence
+            .replace(evidence.clone())
+            .map(|before| before.changes(&evidence))
+            .unwrap_or_default();
+        if changed.is_empty() {
+            return None;
+        }
+        counter.inc();
+        Some(format!("evidence changed: {}", changed.join(", ")))
+    }
+
+    fn count_failures(&self, memory: &mut NodeMemory, r: &NodeResult) {
+        for check in failed_checks(r) {
+            let labels = CheckLabels {
+                node: r.name.clone(),
+                check,
+            };
+            self.check_failures.get_or_create(&labels).inc();
+            memory.failed_checks.insert(labels.check);
+        }
     }
 }
 
@@ -799,6 +831,38 @@ mod tests {
             elapsed_ms: 1,
             verdict: None,
         }
+    }
+
+    fn with_key(name: &str, key: u8) -> NodeResult {
+        let detail = format!("node key {} is the registered one", hex::encode([key; 32]));
+        let check = crate::report::Check::pass("binding.node_key", detail);
+        NodeResult {
+            verdict: Some(Verdict::from_checks(vec![check])),
+            ..result(name, NodeStatus::Admitted, "")
+        }
+    }
+
+    #[test]
+    fn evidence_is_compared_with_the_last_evidence_across_rounds_without_any() {
+        let mut watch = FleetWatch::new(Duration::from_secs(60));
+        let down = || result("a", NodeStatus::Unreachable, "unreachable: refused");
+        for (round, r) in [
+            with_key("a", 1),
+            down(),
+            with_key("a", 1),
+            down(),
+            with_key("a", 2),
+        ]
+        .iter()
+        .enumerate()
+        {
+            watch.record_round(std::slice::from_ref(r), round as u64, Duration::ZERO);
+        }
+        let page = watch.metrics().encode();
+        assert!(
+            page.contains("sovereign_fleet_node_evidence_changed_total{node=\"a\"} 1\n"),
+            "{page}"
+        );
     }
 
     #[test]
