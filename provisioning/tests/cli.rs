@@ -258,3 +258,38 @@ fn flash_with_a_missing_bundle_names_it_once() {
     );
     assert!(!tmp.path().join("x.img").exists(), "nothing is written");
 }
+
+#[test]
+fn plan_reports_every_unknown_key_in_line_order() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let bench = examples.join("../benchmarks/h200-lab-measured.json");
+    let subnet = std::fs::read_to_string(examples.join("sovereign-subnet-13.toml"))
+        .unwrap()
+        .replace(
+            "\"../benchmarks/h200-lab-measured.json\"",
+            &format!("{bench:?}"),
+        )
+        .replacen("[network]\n", "[network]\nzz = 1\n", 1)
+        .replacen("[[node]]\n", "[[node]]\naa = 2\n", 1);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("subnet.toml");
+    std::fs::write(&file, &subnet).unwrap();
+    let o = run(&["plan", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    let line = |exact: &str| subnet.lines().position(|l| l == exact).unwrap() + 1;
+    let zz = t
+        .find(&format!(
+            "subnet.toml:{}:1: unknown field `zz` in [network]",
+            line("zz = 1")
+        ))
+        .unwrap_or_else(|| panic!("{t}"));
+    let aa = t
+        .find(&format!(
+            "subnet.toml:{}:1: unknown field `aa` in [[node]]",
+            line("aa = 2")
+        ))
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(zz < aa, "in line order: {t}");
+    assert!(t.contains("2 problem(s)"), "{t}");
+}

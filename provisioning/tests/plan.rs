@@ -379,8 +379,17 @@ fn syntax_unknown_keys_and_bad_keys_point_at_the_line() {
     let errors = errors_of(&typo);
     let line = line_of(&typo, "state_size_gb");
     assert!(
-        errors[0].starts_with(&format!("subnet.toml:{line}:"))
-            && errors[0].contains("unknown field"),
+        errors
+            .iter()
+            .any(|e| e.starts_with(&format!("subnet.toml:{line}:"))
+                && e.contains("unknown field `state_size_gb`")),
+        "{errors:?}"
+    );
+    // The field it stands for is then missing from its table.
+    assert!(
+        errors.iter().any(
+            |e| e.starts_with("subnet.toml:1:") && e.contains("missing field `state_size_gib`")
+        ),
         "{errors:?}"
     );
 
