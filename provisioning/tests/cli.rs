@@ -18,6 +18,20 @@ fn text(o: &Output) -> String {
     )
 }
 
+/// A test release (disk.img and its manifest) in DIR/release.
+fn test_image(dir: &Path) -> std::path::PathBuf {
+    let release = dir.join("release");
+    let o = run(&[
+        "test-image",
+        "--out",
+        release.to_str().unwrap(),
+        "--root-mib",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    release
+}
+
 #[test]
 fn plan_flash_and_verify_as_the_operator_guide_does() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sovereign-subnet-13.toml");
@@ -84,15 +98,7 @@ fn plan_flash_and_verify_as_the_operator_guide_does() {
         serde_json::from_slice(&std::fs::read(out_dir.join("plan.json")).unwrap()).unwrap();
     assert_eq!(json["n"], 13);
 
-    let release = tmp.path().join("release");
-    let o = run(&[
-        "test-image",
-        "--out",
-        release.to_str().unwrap(),
-        "--root-mib",
-        "2",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    let release = test_image(tmp.path());
     let image = release.join("disk.img");
     let target = tmp.path().join("node-01.img");
     // `provision VERB --image IMAGE --to-file TARGET --node BUNDLE`.
@@ -227,15 +233,7 @@ fn keygen_help_describes_out() {
 #[test]
 fn flash_with_a_missing_bundle_names_it_once() {
     let tmp = tempfile::tempdir().unwrap();
-    let release = tmp.path().join("release");
-    let o = run(&[
-        "test-image",
-        "--out",
-        release.to_str().unwrap(),
-        "--root-mib",
-        "2",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    let release = test_image(tmp.path());
     let missing = tmp.path().join("no-such-bundle");
     let o = run(&[
         "flash",

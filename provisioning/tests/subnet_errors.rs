@@ -49,6 +49,17 @@ fn problems(text: &str) -> Vec<String> {
     }
 }
 
+/// Exactly the `expected` problems, in this order: each on its line and saying its reason.
+fn assert_reported(got: &[String], expected: &[(usize, &str)]) {
+    assert_eq!(got.len(), expected.len(), "{got:#?}");
+    for (got, (line, reason)) in got.iter().zip(expected) {
+        assert!(
+            got.starts_with(&format!("{line}:")) && got.contains(reason),
+            "{got} ~ {line}: {reason}"
+        );
+    }
+}
+
 #[test]
 fn the_example_is_valid() {
     let (path, text) = example();
@@ -105,10 +116,7 @@ fn three_unknown_keys_in_three_sections_are_all_reported_in_line_order() {
             "unknown field `rack` in [[node]]",
         ),
     ];
-    assert_eq!(got.len(), expected.len(), "{got:#?}");
-    for (got, (line, reason)) in got.iter().zip(expected) {
-        assert!(got.starts_with(&format!("{line}:1: {reason}")), "{got}");
-    }
+    assert_reported(&got, &expected);
 }
 
 /// Unknown keys, values of the wrong type and values out of range, in independent fields
@@ -151,13 +159,7 @@ fn unknown_keys_and_bad_values_are_reported_together() {
         ),
         (at("rack = 3"), "unknown field `rack` in [[node]]"),
     ];
-    assert_eq!(got.len(), expected.len(), "{got:#?}");
-    for (got, (line, reason)) in got.iter().zip(expected) {
-        assert!(
-            got.starts_with(&format!("{line}:")) && got.contains(reason),
-            "{got} ~ {line}: {reason}"
-        );
-    }
+    assert_reported(&got, &expected);
 }
 
 #[test]
@@ -224,11 +226,5 @@ fn a_section_that_did_not_read_makes_nothing_else_wrong() {
             "operator.name: invalid type: integer `2`",
         ),
     ];
-    assert_eq!(got.len(), expected.len(), "{got:#?}");
-    for (got, (line, reason)) in got.iter().zip(expected) {
-        assert!(
-            got.starts_with(&format!("{line}:")) && got.contains(reason),
-            "{got} ~ {line}: {reason}"
-        );
-    }
+    assert_reported(&got, &expected);
 }
