@@ -55,12 +55,6 @@ fn gpu_ready() -> bool {
     report["gpu"]["state"] == "ready"
 }
 
-fn random_scalar(rng: &mut ChaCha20Rng) -> Scalar {
-    let mut wide = [0u8; 64];
-    rng.fill(&mut wide[..]);
-    Scalar::from_bytes_wide(&wide)
-}
-
 fn scalar_hex(s: &Scalar) -> String {
     let mut be = s.to_bytes();
     be.reverse();
@@ -241,9 +235,9 @@ fn msm_of_a_generated_file_equals_the_engine() {
     let mut rng = ChaCha20Rng::seed_from_u64(7);
     let n = 40;
     let points: Vec<G1Affine> = (0..n)
-        .map(|_| G1Affine::from(G1Affine::generator() * random_scalar(&mut rng)))
+        .map(|_| G1Affine::from(G1Affine::generator() * nidkg::random_scalar(&mut rng)))
         .collect();
-    let mut scalars: Vec<Scalar> = (0..n).map(|_| random_scalar(&mut rng)).collect();
+    let mut scalars: Vec<Scalar> = (0..n).map(|_| nidkg::random_scalar(&mut rng)).collect();
     scalars[3] = Scalar::zero();
     scalars[4] = -Scalar::one();
     let input: String = points
@@ -311,7 +305,7 @@ fn msm_bad_lines_fail_with_their_line_numbers_and_print_nothing() {
 }
 
 fn sign(rng: &mut ChaCha20Rng, scheme: BlsScheme, message: &[u8]) -> (String, String) {
-    let secret = random_scalar(rng);
+    let secret = nidkg::random_scalar(rng);
     let h = gpu_crypto::cpu::hash_message_to_g1(scheme, message);
     let signature = G1Affine::from(h * secret).to_compressed();
     let public_key = G2Affine::from(G2Affine::generator() * secret).to_compressed();

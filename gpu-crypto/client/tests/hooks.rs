@@ -48,16 +48,12 @@ fn gpu_ready(hooks: &Hooks) -> bool {
     hooks.status().contains("GPU ready")
 }
 
-fn random_scalar(rng: &mut ChaCha20Rng) -> Scalar {
-    nidkg::random_scalar(rng)
-}
-
 fn random_g1(rng: &mut ChaCha20Rng) -> G1Affine {
-    G1Affine::from(G1Affine::generator() * random_scalar(rng))
+    G1Affine::from(G1Affine::generator() * nidkg::random_scalar(rng))
 }
 
 fn random_g2(rng: &mut ChaCha20Rng) -> G2Affine {
-    G2Affine::from(G2Affine::generator() * random_scalar(rng))
+    G2Affine::from(G2Affine::generator() * nidkg::random_scalar(rng))
 }
 
 /// What the type crate's own `deserialize` answers: a point, or its one error value.
@@ -185,7 +181,7 @@ fn verify_shape(
     let zz = &g2[g2.len() - 17..g2.len() - 1];
 
     let scalars: Vec<Vec<Scalar>> = (0..n)
-        .map(|_| (0..16).map(|_| random_scalar(rng)).collect())
+        .map(|_| (0..16).map(|_| nidkg::random_scalar(rng)).collect())
         .collect();
     let msms: Vec<(&[G1Affine], &[Scalar])> = scalars.iter().map(|s| (rr, s.as_slice())).collect();
     served.take(
@@ -194,7 +190,7 @@ fn verify_shape(
         || msms.iter().map(|(p, s)| naive_msm(p, s)).collect(),
     );
 
-    let z_r: Vec<Scalar> = (0..n).map(|_| random_scalar(rng)).collect();
+    let z_r: Vec<Scalar> = (0..n).map(|_| nidkg::random_scalar(rng)).collect();
     served.take(
         "MSM over the receivers' keys",
         hooks.g1_muln_affine_vartime(keys, &z_r),
@@ -610,7 +606,7 @@ fn on_a_gpu_small_batches_and_unserved_inputs_run_the_callers_code() {
 
     // Lengths that differ: the type crate's own contract decides.
     let bases: Vec<G1Affine> = (0..3).map(|_| random_g1(&mut rng)).collect();
-    let scalars = [random_scalar(&mut rng)];
+    let scalars = [nidkg::random_scalar(&mut rng)];
     assert_eq!(
         hooks.g1_muln_affine_vartime(&bases, &scalars),
         Offload::RunCpu
@@ -624,7 +620,7 @@ fn on_a_gpu_small_batches_and_unserved_inputs_run_the_callers_code() {
         .expect("corpus has a point outside the subgroup");
     let point: G1Affine =
         Option::from(G1Affine::from_compressed_unchecked(&outside.bytes)).expect("on the curve");
-    let scalars: Vec<Scalar> = (0..3).map(|_| random_scalar(&mut rng)).collect();
+    let scalars: Vec<Scalar> = (0..3).map(|_| nidkg::random_scalar(&mut rng)).collect();
     let mixed = [bases[0], point, bases[2]];
     assert_eq!(
         hooks.g1_muln_affine_vartime(&mixed, &scalars),

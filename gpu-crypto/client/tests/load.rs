@@ -26,14 +26,8 @@ fn built_cdylib() -> PathBuf {
         .unwrap_or_else(|| panic!("libgpu_crypto.so not built; looked at {candidates:?}"))
 }
 
-fn random_scalar(rng: &mut ChaCha20Rng) -> Scalar {
-    let mut wide = [0u8; 64];
-    rng.fill(&mut wide[..]);
-    Scalar::from_bytes_wide(&wide)
-}
-
 fn random_point(rng: &mut ChaCha20Rng) -> G1Affine {
-    G1Affine::from(G1Affine::generator() * random_scalar(rng))
+    G1Affine::from(G1Affine::generator() * nidkg::random_scalar(rng))
 }
 
 /// Every operation through `client` equals the in-process CPU reference on random data.
@@ -66,7 +60,7 @@ fn assert_matches_cpu(client: &Client, seed: u64) {
     );
 
     let points: Vec<G1Affine> = (0..40).map(|_| random_point(&mut rng)).collect();
-    let scalars: Vec<Scalar> = (0..40).map(|_| random_scalar(&mut rng)).collect();
+    let scalars: Vec<Scalar> = (0..40).map(|_| nidkg::random_scalar(&mut rng)).collect();
     let msms = [
         MsmInput {
             points: &points[..0],
@@ -134,7 +128,7 @@ fn assert_matches_cpu(client: &Client, seed: u64) {
     let cases: Vec<Case> = (0..10)
         .map(|i| {
             let scheme = BlsScheme::ALL[i % 2];
-            let secret = random_scalar(&mut rng);
+            let secret = nidkg::random_scalar(&mut rng);
             let message = vec![i as u8; i];
             let h = gpu_crypto::cpu::hash_message_to_g1(scheme, &message);
             let mut signature = G1Affine::from(h * secret).to_compressed();
@@ -191,7 +185,7 @@ fn assert_matches_cpu(client: &Client, seed: u64) {
     // Products of pairings: e(aP, Q) e(-aP, Q) is the identity, e(aP, Q) e(P, Q) is not.
     let table = vec![
         G2Affine::generator(),
-        G2Affine::from(G2Affine::generator() * random_scalar(&mut rng)),
+        G2Affine::from(G2Affine::generator() * nidkg::random_scalar(&mut rng)),
     ];
     let products: Vec<Vec<(G1Affine, usize)>> = (0..4)
         .map(|k| {

@@ -72,14 +72,8 @@ pub fn gpu_batch(engine: &Engine, op: Operation) -> Option<usize> {
     (gpu_ready && p.backend != BackendChoice::Cpu).then_some(p.gpu_min_batch.max(1))
 }
 
-fn random_scalar(rng: &mut ChaCha20Rng) -> Scalar {
-    let mut wide = [0u8; 64];
-    rng.fill(&mut wide[..]);
-    Scalar::from_bytes_wide(&wide)
-}
-
 fn random_point(rng: &mut ChaCha20Rng) -> G1Affine {
-    G1Affine::from(G1Affine::generator() * random_scalar(rng))
+    G1Affine::from(G1Affine::generator() * nidkg::random_scalar(rng))
 }
 
 /// What a compressed encoding was built to decode to, where the builder knows.
@@ -140,7 +134,7 @@ fn decompress_inputs(rng: &mut ChaCha20Rng, size: usize) -> Vec<([u8; 48], Expec
 fn g2_decompress_inputs(rng: &mut ChaCha20Rng, size: usize) -> Vec<([u8; 96], Expect<G2Affine>)> {
     let mut inputs: Vec<([u8; 96], Expect<G2Affine>)> = (0..size)
         .map(|_| {
-            let p = G2Affine::from(G2Affine::generator() * random_scalar(rng));
+            let p = G2Affine::from(G2Affine::generator() * nidkg::random_scalar(rng));
             (p.to_compressed(), Expect::Point(p))
         })
         .collect();
@@ -308,14 +302,14 @@ fn check_pairing_products(
 ) -> OperationCheck {
     let mut check = OperationCheck::new(Operation::PairingProducts);
     let table_len = size.clamp(1, 8);
-    let b: Vec<Scalar> = (0..table_len).map(|_| random_scalar(rng)).collect();
+    let b: Vec<Scalar> = (0..table_len).map(|_| nidkg::random_scalar(rng)).collect();
     let mut g2 = vec![G2Affine::generator()];
     g2.extend(b.iter().map(|b| G2Affine::from(G2Affine::generator() * b)));
     let mut products = Vec::with_capacity(size + 1);
     let mut expect = Vec::with_capacity(size + 1);
     for k in 0..size {
         let j = k % table_len;
-        let a = random_scalar(rng);
+        let a = nidkg::random_scalar(rng);
         let mut ab = a * b[j];
         if k % 2 == 1 {
             ab += Scalar::one();
@@ -363,7 +357,7 @@ fn check_msm(
     let mut msms: Vec<(Vec<G1Affine>, Vec<Scalar>)> = Vec::new();
     for n in [0, 1, 2, size / 2, size] {
         let mut points: Vec<G1Affine> = (0..n).map(|_| random_point(rng)).collect();
-        let mut scalars: Vec<Scalar> = (0..n).map(|_| random_scalar(rng)).collect();
+        let mut scalars: Vec<Scalar> = (0..n).map(|_| nidkg::random_scalar(rng)).collect();
         // Edge cases the bucket method must get right: zero scalars, the identity, a point
         // and its negation, a repeated point, the scalar -1.
         if n >= 8 {
@@ -421,7 +415,7 @@ fn bls_cases(rng: &mut ChaCha20Rng, size: usize) -> Vec<BlsCase> {
     let mut cases = Vec::with_capacity(size);
     for i in 0..size {
         let mut scheme = BlsScheme::ALL[i % BlsScheme::ALL.len()];
-        let secret = random_scalar(rng);
+        let secret = nidkg::random_scalar(rng);
         let len = rng.gen_range(0..100);
         let mut message = vec![0u8; len];
         rng.fill(&mut message[..]);

@@ -54,14 +54,8 @@ fn last_error() -> String {
         .into_owned()
 }
 
-fn random_scalar(rng: &mut ChaCha20Rng) -> Scalar {
-    let mut wide = [0u8; 64];
-    rng.fill(&mut wide[..]);
-    Scalar::from_bytes_wide(&wide)
-}
-
 fn random_point(rng: &mut ChaCha20Rng) -> G1Affine {
-    G1Affine::from(G1Affine::generator() * random_scalar(rng))
+    G1Affine::from(G1Affine::generator() * nidkg::random_scalar(rng))
 }
 
 #[test]
@@ -269,7 +263,7 @@ fn msm_batch_matches_the_engine_and_rejects_bad_inputs_whole() {
     let lengths = [0usize, 1, 5, 33];
     let total: usize = lengths.iter().sum();
     let points: Vec<G1Affine> = (0..total).map(|_| random_point(&mut rng)).collect();
-    let scalars: Vec<Scalar> = (0..total).map(|_| random_scalar(&mut rng)).collect();
+    let scalars: Vec<Scalar> = (0..total).map(|_| nidkg::random_scalar(&mut rng)).collect();
     let point_bytes: Vec<[u8; 96]> = points.iter().map(G1Affine::to_uncompressed).collect();
     let mut scalar_bytes: Vec<[u8; 32]> = scalars
         .iter()
@@ -481,14 +475,14 @@ fn msm_shared_u8_matches_the_reference_and_rejects_bad_inputs_whole() {
 fn pairing_products_match_the_engine_and_reject_bad_inputs_whole() {
     let handle = Handle::new("\"cpu\"");
     let mut rng = ChaCha20Rng::seed_from_u64(5);
-    let b: Vec<Scalar> = (0..3).map(|_| random_scalar(&mut rng)).collect();
+    let b: Vec<Scalar> = (0..3).map(|_| nidkg::random_scalar(&mut rng)).collect();
     let mut g2 = vec![G2Affine::generator()];
     g2.extend(b.iter().map(|b| G2Affine::from(G2Affine::generator() * b)));
     let mut products: Vec<Vec<(G1Affine, usize)>> = Vec::new();
     let mut expected = Vec::new();
     for k in 0..6 {
         let j = k % 3;
-        let a = random_scalar(&mut rng);
+        let a = nidkg::random_scalar(&mut rng);
         let ab = a * b[j]
             + if k % 2 == 1 {
                 Scalar::one()
@@ -584,7 +578,7 @@ fn bls_verify_and_sha256_match_the_engine() {
     }
     let mut cases = Vec::new();
     for i in 0..12 {
-        let secret = random_scalar(&mut rng);
+        let secret = nidkg::random_scalar(&mut rng);
         let message = format!("message {i}").into_bytes();
         let h = gpu_crypto::cpu::hash_message_to_g1(BlsScheme::MultiSig, &message);
         let mut signature = G1Affine::from(h * secret).to_compressed();

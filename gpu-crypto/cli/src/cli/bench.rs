@@ -207,7 +207,7 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
     let points = distinct_points(&mut rng, largest_points);
     let compressed: Vec<[u8; 48]> = points.iter().map(G1Affine::to_compressed).collect();
     let scalars: Vec<Scalar> = (0..largest_points)
-        .map(|_| random_scalar(&mut rng))
+        .map(|_| nidkg::random_scalar(&mut rng))
         .collect();
     let g2_max = plan.decompress_g2.iter().copied().max().unwrap_or(0);
     let g2_compressed: Vec<[u8; 96]> = distinct_g2_points(&mut rng, g2_max)
@@ -691,17 +691,11 @@ fn counts(engine: &Engine, op: Operation) -> (u64, u64) {
     (items(Executed::Cpu), items(Executed::Gpu))
 }
 
-fn random_scalar(rng: &mut ChaCha20Rng) -> Scalar {
-    let mut wide = [0u8; 64];
-    rng.fill(&mut wide[..]);
-    Scalar::from_bytes_wide(&wide)
-}
-
 /// `count` distinct points R + i*Q (one addition each, then one batch normalisation),
 /// so 2^16 points take milliseconds to build rather than 2^16 scalar multiplications.
 fn distinct_points(rng: &mut ChaCha20Rng, count: usize) -> Vec<G1Affine> {
-    let r = G1Affine::generator() * random_scalar(rng);
-    let q = G1Affine::generator() * random_scalar(rng);
+    let r = G1Affine::generator() * nidkg::random_scalar(rng);
+    let q = G1Affine::generator() * nidkg::random_scalar(rng);
     let mut projective = Vec::with_capacity(count);
     let mut p = r;
     for _ in 0..count {
@@ -715,8 +709,8 @@ fn distinct_points(rng: &mut ChaCha20Rng, count: usize) -> Vec<G1Affine> {
 
 /// `count` distinct G2 points R + i*Q, as [`distinct_points`] for G1.
 fn distinct_g2_points(rng: &mut ChaCha20Rng, count: usize) -> Vec<G2Affine> {
-    let r = G2Affine::generator() * random_scalar(rng);
-    let q = G2Affine::generator() * random_scalar(rng);
+    let r = G2Affine::generator() * nidkg::random_scalar(rng);
+    let q = G2Affine::generator() * nidkg::random_scalar(rng);
     let mut projective = Vec::with_capacity(count);
     let mut p = r;
     for _ in 0..count {
@@ -763,7 +757,7 @@ fn bls_signatures(rng: &mut ChaCha20Rng, count: usize, same_message: bool) -> Ve
             if !same_message {
                 rng.fill(&mut message[..]);
             }
-            let secret = random_scalar(rng);
+            let secret = nidkg::random_scalar(rng);
             let hashed = <G1Projective as HashToCurve<ExpandMsgXmd<Sha256>>>::hash_to_curve(
                 &message,
                 BlsScheme::MultiSig.dst(),

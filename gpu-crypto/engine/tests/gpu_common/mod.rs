@@ -210,12 +210,6 @@ pub fn fresh_rng(var: &str, what: &str) -> ChaCha20Rng {
     rng(seed)
 }
 
-fn random_scalar(rng: &mut impl Rng) -> Scalar {
-    let mut wide = [0u8; 64];
-    rng.fill(&mut wide[..]);
-    Scalar::from_bytes_wide(&wide)
-}
-
 /// Products of pairings with the verdict each was built to have: a table of G2 points
 /// b_j * Q (index 0 is Q, index 1 repeats index 2, the last is the identity) and products
 /// of one to five pairs whose exponents cancel on Q (the identity of GT) or miss by one,
@@ -226,8 +220,8 @@ pub struct PairingCases {
     pub expected: Vec<bool>,
 }
 
-pub fn pairing_cases(rng: &mut impl Rng, count: usize) -> PairingCases {
-    let b: Vec<Scalar> = (0..6).map(|_| random_scalar(rng)).collect();
+pub fn pairing_cases(rng: &mut (impl Rng + rand::CryptoRng), count: usize) -> PairingCases {
+    let b: Vec<Scalar> = (0..6).map(|_| nidkg::random_scalar(rng)).collect();
     let mut g2 = vec![G2Affine::generator()];
     g2.extend(b.iter().map(|b| G2Affine::from(G2Affine::generator() * b)));
     g2[1] = g2[2];
@@ -244,7 +238,7 @@ pub fn pairing_cases(rng: &mut impl Rng, count: usize) -> PairingCases {
         let mut total = Scalar::zero();
         for _ in 0..terms {
             let j = rng.gen_range(1..identity_index);
-            let a = random_scalar(rng);
+            let a = nidkg::random_scalar(rng);
             total += a * b_of(j);
             pairs.push((G1Affine::from(G1Affine::generator() * a), j));
         }
@@ -257,7 +251,7 @@ pub fn pairing_cases(rng: &mut impl Rng, count: usize) -> PairingCases {
             pairs.insert(0, (G1Affine::identity(), rng.gen_range(0..g2.len())));
         }
         if k % 7 == 3 {
-            let p = G1Affine::from(G1Affine::generator() * random_scalar(rng));
+            let p = G1Affine::from(G1Affine::generator() * nidkg::random_scalar(rng));
             pairs.push((p, identity_index));
         }
         products.push(pairs);
