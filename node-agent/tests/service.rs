@@ -316,7 +316,8 @@ async fn attestation_route_serves_evidence_the_fleet_verifier_checks() {
     use attestation::identity::load_or_create_unsealed_key;
     use attestation::nodes::{NodeEntry, NodeList};
     use attestation::policy::Policy;
-    use attestation::snp::amd::{ChainVerifier, parse_time};
+    use attestation::parse_time;
+    use attestation::snp::amd::ChainVerifier;
     use attestation::test_source::TestSigner;
 
     let signer = TestSigner::from_seed([7; 32]).unwrap();
