@@ -96,7 +96,8 @@ enum Command {
         /// Nodes queried at once.
         #[arg(long, default_value_t = 64)]
         concurrency: usize,
-        /// Per-node timeout in milliseconds.
+        /// Deadline per node in milliseconds, for all its tries together (a busy node is tried
+        /// again after its Retry-After or a backoff, each try with a fresh nonce).
         #[arg(long, default_value_t = 5000)]
         timeout_ms: u64,
         /// Service mode: check the fleet again every DURATION (e.g. 60s, 5m, 1m30s), re-reading

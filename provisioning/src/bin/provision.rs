@@ -136,7 +136,8 @@ enum Command {
         /// Verification time for certificate validity, YYYY-MM-DDTHH:MM:SSZ or @unix (default now).
         #[arg(long)]
         time: Option<String>,
-        /// Timeout of the evidence request, milliseconds.
+        /// Deadline of the evidence request in milliseconds, for all tries together (a busy
+        /// node is tried again after its Retry-After or a backoff, each try with a fresh nonce).
         #[arg(long, default_value_t = 30_000)]
         timeout_ms: u64,
         /// Print the record as JSON.
