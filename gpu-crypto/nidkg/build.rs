@@ -1,21 +1,7 @@
-//! Marks the IC's published NI-DKG test data as absent (`ic_testdata_absent`) when the
-//! folder beside the project is missing, so that the tests reading it are ignored with
-//! that reason instead of passing without running.
+//! Marks the IC's published NI-DKG test data absent where it is (`../ic_testdata_build.rs`).
 
-use std::path::Path;
+include!("../ic_testdata_build.rs");
 
 fn main() {
-    println!("cargo::rustc-check-cfg=cfg(ic_testdata_absent)");
-    println!("cargo::rerun-if-env-changed=IC_NIDKG_TESTDATA");
-    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    let beside_project = Path::new(&manifest).join("../../../shared/testdata/ic-nidkg");
-    println!("cargo::rerun-if-changed={}", beside_project.display());
-    let from_env = std::env::var_os("IC_NIDKG_TESTDATA").map(std::path::PathBuf::from);
-    let present = from_env
-        .unwrap_or(beside_project)
-        .join("nidkg_dealing.hex")
-        .is_file();
-    if !present {
-        println!("cargo::rustc-cfg=ic_testdata_absent");
-    }
+    mark_ic_testdata();
 }

@@ -673,22 +673,8 @@ fn assert_verified_on_the_gpu_or_no_verdict(out: &Output) {
     }
 }
 
-/// The IC's published data folder beside the project (or `IC_NIDKG_TESTDATA`).
-fn ic_nidkg_data() -> std::path::PathBuf {
-    if let Some(dir) = std::env::var_os("IC_NIDKG_TESTDATA") {
-        return dir.into();
-    }
-    let cwd = std::env::current_dir().unwrap();
-    cwd.ancestors()
-        .flat_map(|a| {
-            [
-                a.join("shared/testdata/ic-nidkg"),
-                a.join("../shared/testdata/ic-nidkg"),
-            ]
-        })
-        .find(|d| d.join("nidkg_dealing.hex").is_file())
-        .expect("the IC's NI-DKG data folder (build.rs found it at build time)")
-}
+#[path = "../../nidkg/tests/ic_data/mod.rs"]
+mod ic_data;
 
 /// `nidkg verify-ic` on the IC's own dealing and keys (hex text, as published): accepted
 /// under the IC's context (exit 0) on the CPU and, where a GPU is usable, on the GPU;
@@ -700,7 +686,7 @@ fn ic_nidkg_data() -> std::path::PathBuf {
     ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)"
 )]
 fn nidkg_verify_ic_on_the_ics_published_dealing() {
-    let data = ic_nidkg_data();
+    let data = ic_data::dir();
     let path = |name: &str| data.join(name).to_str().unwrap().to_string();
     let dealing = path("nidkg_dealing.hex");
     let keys: Vec<String> = (0..4)

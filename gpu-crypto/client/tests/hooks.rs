@@ -524,7 +524,7 @@ fn process_wide_hooks_child() {
     ignore = "needs ../shared/testdata/ic-nidkg (the IC's published NI-DKG data)"
 )]
 fn the_ics_published_dealing_decodes_through_the_hooks_as_on_the_cpu() {
-    let dir = ic_data_dir();
+    let dir = ic_data::dir();
     let read = |name: &str| {
         let path = dir.join(name);
         nidkg::ic_cbor::bytes_of_file(
@@ -549,23 +549,8 @@ fn the_ics_published_dealing_decodes_through_the_hooks_as_on_the_cpu() {
     }
 }
 
-/// `IC_NIDKG_TESTDATA`, else `shared/testdata/ic-nidkg` beside an ancestor of the current
-/// directory (as gpu-crypto/nidkg/tests/ic_published.rs finds it).
-fn ic_data_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("IC_NIDKG_TESTDATA") {
-        return dir.into();
-    }
-    let cwd = std::env::current_dir().expect("current directory");
-    cwd.ancestors()
-        .flat_map(|a| {
-            [
-                a.join("shared/testdata/ic-nidkg"),
-                a.join("../shared/testdata/ic-nidkg"),
-            ]
-        })
-        .find(|d| d.join("nidkg_dealing.hex").is_file())
-        .expect("the IC's NI-DKG data folder (build.rs found it at build time)")
-}
+#[path = "../../nidkg/tests/ic_data/mod.rs"]
+mod ic_data;
 
 #[test]
 #[ignore = "needs a CUDA GPU: every hook served by the GPU, bit-exact with ic_bls12_381"]

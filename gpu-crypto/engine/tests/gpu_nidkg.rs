@@ -7,22 +7,11 @@
 
 mod gpu_common;
 
-use gpu_common::{fresh_rng, gpu};
-use gpu_crypto::{BackendChoice, Engine, Fallback, NIDKG_OPERATIONS, NidkgBatchOps, Policy};
+use gpu_common::{fresh_rng, nidkg_gpu_engine};
+use gpu_crypto::{NIDKG_OPERATIONS, NidkgBatchOps};
 use gpu_crypto_api::stats::Executed;
 use nidkg::{CpuBatchOps, DealingFile};
 use rand::Rng;
-
-/// Every operation of a dealing verification on the GPU; a GPU error fails the call.
-fn gpu_engine() -> Engine {
-    gpu();
-    let mut policy = Policy::cpu_only();
-    for op in NIDKG_OPERATIONS {
-        policy.operation_mut(op).backend = BackendChoice::Gpu;
-    }
-    policy.fallback = Fallback::Never;
-    Engine::new(policy).expect("GPU engine")
-}
 
 /// The verdict as comparable text: the report's shape, or the rejected component.
 fn verdict(result: &Result<nidkg::Report, nidkg::VerifyError>) -> String {
@@ -35,7 +24,7 @@ fn verdict(result: &Result<nidkg::Report, nidkg::VerifyError>) -> String {
 #[test]
 #[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn dealings_get_the_cpu_verdict_on_the_gpu() {
-    let engine = gpu_engine();
+    let engine = nidkg_gpu_engine();
     let ops = NidkgBatchOps::new(&engine);
     let cpu = CpuBatchOps::rayon();
     let mut rng = fresh_rng("NIDKG_SEED", "dealings");

@@ -7,22 +7,12 @@
 
 mod gpu_common;
 
-use gpu_common::{fresh_rng, gpu};
-use gpu_crypto::{BackendChoice, Engine, Fallback, NIDKG_OPERATIONS, NidkgBatchOps, Policy};
+use gpu_common::{fresh_rng, nidkg_gpu_engine};
+use gpu_crypto::{NIDKG_OPERATIONS, NidkgBatchOps};
 use gpu_crypto_api::stats::Executed;
 use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective};
 use nidkg::{Checks, CpuBatchOps, DealingInput, DemoSetup, ThresholdKind, verify_batch};
 use rand::Rng;
-
-fn gpu_engine() -> Engine {
-    gpu();
-    let mut policy = Policy::cpu_only();
-    for op in NIDKG_OPERATIONS {
-        policy.operation_mut(op).backend = BackendChoice::Gpu;
-    }
-    policy.fallback = Fallback::Never;
-    Engine::new(policy).expect("GPU engine")
-}
 
 fn bump_g1(p: &mut G1Affine) {
     *p = G1Affine::from(G1Projective::from(*p) + G1Projective::generator());
@@ -49,7 +39,7 @@ fn changed_stream(setup: &DemoSetup, which: usize) -> Vec<u8> {
 #[test]
 #[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
 fn a_batch_of_dealings_gets_the_cpu_verdict_for_each_on_the_gpu() {
-    let engine = gpu_engine();
+    let engine = nidkg_gpu_engine();
     let ops = NidkgBatchOps::new(&engine);
     let mut rng = fresh_rng("NIDKG_SEED", "dealing batch");
     let setups: Vec<DemoSetup> = (0..4)

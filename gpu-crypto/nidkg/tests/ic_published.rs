@@ -5,28 +5,11 @@
 //! component or of the context is rejected with the reason named.
 
 use nidkg::{Checks, CpuBatchOps, IcContext, IcDealing, VerifyError, ic_cbor};
-use std::path::PathBuf;
 
-/// The data folder: `IC_NIDKG_TESTDATA`, else `shared/testdata/ic-nidkg` beside an
-/// ancestor of the current directory (test binaries also run away from their build tree).
-fn data_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("IC_NIDKG_TESTDATA") {
-        return dir.into();
-    }
-    let cwd = std::env::current_dir().expect("current directory");
-    cwd.ancestors()
-        .flat_map(|a| {
-            [
-                a.join("shared/testdata/ic-nidkg"),
-                a.join("../shared/testdata/ic-nidkg"),
-            ]
-        })
-        .find(|d| d.join("nidkg_dealing.hex").is_file())
-        .expect("the IC's NI-DKG data folder (build.rs found it at build time)")
-}
+mod ic_data;
 
 fn read(name: &str) -> Vec<u8> {
-    let path = data_dir().join(name);
+    let path = ic_data::dir().join(name);
     let contents = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     ic_cbor::bytes_of_file(&contents)
 }

@@ -21,6 +21,19 @@ pub fn gpu() -> Arc<GpuBackend> {
     }
 }
 
+/// An engine with every operation of a dealing verification on the GPU and no CPU
+/// fallback: a GPU error fails the call.
+pub fn nidkg_gpu_engine() -> gpu_crypto::Engine {
+    use gpu_crypto::{BackendChoice, Engine, Fallback, NIDKG_OPERATIONS, Policy};
+    gpu();
+    let mut policy = Policy::cpu_only();
+    for op in NIDKG_OPERATIONS {
+        policy.operation_mut(op).backend = BackendChoice::Gpu;
+    }
+    policy.fallback = Fallback::Never;
+    Engine::new(policy).expect("GPU engine")
+}
+
 /// The NVRTC version found at run time. Only tests marked `#[ignore = "needs NVRTC: ..."]`
 /// call this; without NVRTC they fail with the reason.
 pub fn nvrtc() -> (i32, i32) {
