@@ -30,7 +30,13 @@ for a failing selftest.
 
 Under --backend, the operations a command runs take that backend and the others stay on \
 the CPU (so that `--backend gpu decompress` needs only a GPU decompression); --policy \
-FILE.toml sets every operation as written.";
+FILE.toml sets every operation as written.
+
+Exit status:
+  0  success (per-item rejections included); nidkg verify, verify-ic: accepted; verify-pop: valid
+  1  an error of the whole command or a failing selftest; nidkg: rejected (the component named)
+  2  nidkg: unusable input (the file named)
+  3  nidkg verify, verify-ic: no verdict (the backend failed)";
 
 #[derive(Parser)]
 #[command(

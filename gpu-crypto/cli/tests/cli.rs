@@ -776,3 +776,19 @@ fn nidkg_verify_ic_on_the_ics_published_dealing() {
     assert_eq!(pop("ic-crypto-kgen-assoc-data").status.code(), Some(0));
     assert_eq!(pop("another context").status.code(), Some(1));
 }
+
+/// `--help` ends with the exit statuses every command uses.
+#[test]
+fn help_lists_the_exit_statuses() {
+    let help = run_ok(&["--help"]);
+    let statuses = help
+        .split("Exit status:")
+        .nth(1)
+        .expect("an Exit status section");
+    for code in ["0 ", "1 ", "2 ", "3 "] {
+        assert!(
+            statuses.lines().any(|l| l.trim_start().starts_with(code)),
+            "{code}: {statuses}"
+        );
+    }
+}
