@@ -315,8 +315,8 @@ async fn attestation_route_serves_evidence_the_fleet_verifier_checks() {
     use attestation::fleet::{self, FleetOptions, NodeStatus};
     use attestation::identity::load_or_create_unsealed_key;
     use attestation::nodes::{NodeEntry, NodeList};
-    use attestation::policy::Policy;
     use attestation::parse_time;
+    use attestation::policy::Policy;
     use attestation::snp::amd::ChainVerifier;
     use attestation::test_source::TestSigner;
 
