@@ -36,6 +36,15 @@ pub enum FlashError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The bundle is signed by a key the image does not pin: its node would refuse it.
+    #[error(
+        "the bundle is signed by {signer}, which the image does not pin ({manifest} pins {pinned}): its node would refuse it"
+    )]
+    SignerNotPinned {
+        signer: String,
+        manifest: PathBuf,
+        pinned: String,
+    },
     /// The bundle's archive does not fit the configuration partition.
     #[error("the node's archive is {archive} bytes, the configuration partition {partition}")]
     ArchiveTooLarge { archive: u64, partition: u64 },
@@ -49,7 +58,10 @@ impl FlashError {
     pub fn exit_code(&self) -> u8 {
         match self {
             FlashError::Mismatch { .. } => 1,
-            FlashError::Image(_) | FlashError::Bundle(_) | FlashError::ArchiveTooLarge { .. } => 2,
+            FlashError::Image(_)
+            | FlashError::Bundle(_)
+            | FlashError::SignerNotPinned { .. }
+            | FlashError::ArchiveTooLarge { .. } => 2,
             FlashError::Target(TargetError::Refused { .. }) => 3,
             FlashError::Target(TargetError::Io { .. }) | FlashError::TargetIo { .. } => 4,
         }
@@ -96,8 +108,21 @@ fn target_io<'a>(
     }
 }
 
-/// The whole configuration region for `bundle`: its archive padded with zeros.
+/// The whole configuration region for `bundle`: its archive padded with zeros, for an image
+/// that pins the bundle's signer.
 pub fn config_region(bundle: &Bundle, manifest: &ReleaseManifest) -> Result<Vec<u8>, FlashError> {
+    if !manifest.config_signers.contains(&bundle.signer()) {
+        return Err(FlashError::SignerNotPinned {
+            signer: hex::encode(bundle.signer()),
+            manifest: manifest.path.clone(),
+            pinned: manifest
+                .config_signers
+                .iter()
+                .map(hex::encode)
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
     let archive = bundle.archive()?;
     let partition = manifest.disk_image.config_partition.size_bytes;
     if archive.len() as u64 > partition {

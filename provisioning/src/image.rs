@@ -59,6 +59,9 @@ pub struct ReleaseManifest {
     pub path: PathBuf,
     pub disk_image: DiskImage,
     pub sha256: [u8; 32],
+    /// `config.signers`: the configuration signers the image pins on its measured command
+    /// line; a node of this image applies only their bundles.
+    pub config_signers: Vec<[u8; 32]>,
 }
 
 impl ReleaseManifest {
@@ -127,6 +130,7 @@ impl ReleaseManifest {
             path: path.to_owned(),
             disk_image,
             sha256,
+            config_signers: config_signers(&json).map_err(bad)?,
         })
     }
 
@@ -261,17 +265,41 @@ fn zero_overlap(chunk: &mut [u8], start: u64, range: &std::ops::Range<u64>) {
     }
 }
 
+/// `config.signers` of a manifest: 64 hex digits each, at least one. An image that pins no
+/// signer applies no bundle, so a manifest without them cannot be flashed.
+fn config_signers(json: &serde_json::Value) -> Result<Vec<[u8; 32]>, String> {
+    let none = "no config.signers: the image pins no configuration signer, so its nodes apply \
+                no bundle (image/build --config-signer)";
+    let list = json
+        .get("config")
+        .and_then(|c| c.get("signers"))
+        .and_then(|s| s.as_array())
+        .filter(|l| !l.is_empty())
+        .ok_or(none)?;
+    list.iter()
+        .enumerate()
+        .map(|(i, v)| {
+            v.as_str()
+                .and_then(|h| hex::decode(h.trim()).ok())
+                .and_then(|b| <[u8; 32]>::try_from(b).ok())
+                .ok_or_else(|| format!("config.signers[{i}] is not 64 hex digits"))
+        })
+        .collect()
+}
+
 /// I/O block size for copying and hashing.
 pub const BLOCK: usize = 4 << 20;
 
 /// A small but genuine GPT disk image for practice and tests: protective MBR, primary and
 /// backup GPT, a `sn-root` partition filled with seeded bytes and an all-zero `sn-config`
-/// partition of `config_bytes`, plus the release manifest describing it. It holds no
+/// partition of `config_bytes`, plus the release manifest describing it (pinning
+/// `config_signers`, as image/build's does). It holds no
 /// operating system; the real image comes from `image/` (docs/operator-guide.md).
 pub fn write_test_image(
     dir: &Path,
     root_bytes: u64,
     config_bytes: u64,
+    config_signers: &[[u8; 32]],
 ) -> Result<ReleaseManifest, ImageError> {
     let image = dir.join("disk.img");
     let bad = |reason: String| ImageError::Image {
@@ -346,6 +374,7 @@ pub fn write_test_image(
     let manifest = serde_json::json!({
         "schema": MANIFEST_SCHEMA,
         "note": "TEST IMAGE from `provision test-image`: a genuine GPT layout, no operating system",
+        "config": { "signers": config_signers.iter().map(hex::encode).collect::<Vec<_>>() },
         "disk_image": {
             "file": "disk.img",
             "sha256": hex::encode(digest),

@@ -18,8 +18,9 @@ fn text(o: &Output) -> String {
     )
 }
 
-/// A test release (disk.img and its manifest) in DIR/release.
-fn test_image(dir: &Path) -> std::path::PathBuf {
+/// A test release (disk.img and its manifest pinning `signer`, hex or KEY.pub) in
+/// DIR/release.
+fn test_image(dir: &Path, signer: &str) -> std::path::PathBuf {
     let release = dir.join("release");
     let o = run(&[
         "test-image",
@@ -27,6 +28,8 @@ fn test_image(dir: &Path) -> std::path::PathBuf {
         release.to_str().unwrap(),
         "--root-mib",
         "2",
+        "--config-signer",
+        signer,
     ]);
     assert!(o.status.success(), "{}", text(&o));
     release
@@ -98,7 +101,34 @@ fn plan_flash_and_verify_as_the_operator_guide_does() {
         serde_json::from_slice(&std::fs::read(out_dir.join("plan.json")).unwrap()).unwrap();
     assert_eq!(json["n"], 13);
 
-    let release = test_image(tmp.path());
+    // An image that pins another signer: flashing refuses the bundle its node would refuse.
+    let other = test_image(
+        tmp.path(),
+        &"d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a",
+    );
+    let o = run(&[
+        "flash",
+        "--image",
+        other.join("disk.img").to_str().unwrap(),
+        "--to-file",
+        tmp.path().join("refused.img").to_str().unwrap(),
+        "--node",
+        out_dir.join("node-01").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("which the image does not pin"),
+        "{}",
+        text(&o)
+    );
+    assert!(!tmp.path().join("refused.img").exists());
+    let release = test_image(
+        tmp.path(),
+        tmp.path()
+            .join("subnet-signing-key.pem.pub")
+            .to_str()
+            .unwrap(),
+    );
     let image = release.join("disk.img");
     let target = tmp.path().join("node-01.img");
     // `provision VERB --image IMAGE --to-file TARGET --node BUNDLE`.
@@ -233,7 +263,10 @@ fn keygen_help_describes_out() {
 #[test]
 fn flash_with_a_missing_bundle_names_it_once() {
     let tmp = tempfile::tempdir().unwrap();
-    let release = test_image(tmp.path());
+    let release = test_image(
+        tmp.path(),
+        "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a",
+    );
     let missing = tmp.path().join("no-such-bundle");
     let o = run(&[
         "flash",

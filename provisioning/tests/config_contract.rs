@@ -499,11 +499,11 @@ fn flash_output_applied_by_apply_config_gives_exactly_the_plans_files() {
     let tmp = tempfile::tempdir().unwrap();
     let release = tmp.path().join("release");
     std::fs::create_dir(&release).unwrap();
-    let manifest = write_test_image(&release, 2 << 20, 16 << 20).unwrap();
     // The bundle directory as `provision plan --out` writes it, loaded as flash loads it.
     let bundle_dir = tmp.path().join("plan/node-01");
     node01().write_dir(&bundle_dir).unwrap();
     let bundle = Bundle::load_dir(&bundle_dir, &[]).unwrap();
+    let manifest = write_test_image(&release, 2 << 20, 16 << 20, &[bundle.signer()]).unwrap();
     let target = tmp.path().join("node-01.img");
     flash(
         &release.join("disk.img"),

@@ -55,8 +55,8 @@ impl Fixture {
         let image_dir = dir.path().join("release");
         std::fs::create_dir(&image_dir).unwrap();
         // 3 MiB of seeded root, a 16 MiB config partition: a 21 MiB disk.
-        let manifest = write_test_image(&image_dir, 3 << 20, 16 << 20).unwrap();
         let bundle = Bundle::load_dir(&example_bundle(dir.path()), &[]).unwrap();
+        let manifest = write_test_image(&image_dir, 3 << 20, 16 << 20, &[bundle.signer()]).unwrap();
         Fixture {
             dir,
             manifest,

@@ -159,6 +159,10 @@ enum Command {
         /// Size of the seeded root partition, MiB.
         #[arg(long, default_value_t = 8)]
         root_mib: u64,
+        /// The configuration signer the image pins, as image/build's --config-signer does:
+        /// KEY.pub from `provision keygen`, or its 64 hex digits.
+        #[arg(long, value_name = "KEY.pub|HEX")]
+        config_signer: String,
     },
 }
 
@@ -589,12 +593,17 @@ fn run(args: Args) -> Result<u8, Failure> {
                 Ok(0)
             }
         },
-        Command::TestImage { out, root_mib } => {
+        Command::TestImage {
+            out,
+            root_mib,
+            config_signer,
+        } => {
+            let signer = load_signer(&config_signer)?;
             std::fs::create_dir_all(&out)
                 .with_context(|| format!("creating {}", out.display()))
                 .map_err(fail(4))?;
-            let m =
-                write_test_image(&out, root_mib << 20, 16 << 20).map_err(|e| fail(4)(e.into()))?;
+            let m = write_test_image(&out, root_mib << 20, 16 << 20, &[signer])
+                .map_err(|e| fail(4)(e.into()))?;
             println!(
                 "wrote {} ({} bytes, SHA-256 {}) and {}; {} at {} (+{} bytes). TEST IMAGE: no operating system.",
                 out.join(&m.disk_image.file).display(),
