@@ -104,7 +104,7 @@ fn plan_flash_and_verify_as_the_operator_guide_does() {
     // An image that pins another signer: flashing refuses the bundle its node would refuse.
     let other = test_image(
         tmp.path(),
-        &"d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a",
+        "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a",
     );
     let o = run(&[
         "flash",
