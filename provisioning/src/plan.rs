@@ -55,9 +55,36 @@ pub struct ProfilePlan {
     pub with_gpu: Option<ModeFigures>,
     /// Why there are no with-GPU figures.
     pub with_gpu_unavailable: Option<String>,
+    /// What the GPU takes off the host, where there are with-GPU figures.
+    pub gpu_frees: Option<GpuSaving>,
     pub cost: NodeCost,
     /// Every benchmark entry a figure was computed from.
     pub figures_from: Vec<FigureSource>,
+}
+
+/// The host work the GPU takes off a node: the CPU path's figures minus the GPU-assisted
+/// ones.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuSaving {
+    /// Host CPU seconds of one DKG round's `2n` dealing verifications.
+    pub host_cpu_seconds_per_dkg_round: f64,
+    pub burst_threads: i64,
+    pub steady_threads: f64,
+}
+
+impl GpuSaving {
+    fn between(n: u64, cpu: &ModeFigures, gpu: &ModeFigures) -> GpuSaving {
+        let per_dealing = |m: &ModeFigures| {
+            m.dealing
+                .host_cpu_seconds
+                .unwrap_or(m.dealing.host_thread_seconds)
+        };
+        GpuSaving {
+            host_cpu_seconds_per_dkg_round: 2.0 * n as f64 * (per_dealing(cpu) - per_dealing(gpu)),
+            burst_threads: cpu.burst_threads as i64 - gpu.burst_threads as i64,
+            steady_threads: cpu.steady_threads - gpu.steady_threads,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -321,6 +348,9 @@ fn profile_plan(
         checkpoint_pool_threads: t(&pools.checkpoint),
         consensus_pool_threads: t(&pools.consensus),
         machine_threads,
+        gpu_frees: with_gpu
+            .as_ref()
+            .map(|g| GpuSaving::between(subnet.n(), &without_gpu, g)),
         without_gpu,
         with_gpu,
         with_gpu_unavailable,
@@ -567,6 +597,13 @@ pub fn render(plan: &Plan) -> String {
                     Some(false) => ", EXCEEDS the machine",
                     None => "",
                 }
+            );
+        }
+        if let Some(f) = &p.gpu_frees {
+            let _ = writeln!(
+                o,
+                "  the GPU frees: {:.2} s of host CPU per DKG round (2n dealing verifications), {} burst and {:.2} steady thread(s)",
+                f.host_cpu_seconds_per_dkg_round, f.burst_threads, f.steady_threads
             );
         }
         let c = &p.cost;

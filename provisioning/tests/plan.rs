@@ -289,6 +289,24 @@ fn thread_counts_use_the_measured_host_cpu_time() {
     let cpu = &p.profiles[0].without_gpu;
     assert_eq!(cpu.dealing.host_cpu_seconds, None);
     close(cpu.dkg.steady_threads, 0.0908544, "CPU DKG steady threads");
+    // What the GPU frees: a round's 26 dealings * (0.17472 - 0.01) s = 4.28272 s of host
+    // CPU; burst 13 - 12 = 1 thread (the checkpoint's); steady 0.0908544 - 0.0052 +
+    // 0.08192 - 0.0008192 = 0.1667552.
+    let frees = p.profiles[0].gpu_frees.as_ref().expect("with-GPU figures");
+    close(
+        frees.host_cpu_seconds_per_dkg_round,
+        4.28272,
+        "host CPU per round",
+    );
+    assert_eq!(
+        frees.burst_threads,
+        cpu.burst_threads as i64 - gpu.burst_threads as i64
+    );
+    close(
+        frees.steady_threads,
+        cpu.steady_threads - gpu.steady_threads,
+        "steady threads freed",
+    );
 }
 
 #[test]
