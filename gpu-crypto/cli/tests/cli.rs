@@ -792,3 +792,47 @@ fn help_lists_the_exit_statuses() {
         );
     }
 }
+
+/// Long work shows progress on a terminal and only its start line elsewhere: `nidkg deal`
+/// under a pseudo-terminal (util-linux `script`, part of every Debian system) draws its
+/// spinner with the elapsed time; through a pipe, standard error is the start line alone.
+#[test]
+fn progress_is_drawn_on_a_terminal_only() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("dealing.bin");
+    let command = format!("{BIN} nidkg deal --n 4 --seed 1 --out {}", out.display());
+    let tty = std::process::Command::new("script")
+        .args(["-qefc", &command, "/dev/null"])
+        .output()
+        .expect("util-linux script (a pseudo-terminal for the command)");
+    assert!(tty.status.success(), "{}", stdout(&tty));
+    let drawn = String::from_utf8_lossy(&tty.stdout);
+    assert!(
+        drawn.contains("nidkg deal: a dealing for 4 receivers"),
+        "{drawn}"
+    );
+    assert!(
+        drawn.contains("[00:00:"),
+        "no spinner on a terminal: {drawn:?}"
+    );
+    let piped = run(&[
+        "nidkg",
+        "deal",
+        "--n",
+        "4",
+        "--seed",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(piped.status.success(), "{}", stderr(&piped));
+    let said = stderr(&piped);
+    assert!(
+        said.starts_with("nidkg deal: a dealing for 4 receivers"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("[00:00:"),
+        "a spinner without a terminal: {said:?}"
+    );
+}
