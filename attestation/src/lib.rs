@@ -12,6 +12,9 @@
 //! * [`fleet`]: fetching and verifying evidence from many node agents.
 //! * [`fleet_watch`]: `attest fleet --every`: the fleet check every interval, as metrics.
 //! * [`retry`]: one evidence request, retried within a deadline with a fresh nonce per try.
+//!
+//! The types a verifier and the node agent use (the bundle and its verification, the
+//! policy, the verdict, the node list, the chain verifier) are re-exported at the root.
 
 pub mod bundle;
 pub mod collect;
@@ -26,4 +29,10 @@ pub mod retry;
 pub mod snp;
 pub mod test_source;
 
-pub use snp::amd::{fmt_unix, parse_time};
+// What most callers need, at the crate root (the modules keep the detail).
+pub use bundle::{Bundle, BundleError, ConfigBinding, verify_bundle};
+pub use fleet::{FleetOptions, NodeResult, NodeStatus};
+pub use nodes::{ExpectedNode, NodeList};
+pub use policy::{Policy, PolicyError, ReleaseManifest};
+pub use report::{Check, Outcome, Verdict};
+pub use snp::amd::{ChainVerifier, fmt_unix, parse_time};

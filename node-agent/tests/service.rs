@@ -311,13 +311,13 @@ async fn readyz_fails_when_the_selftest_failed() {
 /// verifier admits only under a policy that trusts the test root.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attestation_route_serves_evidence_the_fleet_verifier_checks() {
+    use attestation::ChainVerifier;
     use attestation::collect::{Attester, GpuSource, SnpSource};
     use attestation::fleet::{self, FleetOptions, NodeStatus};
     use attestation::identity::load_or_create_unsealed_key;
     use attestation::nodes::{NodeEntry, NodeList};
     use attestation::parse_time;
     use attestation::policy::Policy;
-    use attestation::snp::amd::ChainVerifier;
     use attestation::test_source::TestSigner;
 
     let signer = TestSigner::from_seed([7; 32]).unwrap();

@@ -7,13 +7,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use attestation::ChainVerifier;
 use attestation::bundle::{Bundle, verify_bundle};
 use attestation::fmt_unix;
 use attestation::nodes::ExpectedNode;
 use attestation::policy::Policy;
 use attestation::report::Verdict;
 use attestation::retry::{Evidence, FetchFailed, RetryPolicy, evidence_client, fetch_evidence};
-use attestation::snp::amd::ChainVerifier;
 use attestation::snp::raw::AttestationReport;
 use thiserror::Error;
 

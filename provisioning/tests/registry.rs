@@ -334,9 +334,7 @@ fn a_configuration_update_supersedes_the_bundle_and_attest_fleet_refuses_the_old
     assert_eq!(list.node[0].url, new_url);
     let fleet = |list: &NodeList| {
         let policy = Arc::new(attestation::policy::Policy::load(&policy).unwrap());
-        let chains = Arc::new(attestation::snp::amd::ChainVerifier::new(
-            policy.trust_store(),
-        ));
+        let chains = Arc::new(attestation::ChainVerifier::new(policy.trust_store()));
         let opts = FleetOptions {
             concurrency: 1,
             timeout: Duration::from_secs(30),
