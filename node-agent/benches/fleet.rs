@@ -16,10 +16,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use attestation::ChainVerifier;
 use attestation::fleet::{self, FleetOptions, NodeStatus};
 use attestation::nodes::{NodeEntry, NodeList};
 use attestation::policy::Policy;
-use attestation::snp::amd::ChainVerifier;
 use attestation::test_source::TestSigner;
 use criterion::{Criterion, criterion_group, criterion_main};
 
