@@ -17,7 +17,7 @@ use crate::params::{
     CHUNK_BITS, NUM_CHUNKS, NUM_ZK_REPETITIONS, SysParams, chunking_bound_s, chunking_bound_z,
     dealing_size,
 };
-use crate::random_scalar;
+use crate::random::random_scalar;
 use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use rand::{CryptoRng, Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;

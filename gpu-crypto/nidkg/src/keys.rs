@@ -13,7 +13,7 @@ use crate::oracle::{
     random_oracle_to_scalar,
 };
 use crate::params::{LAMBDA_H, LAMBDA_T, SysParams, epoch_bit, hash_bit};
-use crate::random_scalar;
+use crate::random::random_scalar;
 use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use rand::{CryptoRng, RngCore};
 

@@ -30,6 +30,7 @@ pub mod keys;
 pub mod msm;
 pub mod oracle;
 pub mod params;
+pub mod random;
 pub mod verify;
 
 pub use batch::{BatchOps, CpuBatchOps, PairingBatch};
@@ -41,18 +42,11 @@ pub use encoding::DealingFile;
 pub use error::{BackendError, ChunkingCheck, DealError, DecryptError, SharingCheck, VerifyError};
 pub use keys::{ReceiverPublicKey, ReceiverSecretKey, generate_receiver_key};
 pub use params::{ThresholdKind, dealing_size};
+pub use random::random_scalar;
 pub use verify::{PhaseTimes, Report, verify_dealing};
 
-use ic_bls12_381::Scalar;
-use rand::{CryptoRng, RngCore, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-
-/// A uniformly random scalar (512 random bits reduced modulo the group order).
-pub fn random_scalar<R: RngCore + CryptoRng>(rng: &mut R) -> Scalar {
-    let mut wide = [0u8; 64];
-    rng.fill_bytes(&mut wide);
-    Scalar::from_bytes_wide(&wide)
-}
 
 /// Epoch of the dealings [`deal`] creates.
 pub const DEMO_EPOCH: u32 = 1;

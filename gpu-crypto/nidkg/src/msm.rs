@@ -256,7 +256,7 @@ mod tests {
 
     fn points(n: usize, rng: &mut ChaCha20Rng) -> Vec<G1Affine> {
         (0..n)
-            .map(|_| G1Affine::from(G1Projective::generator() * crate::random_scalar(rng)))
+            .map(|_| G1Affine::from(G1Projective::generator() * crate::random::random_scalar(rng)))
             .collect()
     }
 
@@ -265,7 +265,9 @@ mod tests {
         let mut rng = ChaCha20Rng::seed_from_u64(1);
         for n in [0, 1, 2, 5, 17, 70] {
             let bases = points(n, &mut rng);
-            let mut scalars: Vec<Scalar> = (0..n).map(|_| crate::random_scalar(&mut rng)).collect();
+            let mut scalars: Vec<Scalar> = (0..n)
+                .map(|_| crate::random::random_scalar(&mut rng))
+                .collect();
             if n > 1 {
                 scalars[1] = -Scalar::one(); // the largest scalar
             }
@@ -289,9 +291,13 @@ mod tests {
     fn g2_msm_matches_naive() {
         let mut rng = ChaCha20Rng::seed_from_u64(2);
         let bases: Vec<G2Affine> = (0..9)
-            .map(|_| G2Affine::from(G2Projective::generator() * crate::random_scalar(&mut rng)))
+            .map(|_| {
+                G2Affine::from(G2Projective::generator() * crate::random::random_scalar(&mut rng))
+            })
             .collect();
-        let scalars: Vec<Scalar> = (0..9).map(|_| crate::random_scalar(&mut rng)).collect();
+        let scalars: Vec<Scalar> = (0..9)
+            .map(|_| crate::random::random_scalar(&mut rng))
+            .collect();
         let expect = bases
             .iter()
             .zip(&scalars)
