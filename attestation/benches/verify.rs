@@ -12,7 +12,7 @@ use attestation::fleet::{self, FleetOptions, NodeStatus};
 use attestation::nodes::{ExpectedNode, NodeEntry, NodeList};
 use attestation::policy::Policy;
 use attestation::snp::amd::{ChainVerifier, SuppliedChain, parse_certs};
-use attestation::snp::{self, SnpContext};
+use attestation::snp_checks::{self, SnpContext};
 use attestation::test_source::TestSigner;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
@@ -53,7 +53,7 @@ fn report_verification(c: &mut Criterion) {
     // Warm the chain cache once; every iteration then does the full report verification:
     // parse, format, cached chain lookup, ECDSA P-384 signature, cert, policy, TCB, identity.
     let mut checks = Vec::new();
-    snp::verify_report(&report, Ok(chain.clone()), &ctx, &mut checks);
+    snp_checks::verify_report(&report, Ok(chain.clone()), &ctx, &mut checks);
     assert!(
         checks
             .iter()
@@ -64,7 +64,7 @@ fn report_verification(c: &mut Criterion) {
     g.bench_function("verify_report_cached_chain", |b| {
         b.iter(|| {
             let mut checks = Vec::with_capacity(48);
-            snp::verify_report(&report, Ok(chain.clone()), &ctx, &mut checks);
+            snp_checks::verify_report(&report, Ok(chain.clone()), &ctx, &mut checks);
             checks
         })
     });
@@ -258,13 +258,13 @@ fn report_verification_cpu(c: &mut Criterion<ThreadCpuTime>) {
         now: NOW,
     };
     let mut checks = Vec::new();
-    snp::verify_report(&report, Ok(chain.clone()), &ctx, &mut checks);
+    snp_checks::verify_report(&report, Ok(chain.clone()), &ctx, &mut checks);
     let mut g = c.benchmark_group("snp_cpu");
     g.throughput(Throughput::Elements(1));
     g.bench_function("verify_report_cached_chain", |b| {
         b.iter(|| {
             let mut checks = Vec::with_capacity(48);
-            snp::verify_report(&report, Ok(chain.clone()), &ctx, &mut checks);
+            snp_checks::verify_report(&report, Ok(chain.clone()), &ctx, &mut checks);
             checks
         })
     });

@@ -11,7 +11,7 @@ use crate::nvidia::{self, GpuEvidence};
 use crate::policy::Policy;
 use crate::report::{Check, Verdict};
 use crate::snp::amd::{ChainVerifier, SuppliedChain, parse_certs};
-use crate::snp::{self, SnpContext};
+use crate::snp_checks::{self, SnpContext};
 
 /// `format` of every bundle this crate writes.
 pub const BUNDLE_FORMAT: &str = "sovereign-node-attestation-bundle-v2";
@@ -330,7 +330,7 @@ pub fn verify_bundle(
         }
     };
     let chain = supplied_chain(&bundle.snp.certificates);
-    let outcome = snp::verify_report(
+    let outcome = snp_checks::verify_report(
         &report_bytes,
         chain,
         &SnpContext {

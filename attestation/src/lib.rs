@@ -2,7 +2,8 @@
 //! AMD certificate chain, NVIDIA GPU CC reports, node key) and the governing body's
 //! verifier, which reports every check by name with pass, fail or skip.
 //!
-//! * [`snp`]: raw SEV-SNP report parsing, the AMD chain, and the report checks.
+//! * [`snp`]: raw SEV-SNP report parsing, the AMD chain, the TCB.
+//! * [`snp_checks`]: the report's checks against a policy.
 //! * [`bundle`]: the evidence bundle served at `GET /v1/attestation?nonce=`, REPORT_DATA binding,
 //!   and [`bundle::verify_bundle`].
 //! * [`collect`]: evidence collection on the node (`/dev/sev-guest`, NVML).
@@ -27,6 +28,7 @@ pub mod policy;
 pub mod report;
 pub mod retry;
 pub mod snp;
+pub mod snp_checks;
 pub mod test_source;
 
 // What most callers need, at the crate root (the modules keep the detail).

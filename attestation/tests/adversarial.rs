@@ -20,7 +20,7 @@ use attestation::policy::Policy;
 use attestation::report::{Check, Outcome, Verdict};
 use attestation::snp::amd::{AmdCert, ChainVerifier, SuppliedChain, parse_certs, parse_time};
 use attestation::snp::raw::REPORT_SIZE;
-use attestation::snp::{self, SnpContext};
+use attestation::snp_checks::{self, SnpContext};
 use attestation::test_source::TestSigner;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -157,7 +157,7 @@ fn verify_snp(
         });
     let others = parse_certs(chain).unwrap_or_default();
     let mut checks = Vec::new();
-    snp::verify_report(
+    snp_checks::verify_report(
         report,
         vcek.map(|v| SuppliedChain::from_certs(v, others)),
         &SnpContext {

@@ -9,7 +9,7 @@ use attestation::snp::amd::{
     parse_certs,
 };
 use attestation::snp::raw::{AttestationReport, REPORT_SIZE};
-use attestation::snp::{self, SnpContext};
+use attestation::snp_checks::{self, SnpContext};
 use proptest::prelude::*;
 
 fn data(path: &str) -> Vec<u8> {
@@ -73,7 +73,7 @@ proptest! {
         let policy = Policy::default_policy();
         let chains = ChainVerifier::new(policy.trust_store());
         let mut checks = Vec::new();
-        snp::verify_report(&bytes, Ok(SuppliedChain::from_certs(vcek, vec![])), &SnpContext { policy: &policy, chains: &chains, now: 1_800_000_000 }, &mut checks);
+        snp_checks::verify_report(&bytes, Ok(SuppliedChain::from_certs(vcek, vec![])), &SnpContext { policy: &policy, chains: &chains, now: 1_800_000_000 }, &mut checks);
         prop_assert!(checks.iter().any(|c| c.name == "snp.report.signature"));
     }
 
@@ -89,7 +89,7 @@ proptest! {
         let policy = Policy::default_policy();
         let chains = ChainVerifier::new(policy.trust_store());
         let mut checks = Vec::new();
-        snp::verify_report(&bytes, Ok(SuppliedChain::from_certs(vcek, vec![])), &SnpContext { policy: &policy, chains: &chains, now: 1_800_000_000 }, &mut checks);
+        snp_checks::verify_report(&bytes, Ok(SuppliedChain::from_certs(vcek, vec![])), &SnpContext { policy: &policy, chains: &chains, now: 1_800_000_000 }, &mut checks);
     }
 
     #[test]

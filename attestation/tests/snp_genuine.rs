@@ -8,7 +8,7 @@ use attestation::snp::amd::{
 };
 use attestation::snp::raw::AttestationReport;
 use attestation::snp::tcb::Product;
-use attestation::snp::{self, SnpContext};
+use attestation::snp_checks::{self, SnpContext};
 
 fn data(path: &str) -> Vec<u8> {
     let full = format!("{}/testdata/sev/{path}", env!("CARGO_MANIFEST_DIR"));
@@ -35,7 +35,7 @@ fn verify(
         .unwrap_or_default();
     let chains = ChainVerifier::new(policy.trust_store());
     let mut checks = Vec::new();
-    snp::verify_report(
+    snp_checks::verify_report(
         report,
         Ok(SuppliedChain::from_certs(vcek, others)),
         &SnpContext {
@@ -333,7 +333,7 @@ fn upstream_negatives_fail_the_targeted_check() {
     let vcek = parse_certs(&der).expect("still DER").remove(0);
     let chains = ChainVerifier::new(policy.trust_store());
     let mut checks = Vec::new();
-    snp::verify_report(
+    snp_checks::verify_report(
         &base,
         Ok(SuppliedChain::from_certs(vcek, vec![])),
         &SnpContext {
@@ -456,7 +456,7 @@ fn a_supplied_certificate_that_is_not_used_is_reported() {
     let chains = ChainVerifier::new(policy.trust_store());
     let run = |others: Vec<attestation::snp::amd::AmdCert>| {
         let mut checks = Vec::new();
-        snp::verify_report(
+        snp_checks::verify_report(
             &report,
             Ok(SuppliedChain::from_certs(vcek.clone(), others)),
             &SnpContext {
@@ -520,7 +520,7 @@ fn policy_can_require_the_author_key_to_be_absent() {
     let vcek = parse_certs(&data("trustee/test-vcek.der"))
         .unwrap()
         .remove(0);
-    snp::verify_report(
+    snp_checks::verify_report(
         mutated.as_bytes(),
         Ok(SuppliedChain::from_certs(vcek, vec![])),
         &SnpContext {

@@ -9,7 +9,7 @@ use attestation::report::{Outcome, Verdict};
 use attestation::snp::amd::{AmdCert, ChainVerifier, SuppliedChain, oid, parse_time};
 use attestation::snp::raw::{FirmwareVersion, ReportBuilder};
 use attestation::snp::tcb::{Product, TcbParts};
-use attestation::snp::{self, SnpContext};
+use attestation::snp_checks::{self, SnpContext};
 use attestation::test_source::{TestSigner, VcekSpec};
 
 /// The `config` section of a release manifest, as image/build writes it (the public key of
@@ -99,7 +99,7 @@ impl<'a> Case<'a> {
             unused: Vec::new(),
         };
         let mut checks = Vec::new();
-        snp::verify_report(
+        snp_checks::verify_report(
             &self.report,
             Ok(chain),
             &SnpContext {

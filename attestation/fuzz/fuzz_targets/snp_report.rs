@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use attestation::policy::Policy;
 use attestation::snp::amd::{ChainVerifier, SuppliedChain, parse_certs};
-use attestation::snp::{self, SnpContext};
+use attestation::snp_checks::{self, SnpContext};
 use libfuzzer_sys::fuzz_target;
 
 const VCEK: &[u8] = include_bytes!("../../testdata/sev/trustee/test-vcek.der");
@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
     let vcek = certs.remove(0);
     let (policy, chains) = verifier();
     let mut checks = Vec::new();
-    snp::verify_report(
+    snp_checks::verify_report(
         data,
         Ok(SuppliedChain::from_certs(vcek, vec![])),
         &SnpContext {

@@ -16,8 +16,9 @@ use attestation::fleet_watch::{self, RoundReport, Sources, WatchOptions};
 use attestation::nodes::{ExpectedNode, NodeEntry, NodeList};
 use attestation::policy::Policy;
 use attestation::report::Verdict;
+use attestation::snp;
 use attestation::snp::amd::{ChainVerifier, SuppliedChain, parse_certs, parse_time};
-use attestation::snp::{self, SnpContext};
+use attestation::snp_checks::{self, SnpContext};
 use clap::{Parser, Subcommand};
 
 const AFTER_HELP: &str = "\
@@ -303,7 +304,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 .map(|v| SuppliedChain::from_certs(v, others));
             let chains = ChainVerifier::new(policy.trust_store());
             let mut checks = Vec::new();
-            snp::verify_report(
+            snp_checks::verify_report(
                 &report,
                 chain,
                 &SnpContext {
