@@ -177,7 +177,7 @@ enum Command {
     Status,
     /// NI-DKG dealings at the IC's shapes (the `nidkg` crate, docs/nidkg.md).
     #[command(subcommand)]
-    Nidkg(NidkgCommand),
+    Nidkg(cli::nidkg::NidkgCommand),
     /// Measure each operation's cost on this machine (CPU path always; GPU path too under
     /// --backend gpu|auto when usable) for `provision plan --bench`.
     ///
@@ -192,67 +192,6 @@ enum Command {
         /// Smallest shapes, two timed calls each (about 15 s on 2 CPU cores), for CI.
         #[arg(long)]
         quick: bool,
-    },
-}
-
-#[derive(Subcommand)]
-pub(crate) enum NidkgCommand {
-    /// Create a dealing for n receivers (high threshold, epoch 1, dealer 0) from a seed and
-    /// write the dealing file: the context, the receivers' keys, then the dealing in the
-    /// IC's serde_cbor encoding.
-    Deal {
-        /// Number of receivers (the IC's subnets: 13, 28, 40).
-        #[arg(long)]
-        n: usize,
-        /// Seed of the receivers' keys and the dealing's randomness.
-        #[arg(long)]
-        seed: u64,
-        /// Where to write the dealing file (atomically).
-        #[arg(long, value_name = "FILE")]
-        out: PathBuf,
-    },
-    /// Verify a dealing file (deserialisation with subgroup checks, ciphertext integrity,
-    /// chunking proof, sharing proof) through the engine under `--backend` or `--policy`;
-    /// prints where each batch ran. Exit 0 accepted, 1 rejected (the failing component is
-    /// printed), 2 unusable input, 3 no verdict (the backend failed).
-    Verify {
-        /// The dealing file, or `-` for standard input.
-        file: PathBuf,
-    },
-    /// Verify a dealing in the IC's own encoding under the IC's context, as the replica's
-    /// `verify_dealing` does. Each FILE is the IC's serde_cbor encoding, binary or hex
-    /// text. Exit 0 accepted, 1 rejected (the failing component is printed), 2 unusable
-    /// input, 3 no verdict (the backend failed).
-    VerifyIc {
-        /// The dealing (the IC's `Dealing`).
-        #[arg(long, value_name = "FILE")]
-        dealing: PathBuf,
-        /// A receiver's `FsEncryptionPublicKey`; one per receiver, in index order 0..n.
-        #[arg(long = "receiver-key", value_name = "FILE", required = true)]
-        receiver_keys: Vec<PathBuf>,
-        /// The threshold: the number of public coefficients the dealing must have.
-        #[arg(long)]
-        threshold: usize,
-        /// The epoch the shares are encrypted for.
-        #[arg(long)]
-        epoch: u32,
-        /// The dealer's node index (its 4 big-endian bytes are the associated data).
-        #[arg(long)]
-        dealer_index: u32,
-    },
-    /// Verify a receiver key's proof of possession (the IC's `FsEncryptionPublicKey` and
-    /// `FsEncryptionPop`, binary or hex text) for the associated data the key was made
-    /// with. Exit 0 valid, 1 invalid, 2 unusable input.
-    VerifyPop {
-        /// The public key.
-        #[arg(long, value_name = "FILE")]
-        key: PathBuf,
-        /// The proof of possession.
-        #[arg(long, value_name = "FILE")]
-        pop: PathBuf,
-        /// The associated data, as text (the replica's is `ic-crypto-kgen-assoc-data`).
-        #[arg(long, value_name = "TEXT")]
-        associated_data: String,
     },
 }
 
