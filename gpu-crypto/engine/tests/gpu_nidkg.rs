@@ -7,7 +7,7 @@
 
 mod gpu_common;
 
-use gpu_common::{fresh_rng, nidkg_gpu_engine};
+use gpu_common::{fresh_rng, nidkg_gpu_engine, ran};
 use gpu_crypto::{NIDKG_OPERATIONS, NidkgBatchOps};
 use gpu_crypto_api::stats::Executed;
 use nidkg::{CpuBatchOps, DealingFile};
@@ -57,21 +57,16 @@ fn dealings_get_the_cpu_verdict_on_the_gpu() {
     }
     assert_eq!(rejected, 24, "every flipped bit is rejected");
     // The batches really ran on the GPU.
-    let stats = engine.stats();
     for op in NIDKG_OPERATIONS {
         assert!(
-            stats
-                .operations
-                .iter()
-                .any(|c| c.operation == op && c.executed == Executed::Gpu && c.calls > 0),
-            "{op} never ran on the GPU: {stats:?}"
+            ran(&engine, op, Executed::Gpu),
+            "{op} never ran on the GPU: {:?}",
+            engine.stats()
         );
         assert!(
-            !stats
-                .operations
-                .iter()
-                .any(|c| c.operation == op && c.executed == Executed::Cpu && c.calls > 0),
-            "{op} ran on the CPU: {stats:?}"
+            !ran(&engine, op, Executed::Cpu),
+            "{op} ran on the CPU: {:?}",
+            engine.stats()
         );
     }
 }

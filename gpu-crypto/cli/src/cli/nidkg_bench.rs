@@ -55,6 +55,10 @@ enum Mode {
     CombinedBatch,
 }
 
+/// Rows of one set of dealings: the operation, how it is verified, GPU-assisted or not,
+/// and the host thread counts.
+type Job<'a> = (&'static str, Mode, bool, &'a [usize]);
+
 /// The rows; `gpu` is the GPU-assisted engine, when one is usable.
 pub(super) fn measure(
     plan: &DealingPlan<'_>,
@@ -62,92 +66,80 @@ pub(super) fn measure(
     notes: &mut Vec<String>,
     progress: &Progress,
 ) -> anyhow::Result<Vec<BenchEntry>> {
+    let one_and_all = [1, rayon::current_num_threads()];
+    let all = [rayon::current_num_threads()];
+    let one_dealing: [Job<'_>; 4] = [
+        ("nidkg_verify", Mode::OneByOne, false, &one_and_all),
+        ("nidkg_verify", Mode::OneByOne, true, &one_and_all),
+        (
+            "nidkg_verify_combined",
+            Mode::CombinedBatch,
+            false,
+            &one_and_all,
+        ),
+        (
+            "nidkg_verify_combined",
+            Mode::CombinedBatch,
+            true,
+            &one_and_all,
+        ),
+    ];
+    let a_round: [Job<'_>; 4] = [
+        ("nidkg_dkg_round", Mode::OneByOne, false, &all),
+        ("nidkg_dkg_round_batch", Mode::CombinedBatch, false, &all),
+        ("nidkg_dkg_round", Mode::OneByOne, true, &all),
+        (
+            "nidkg_dkg_round_batch",
+            Mode::CombinedBatch,
+            true,
+            &one_and_all,
+        ),
+    ];
     let mut rows = Vec::new();
     for &n in plan.subnet_sizes {
         progress.step(format!("creating {DEALINGS_PER_SIZE} dealings, n={n}"));
         let dealings: Vec<Vec<u8>> = (0..DEALINGS_PER_SIZE)
             .map(|seed| nidkg::deal(n, seed).with_context(|| format!("dealing for n = {n}")))
             .collect::<anyhow::Result<_>>()?;
-        let first = &dealings[..1];
-        for (op, mode) in [
-            ("nidkg_verify", Mode::OneByOne),
-            ("nidkg_verify_combined", Mode::CombinedBatch),
-        ] {
-            progress.step(format!("{op} n={n}"));
-            let one_and_all = [1, rayon::current_num_threads()];
-            rows.extend(engine_rows(
-                plan,
-                (op, mode),
-                n,
-                first,
-                None,
-                &one_and_all,
-                notes,
-                progress,
-            )?);
-            if let Some(engine) = gpu {
-                rows.extend(engine_rows(
-                    plan,
-                    (op, mode),
-                    n,
-                    first,
-                    Some(engine),
-                    &one_and_all,
-                    notes,
-                    progress,
-                )?);
-            }
-        }
+        let set = (n, &dealings[..1]);
+        rows.extend(run_jobs(plan, set, gpu, &one_dealing, notes, progress)?);
         if plan.dkg_rounds {
             let round: Vec<Vec<u8>> = (0..2 * n)
                 .map(|i| dealings[i % dealings.len()].clone())
                 .collect();
-            progress.step(format!("nidkg_dkg_round n={n} ({} dealings)", round.len()));
-            let all = [rayon::current_num_threads()];
-            let one_and_all = [1, rayon::current_num_threads()];
-            rows.extend(engine_rows(
-                plan,
-                ("nidkg_dkg_round", Mode::OneByOne),
-                n,
-                &round,
-                None,
-                &all,
-                notes,
-                progress,
-            )?);
-            rows.extend(engine_rows(
-                plan,
-                ("nidkg_dkg_round_batch", Mode::CombinedBatch),
-                n,
-                &round,
-                None,
-                &all,
-                notes,
-                progress,
-            )?);
-            if let Some(engine) = gpu {
-                rows.extend(engine_rows(
-                    plan,
-                    ("nidkg_dkg_round", Mode::OneByOne),
-                    n,
-                    &round,
-                    Some(engine),
-                    &all,
-                    notes,
-                    progress,
-                )?);
-                rows.extend(engine_rows(
-                    plan,
-                    ("nidkg_dkg_round_batch", Mode::CombinedBatch),
-                    n,
-                    &round,
-                    Some(engine),
-                    &one_and_all,
-                    notes,
-                    progress,
-                )?);
-            }
+            rows.extend(run_jobs(plan, (n, &round), gpu, &a_round, notes, progress)?);
         }
+    }
+    Ok(rows)
+}
+
+/// The rows of `jobs` on the dealings of a subnet of `n`; GPU jobs only with an engine.
+fn run_jobs(
+    plan: &DealingPlan<'_>,
+    (n, dealings): (usize, &[Vec<u8>]),
+    gpu: Option<&Engine>,
+    jobs: &[Job<'_>],
+    notes: &mut Vec<String>,
+    progress: &Progress,
+) -> anyhow::Result<Vec<BenchEntry>> {
+    let mut rows = Vec::new();
+    for &(op, mode, on_gpu, threads) in jobs {
+        let engine = match (on_gpu, gpu) {
+            (false, _) => None,
+            (true, Some(engine)) => Some(engine),
+            (true, None) => continue,
+        };
+        progress.step(format!("{op} n={n} ({} dealing(s))", dealings.len()));
+        rows.extend(engine_rows(
+            plan,
+            (op, mode),
+            n,
+            dealings,
+            engine,
+            threads,
+            notes,
+            progress,
+        )?);
     }
     Ok(rows)
 }

@@ -34,6 +34,19 @@ pub fn nidkg_gpu_engine() -> gpu_crypto::Engine {
     Engine::new(policy).expect("GPU engine")
 }
 
+/// Whether `engine` ran operation `op` on `on` at least once.
+pub fn ran(
+    engine: &gpu_crypto::Engine,
+    op: gpu_crypto::Operation,
+    on: gpu_crypto_api::stats::Executed,
+) -> bool {
+    engine
+        .stats()
+        .operations
+        .iter()
+        .any(|c| c.operation == op && c.executed == on && c.calls > 0)
+}
+
 /// The NVRTC version found at run time. Only tests marked `#[ignore = "needs NVRTC: ..."]`
 /// call this; without NVRTC they fail with the reason.
 pub fn nvrtc() -> (i32, i32) {
