@@ -19,20 +19,9 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The cdylib cargo built for the gpu-crypto dependency (as tests/load.rs finds it).
-fn built_cdylib() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    let deps = exe.parent().expect("deps dir");
-    let candidates = [
-        deps.join("libgpu_crypto.so"),
-        deps.parent().expect("profile dir").join("libgpu_crypto.so"),
-    ];
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .unwrap_or_else(|| panic!("libgpu_crypto.so not built; looked at {candidates:?}"))
-}
+mod common;
+
+use common::built_cdylib;
 
 /// Every operation on `auto` with a crossover of 1: the GPU for every batch where one is
 /// usable.

@@ -7,24 +7,12 @@ use gpu_crypto::{
 use gpu_crypto_client::{Client, ClientError, ClientStatus};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-/// The cdylib cargo built for the gpu-crypto dependency: in target/<profile>/deps next to
-/// this test binary, or one level up.
-fn built_cdylib() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    let deps = exe.parent().expect("deps dir");
-    let candidates = [
-        deps.join("libgpu_crypto.so"),
-        deps.parent().expect("profile dir").join("libgpu_crypto.so"),
-    ];
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .unwrap_or_else(|| panic!("libgpu_crypto.so not built; looked at {candidates:?}"))
-}
+mod common;
+
+use common::built_cdylib;
 
 fn random_point(rng: &mut ChaCha20Rng) -> G1Affine {
     G1Affine::from(G1Affine::generator() * nidkg::random_scalar(rng))
