@@ -732,7 +732,9 @@ fn ed25519_public_key(hex_key: &str) -> Option<[u8; 32]> {
     Some(key)
 }
 
-fn manifest_config_signers(json: &serde_json::Value) -> Result<Vec<[u8; 32]>, String> {
+/// `config.signers` of a release manifest: the Ed25519 keys the image pins, at least one
+/// (`provision flash` reads them too).
+pub fn manifest_config_signers(json: &serde_json::Value) -> Result<Vec<[u8; 32]>, String> {
     let none = "no config.signers: the image pins no configuration signer, so its nodes \
                 apply no bundle (image/build --config-signer)";
     let list = json

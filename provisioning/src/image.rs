@@ -130,7 +130,7 @@ impl ReleaseManifest {
             path: path.to_owned(),
             disk_image,
             sha256,
-            config_signers: config_signers(&json).map_err(bad)?,
+            config_signers: attestation::policy::manifest_config_signers(&json).map_err(bad)?,
         })
     }
 
@@ -263,28 +263,6 @@ fn zero_overlap(chunk: &mut [u8], start: u64, range: &std::ops::Range<u64>) {
             part.fill(0);
         }
     }
-}
-
-/// `config.signers` of a manifest: 64 hex digits each, at least one. An image that pins no
-/// signer applies no bundle, so a manifest without them cannot be flashed.
-fn config_signers(json: &serde_json::Value) -> Result<Vec<[u8; 32]>, String> {
-    let none = "no config.signers: the image pins no configuration signer, so its nodes apply \
-                no bundle (image/build --config-signer)";
-    let list = json
-        .get("config")
-        .and_then(|c| c.get("signers"))
-        .and_then(|s| s.as_array())
-        .filter(|l| !l.is_empty())
-        .ok_or(none)?;
-    list.iter()
-        .enumerate()
-        .map(|(i, v)| {
-            v.as_str()
-                .and_then(|h| hex::decode(h.trim()).ok())
-                .and_then(|b| <[u8; 32]>::try_from(b).ok())
-                .ok_or_else(|| format!("config.signers[{i}] is not 64 hex digits"))
-        })
-        .collect()
 }
 
 /// I/O block size for copying and hashing.
