@@ -66,15 +66,50 @@ def members(region):
     return out
 
 
+def octal(value, width):
+    """A numeric ustar field as the writer (Rust's tar crate) fills it: width - 1 octal
+    digits, then NUL."""
+    return b"%0*o\0" % (width - 1, value)
+
+
+def writer_header(info):
+    """The 512-byte ustar header the sn-config writer makes for a member of this name, size
+    and type: mode 0644, uid/gid 0, mtime 0, empty owner names and device fields, the
+    checksum as seven octal digits and NUL. Python's tarfile writes the checksum and the
+    device fields differently, and the node's reader refuses any header that is not the
+    writer's, before it looks at the member's name: a mutation made with tarfile would be
+    refused for its header instead of for what the test changed."""
+    name = info.name.encode()
+    link = info.linkname.encode()
+    size = info.size if info.isreg() else 0
+    header = bytearray(512)
+    header[0 : len(name)] = name
+    header[100:108] = octal(0o644, 8)
+    header[108:116] = octal(0, 8)
+    header[116:124] = octal(0, 8)
+    header[124:136] = octal(size, 12)
+    header[136:148] = octal(0, 12)
+    header[148:156] = b" " * 8
+    header[156:157] = info.type
+    header[157 : 157 + len(link)] = link
+    header[257:263] = b"ustar\0"
+    header[263:265] = b"00"
+    header[148:156] = octal(sum(header), 8)
+    return bytes(header)
+
+
 def write_archive(entries, size):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:", format=tarfile.USTAR_FORMAT) as tar:
-        for info, data in entries:
-            tar.addfile(info, io.BytesIO(data) if info.isreg() else None)
-    archive = buf.getvalue()
-    if len(archive) > size:
-        sys.exit(f"archive of {len(archive)} bytes does not fit the partition ({size})")
-    return archive + bytes(size - len(archive))
+    """The members in the writer's header form, the end-of-archive marker, then zeros to
+    the partition's size."""
+    out = bytearray()
+    for info, data in entries:
+        out += writer_header(info)
+        if info.isreg():
+            out += data + bytes(-len(data) % 512)
+    out += bytes(1024)
+    if len(out) > size:
+        sys.exit(f"archive of {len(out)} bytes does not fit the partition ({size})")
+    return bytes(out) + bytes(size - len(out))
 
 
 def regular(name, data):
@@ -93,6 +128,9 @@ def mutate(disk, offset, size, kind):
         names = [i.name for i, _ in entries]
         if "node.toml" not in names:
             sys.exit(f"no node.toml in the flashed partition (members: {names})")
+        if write_archive(entries, size) != region:
+            sys.exit("the flashed partition is not what write_archive makes of its members: "
+                     "the mutations would not be in the writer's form")
         if kind == "flip":
             # One byte of node.toml's content: the archive stays well formed, the
             # checksum in SHA256SUMS no longer matches.
