@@ -17,6 +17,8 @@
 //! The types a verifier and the node agent use (the bundle and its verification, the
 //! policy, the verdict, the node list, the chain verifier) are re-exported at the root.
 
+#![warn(missing_docs)]
+
 pub mod bundle;
 pub mod collect;
 pub mod fleet;

@@ -24,6 +24,8 @@
 //!   what the node agent's probe fills in; every unknown value is a [`Fact::Unknown`]
 //!   carrying the reason.
 
+#![warn(missing_docs)]
+
 pub mod cpulist;
 pub mod error;
 pub mod facts;

@@ -15,6 +15,8 @@
 //! * [`registry`]: the governing body's append-only, hash-chained registry.
 //! * [`enroll`]: fetch evidence with a fresh nonce, verify, decide, record.
 
+#![warn(missing_docs)]
+
 pub mod bench;
 pub mod enroll;
 pub mod flash;

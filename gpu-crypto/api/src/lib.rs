@@ -11,6 +11,8 @@
 //! - [`bench`]: the benchmark document of `gpu-crypto bench --json`;
 //! - [`runtime_config`]: the replica's runtime configuration file.
 
+#![warn(missing_docs)]
+
 pub mod abi;
 pub mod bench;
 pub mod domain_separator;

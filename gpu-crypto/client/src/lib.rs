@@ -11,6 +11,8 @@
 //! [`hooks`] is what the replica's patched call sites call: one safe function per call
 //! site, answering with the GPU's result or "run your own CPU code", counted.
 
+#![warn(missing_docs)]
+
 use gpu_crypto::{Engine, G1Affine, G1Projective, G2Affine, MsmInput, PairingProducts};
 use gpu_crypto_api::abi::{self, ABI_VERSION, Status};
 use gpu_crypto_api::{

@@ -15,6 +15,8 @@
 //! benches). The CUDA backend itself is private: other crates reach the GPU through
 //! [`Engine`].
 
+#![warn(missing_docs)]
+
 pub mod corpus;
 mod counters;
 pub mod cpu;

@@ -58,6 +58,8 @@
 //! then [`Manifest::write_json`] and [`Manifest::root_hash`]. Errors are [`ManifestError`],
 //! whose messages name the offending entry.
 
+#![warn(missing_docs)]
+
 mod compute;
 mod encode;
 mod hash;

@@ -18,6 +18,8 @@
 //!
 //! [`deal`] and [`verify`] are the entry points of the `gpu-crypto nidkg` subcommands.
 
+#![warn(missing_docs)]
+
 pub mod batch;
 pub mod combined;
 pub mod component;

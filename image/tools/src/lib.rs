@@ -6,5 +6,7 @@
 //! * [`kernels`]: the CUDA kernels compiled to cubins for each GPU architecture, written in
 //!   gpu-crypto's own on-disk cache format so that a node never compiles kernels at boot.
 
+#![warn(missing_docs)]
+
 pub mod kernels;
 pub mod launch;

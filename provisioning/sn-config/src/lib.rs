@@ -23,6 +23,8 @@
 //! location, the evidence source, the state directory, listeners) are not part of it and
 //! cannot be: `node.toml` has no such fields and unknown fields are refused.
 
+#![warn(missing_docs)]
+
 pub mod apply;
 pub mod archive;
 pub mod bundle;
