@@ -13,59 +13,75 @@ pub const MAX_CPU_ID: u32 = 8191;
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CpuSet(BTreeSet<u32>);
 
+/// Why a cpulist does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CpuListError {
+    /// The list names no CPU.
     #[error("empty CPU list")]
     Empty,
+    /// An item (quoted) that is neither `N` nor `N-M`.
     #[error("`{0}` is not a CPU id or range")]
     BadItem(String),
+    /// A range `N-M` (quoted) with `M < N`.
     #[error("range `{0}` ends before it starts")]
     Reversed(String),
+    /// A CPU id above [`MAX_CPU_ID`].
     #[error("CPU id {0} is above the kernel's maximum {MAX_CPU_ID}")]
     TooLarge(u32),
 }
 
 impl CpuSet {
+    /// The empty set.
     pub fn new() -> Self {
         CpuSet::default()
     }
 
+    /// Number of CPUs in the set.
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
+    /// Whether the set names no CPU.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// Whether `cpu` is in the set.
     pub fn contains(&self, cpu: u32) -> bool {
         self.0.contains(&cpu)
     }
 
+    /// Adds `cpu` (no effect when present).
     pub fn insert(&mut self, cpu: u32) {
         self.0.insert(cpu);
     }
 
+    /// The highest CPU id; `None` for the empty set.
     pub fn max(&self) -> Option<u32> {
         self.0.last().copied()
     }
 
+    /// The CPU ids in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         self.0.iter().copied()
     }
 
+    /// The CPUs in both sets.
     pub fn intersection(&self, other: &CpuSet) -> CpuSet {
         CpuSet(self.0.intersection(&other.0).copied().collect())
     }
 
+    /// The CPUs of `self` that are not in `other`.
     pub fn difference(&self, other: &CpuSet) -> CpuSet {
         CpuSet(self.0.difference(&other.0).copied().collect())
     }
 
+    /// Whether every CPU of `self` is in `other`.
     pub fn is_subset(&self, other: &CpuSet) -> bool {
         self.0.is_subset(&other.0)
     }
 
+    /// The CPU ids in ascending order.
     pub fn to_vec(&self) -> Vec<u32> {
         self.0.iter().copied().collect()
     }

@@ -1,3 +1,5 @@
+//! Why a profile file is rejected, and why a selection fails.
+
 use crate::mismatch::Mismatch;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -7,8 +9,11 @@ use std::path::PathBuf;
 /// A place in a profile file (1-based line and column).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Location {
+    /// The file's name as given to the parser (`embedded:<name>.toml` for embedded ones).
     pub file: String,
+    /// 1-based line.
     pub line: usize,
+    /// 1-based column, in characters.
     pub column: usize,
 }
 
@@ -27,6 +32,7 @@ impl Location {
         }
     }
 
+    /// The location of the start of `span` (byte offsets into `source`).
     pub fn of_span(file: &str, source: &str, span: Range<usize>) -> Location {
         Location::at(file, source, span.start)
     }
@@ -64,32 +70,48 @@ pub enum InvalidKind {
     Inconsistent,
 }
 
+/// Why a profile, or a set of profiles, could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
+    /// A file that is not a valid profile.
     #[error("{location}: {reason}")]
     Invalid {
+        /// The offending value (or, for TOML errors, where the parser stopped).
         location: Location,
+        /// The class of problem.
         kind: InvalidKind,
+        /// What is wrong, in words.
         reason: String,
     },
+    /// A profile directory or file that could not be read.
     #[error("{path}: {source}")]
     Io {
+        /// The directory or file.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// Two files of one set define the same profile name.
     #[error("{location}: profile name `{name}` is already defined in {first_file}")]
     DuplicateName {
+        /// The second definition's name.
         location: Location,
+        /// The name defined twice.
         name: String,
+        /// The file of the first definition.
         first_file: String,
     },
+    /// More than one development default in one set.
     #[error(
         "{location}: a second development default (`{name}`); `{first}` is one already, a set has at most one"
     )]
     SecondDefault {
+        /// Where the second profile sets `development_default`.
         location: Location,
+        /// The second default's name.
         name: String,
+        /// The first default's name.
         first: String,
     },
 }
@@ -105,6 +127,7 @@ impl ProfileError {
         }
     }
 
+    /// The class of problem of an [`ProfileError::Invalid`] file; `None` otherwise.
     pub fn kind(&self) -> Option<InvalidKind> {
         match self {
             ProfileError::Invalid { kind, .. } => Some(*kind),
@@ -116,19 +139,26 @@ impl ProfileError {
 /// Why a selection failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SelectError {
+    /// The pinned name is not in the set.
     #[error("pinned profile `{name}` does not exist (profiles: {})", available.join(", "))]
     UnknownPin {
+        /// The pinned name.
         name: String,
+        /// Every profile name of the set, sorted.
         available: Vec<String>,
     },
+    /// The pinned profile does not match and the pin is not forced.
     #[error(
         "pinned profile `{name}` does not match this machine ({}); pin it with force to use it anyway",
         mismatches.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("; ")
     )]
     PinMismatch {
+        /// The pinned name.
         name: String,
+        /// Every criterion the machine does not meet.
         mismatches: Vec<Mismatch>,
     },
+    /// No profile matches and the set has no development default.
     #[error("no profile matches this machine and the set has no development default")]
     NoMatch {
         /// Every profile with the reasons it did not match.

@@ -10,15 +10,19 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Fact<T> {
+    /// The value the probe read.
     Known(T),
+    /// Why the probe could not read it.
     Unknown(String),
 }
 
 impl<T> Fact<T> {
+    /// An unknown value, with the reason.
     pub fn unknown(reason: impl Into<String>) -> Self {
         Fact::Unknown(reason.into())
     }
 
+    /// The value, when known.
     pub fn known(&self) -> Option<&T> {
         match self {
             Fact::Known(value) => Some(value),
@@ -26,6 +30,7 @@ impl<T> Fact<T> {
         }
     }
 
+    /// Applies `f` to a known value; an unknown one keeps its reason.
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Fact<U> {
         match self {
             Fact::Known(value) => Fact::Known(f(value)),
@@ -55,32 +60,41 @@ impl<T: fmt::Display> fmt::Display for Fact<T> {
 /// Everything the profiles are matched against.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MachineFacts {
+    /// The processors.
     pub cpu: CpuFacts,
     /// `MemTotal` of /proc/meminfo (usable RAM, below the installed size).
     pub memory_total_bytes: Fact<u64>,
+    /// Where the machine stands with SEV-SNP.
     pub sev_snp: SevSnpFacts,
+    /// NVML and the GPUs.
     pub gpus: GpuInventory,
 }
 
 impl MachineFacts {
+    /// `memory_total_bytes` in whole GiB, rounded down (what `memory_gib` criteria see).
     pub fn memory_gib(&self) -> Fact<u64> {
         self.memory_total_bytes.clone().map(|bytes| bytes >> 30)
     }
 }
 
+/// The processors, from /proc/cpuinfo and /sys/devices/system/cpu.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CpuFacts {
     /// `vendor_id`: "AuthenticAMD", "GenuineIntel".
     pub vendor: Fact<String>,
     /// `model name` of the first processor.
     pub model_name: Fact<String>,
+    /// `cpu family` of the first processor.
     pub family: Fact<u32>,
+    /// `model` (the number) of the first processor.
     pub model: Fact<u32>,
     /// Online logical CPUs (/sys/devices/system/cpu/online).
     pub online_cpus: Fact<CpuSet>,
     /// Distinct (package, core) pairs among the online CPUs.
     pub physical_cores: Fact<u32>,
+    /// Distinct physical packages among the online CPUs.
     pub sockets: Fact<u32>,
+    /// Online NUMA nodes (/sys/devices/system/node/online).
     pub numa_nodes: Fact<u32>,
     /// True when the `hypervisor` CPU flag is set: this is a virtual machine.
     pub hypervisor: bool,
@@ -91,19 +105,28 @@ pub struct CpuFacts {
 }
 
 impl CpuFacts {
+    /// How many CPUs are online (what `logical_cpus` criteria see).
     pub fn logical_cpus(&self) -> Fact<u32> {
         self.online_cpus.clone().map(|set| set.len() as u32)
     }
 }
 
+/// CPU flags the crypto paths can use (each true when /proc/cpuinfo lists it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct CpuFeatures {
+    /// SHA extensions (`sha_ni`): hardware SHA-256.
     pub sha_ni: bool,
+    /// `adx`: add-with-carry instructions for multi-precision arithmetic.
     pub adx: bool,
+    /// `bmi2`: `mulx` and friends for multi-precision arithmetic.
     pub bmi2: bool,
+    /// `avx2`: 256-bit integer vectors.
     pub avx2: bool,
+    /// `avx512f`: AVX-512 foundation.
     pub avx512f: bool,
+    /// `avx512ifma`: 52-bit integer fused multiply-add.
     pub avx512ifma: bool,
+    /// `vaes`: vector AES.
     pub vaes: bool,
 }
 
@@ -122,6 +145,7 @@ pub enum SevSnpState {
 }
 
 impl SevSnpState {
+    /// The profile's spelling: `guest`, `host` or `absent`.
     pub fn name(self) -> &'static str {
         match self {
             SevSnpState::Guest => "guest",
@@ -137,8 +161,10 @@ impl fmt::Display for SevSnpState {
     }
 }
 
+/// What the probe saw of SEV-SNP, and its conclusion.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SevSnpFacts {
+    /// The conclusion drawn from the observations below.
     pub state: SevSnpState,
     /// /dev/sev-guest exists.
     pub guest_device: bool,
@@ -153,6 +179,7 @@ pub struct SevSnpFacts {
 /// NVML and the GPUs it sees.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuInventory {
+    /// Whether NVML could be loaded and initialised.
     pub nvml: NvmlStatus,
     /// The GPUs NVML lists (empty without NVML).
     pub gpus: Vec<GpuFacts>,
@@ -161,6 +188,7 @@ pub struct GpuInventory {
     pub pci_nvidia: Vec<PciDevice>,
 }
 
+/// One PCI device, as /sys/bus/pci/devices shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PciDevice {
     /// e.g. "0000:01:00.0".
@@ -215,28 +243,36 @@ impl GpuInventory {
     }
 }
 
+/// Whether NVML is usable.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum NvmlStatus {
+    /// NVML initialised; its GPU list is authoritative.
     Available {
         /// Kernel driver version, e.g. "580.95.05". The CUDA driver API version is not
         /// probed here: asking NVML for it loads libcuda.so into the caller, and the
         /// daemon keeps CUDA out of its address space (the GPU selftest child reports it).
         driver_version: Fact<String>,
     },
+    /// NVML could not be loaded or initialised.
     Absent {
+        /// Why.
         reason: String,
     },
 }
 
+/// One GPU as NVML reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GpuFacts {
     /// NVML device index.
     pub index: u32,
     /// e.g. "NVIDIA H200", "NVIDIA RTX PRO 6000 Blackwell Server Edition".
     pub name: Fact<String>,
+    /// NVML's UUID, `GPU-...`.
     pub uuid: Fact<String>,
+    /// PCI address, e.g. "00000000:01:00.0".
     pub pci_bus_id: Fact<String>,
+    /// Total device memory in bytes.
     pub memory_total_bytes: Fact<u64>,
     /// CUDA compute capability, "major.minor".
     pub compute_capability: Fact<String>,
@@ -248,10 +284,12 @@ pub struct GpuFacts {
     pub cc_dev_tools_mode: Fact<bool>,
     /// CC GPUs ready state: accepting work (only meaningful with CC on).
     pub cc_ready: Fact<bool>,
+    /// ECC memory is on (current mode).
     pub ecc_enabled: Fact<bool>,
 }
 
 impl GpuFacts {
+    /// `memory_total_bytes` in whole GiB, rounded down (what `gpu_memory_gib` sees).
     pub fn memory_gib(&self) -> Fact<u64> {
         self.memory_total_bytes.clone().map(|bytes| bytes >> 30)
     }

@@ -8,7 +8,9 @@ use std::fmt;
 pub struct Mismatch {
     /// The `[match]` key, or `pools.<pool>.cpus`.
     pub criterion: String,
+    /// What the profile asks for, as text (a range, a quoted pattern, a value).
     pub expected: String,
+    /// What the machine has, or why it is unknown.
     pub found: String,
 }
 

@@ -139,6 +139,7 @@ pub enum GpuRequirement {
 }
 
 impl GpuRequirement {
+    /// The profile's spelling: `required`, `preferred` or `off`.
     pub fn name(self) -> &'static str {
         match self {
             GpuRequirement::Required => "required",
@@ -157,11 +158,14 @@ impl fmt::Display for GpuRequirement {
 /// An inclusive range of counts; either end may be open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CountRange {
+    /// The smallest accepted count; `None`: no lower bound.
     pub min: Option<u64>,
+    /// The largest accepted count; `None`: no upper bound.
     pub max: Option<u64>,
 }
 
 impl CountRange {
+    /// Whether `min <= value <= max` for the ends that are set.
     pub fn contains(&self, value: u64) -> bool {
         self.min.is_none_or(|min| value >= min) && self.max.is_none_or(|max| value <= max)
     }
@@ -188,6 +192,7 @@ pub struct ModelPattern {
 }
 
 impl ModelPattern {
+    /// Compiles `text`; fails where it is not a valid glob pattern.
     pub fn new(text: &str) -> Result<ModelPattern, glob::PatternError> {
         Ok(ModelPattern {
             text: text.to_string(),
@@ -195,6 +200,7 @@ impl ModelPattern {
         })
     }
 
+    /// Whether the whole of `candidate` (surrounding whitespace trimmed) matches, ignoring case.
     pub fn matches(&self, candidate: &str) -> bool {
         let options = glob::MatchOptions {
             case_sensitive: false,
@@ -204,6 +210,7 @@ impl ModelPattern {
         self.pattern.matches_with(candidate.trim(), options)
     }
 
+    /// The pattern as written in the profile.
     pub fn as_str(&self) -> &str {
         &self.text
     }
@@ -227,17 +234,23 @@ impl fmt::Display for ModelPattern {
 pub struct MatchCriteria {
     /// Exact `vendor_id` ("AuthenticAMD", "GenuineIntel").
     pub cpu_vendor: Option<String>,
+    /// Pattern on the first processor's `model name`.
     pub cpu_model: Option<ModelPattern>,
+    /// Distinct (package, core) pairs among the online CPUs.
     pub physical_cores: Option<CountRange>,
+    /// Online CPUs; a pool that pins CPUs needs a `max`.
     pub logical_cpus: Option<CountRange>,
     /// MemTotal in whole GiB (rounded down).
     pub memory_gib: Option<CountRange>,
+    /// The machine's SEV-SNP state.
     pub sev_snp: Option<SevSnpState>,
     /// Number of GPUs that satisfy the per-GPU criteria below (all GPUs when none is set).
     pub gpu_count: Option<CountRange>,
+    /// Pattern on the GPU's NVML name.
     pub gpu_model: Option<ModelPattern>,
     /// GPU memory in whole GiB (rounded down).
     pub gpu_memory_gib: Option<CountRange>,
+    /// Whether the GPU can run in confidential-compute mode.
     pub gpu_cc_capable: Option<bool>,
 }
 
@@ -261,6 +274,7 @@ impl MatchCriteria {
         .count()
     }
 
+    /// Whether a per-GPU criterion (model, memory, CC capability) is set.
     pub fn has_gpu_criteria(&self) -> bool {
         self.gpu_model.is_some() || self.gpu_memory_gib.is_some() || self.gpu_cc_capable.is_some()
     }
@@ -271,13 +285,16 @@ impl MatchCriteria {
 pub struct Requirements {
     /// The replica must run inside a SEV-SNP guest.
     pub sev_snp: bool,
+    /// Whether the node needs, prefers or never opens the GPU.
     pub gpu: GpuRequirement,
     /// The GPU must be in confidential-compute mode (on, production, accepting work).
     pub gpu_cc: bool,
 }
 
+/// One of the replica's thread pools, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThreadPool {
+    /// Threads, 1 to [`MAX_POOL_THREADS`]; equal to the CPU count of a pinned compute pool.
     pub threads: u32,
     /// None: not pinned (the scheduler places the threads).
     pub cpus: Option<CpuSet>,
@@ -285,17 +302,25 @@ pub struct ThreadPool {
     pub location: Location,
 }
 
+/// All six of the replica's thread pools; pinned pools never share a CPU.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThreadPools {
+    /// [`PoolKind::Consensus`].
     pub consensus: ThreadPool,
+    /// [`PoolKind::Execution`].
     pub execution: ThreadPool,
+    /// [`PoolKind::Query`].
     pub query: ThreadPool,
+    /// [`PoolKind::Idkg`].
     pub idkg: ThreadPool,
+    /// [`PoolKind::Checkpoint`].
     pub checkpoint: ThreadPool,
+    /// [`PoolKind::P2pHttp`].
     pub p2p_http: ThreadPool,
 }
 
 impl ThreadPools {
+    /// The pool of `kind`.
     pub fn get(&self, kind: PoolKind) -> &ThreadPool {
         match kind {
             PoolKind::Consensus => &self.consensus,
@@ -307,6 +332,7 @@ impl ThreadPools {
         }
     }
 
+    /// Every pool with its kind, in [`PoolKind::ALL`] order.
     pub fn iter(&self) -> impl Iterator<Item = (PoolKind, &ThreadPool)> {
         PoolKind::ALL.into_iter().map(|kind| (kind, self.get(kind)))
     }
@@ -315,9 +341,13 @@ impl ThreadPools {
 /// Inputs of the cost telemetry.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CostInputs {
+    /// Purchase price of the machine in EUR, 0 to 10,000,000.
     pub capex_eur: f64,
+    /// Months the purchase price is spread over, 1 to 240.
     pub amortisation_months: u32,
+    /// Electricity price in EUR per kWh, above 0 and at most 10.
     pub power_price_eur_per_kwh: f64,
+    /// Expected average power draw in watts, above 0 and at most 20,000.
     pub expected_watts: f64,
 }
 
@@ -337,7 +367,9 @@ impl CostInputs {
 /// A validated hardware profile.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Profile {
+    /// The name to pin it by: lowercase letters, digits and `-`.
     pub name: String,
+    /// Free text for operators.
     pub description: String,
     /// The file it was read from (`embedded:<name>.toml` for embedded ones).
     pub source: String,
@@ -345,10 +377,15 @@ pub struct Profile {
     pub development_default: bool,
     /// Where `development_default` is set in the file.
     pub development_default_at: Option<Location>,
+    /// `[match]`: how to recognise the machine (empty for a development default).
     pub criteria: MatchCriteria,
+    /// `[require]`: what must hold for the node to be ready.
     pub requirements: Requirements,
+    /// `[crypto]`: the backend policy.
     pub crypto: Policy,
+    /// `[pools]`: the replica's thread pools.
     pub pools: ThreadPools,
+    /// `[cost]`: inputs of the cost telemetry.
     pub cost: CostInputs,
 }
 
@@ -388,6 +425,14 @@ fn classify_toml_error(message: &str) -> InvalidKind {
     } else {
         InvalidKind::Syntax
     }
+}
+
+/// What a profile says about its machine that pinned pool CPUs are checked against.
+struct PoolMachine {
+    /// `[match] logical_cpus`'s max: every pinned CPU is below it.
+    logical_cpus_max: Option<u64>,
+    /// Where `[match]` is, for the error when `logical_cpus` has no max.
+    criteria_span: Option<Range<usize>>,
 }
 
 struct Validator<'a> {
@@ -644,98 +689,21 @@ impl Validator<'_> {
         })
     }
 
+    /// Every thread pool, in the order consensus, execution, query, idkg, checkpoint,
+    /// p2p_http; the first invalid one is the error.
     fn pools(
         &self,
         raw: &RawPools,
         raw_criteria: &Option<Spanned<RawMatch>>,
         criteria: &MatchCriteria,
     ) -> Result<ThreadPools, ProfileError> {
-        let mut taken: Vec<(PoolKind, CpuSet)> = Vec::new();
-        let machine_cpus = criteria.logical_cpus.and_then(|range| range.max);
-        let mut pool = |kind: PoolKind,
-                        raw: &Spanned<RawPool>|
-         -> Result<ThreadPool, ProfileError> {
-            let threads = *raw.get_ref().threads.get_ref();
-            if !(1..=MAX_POOL_THREADS).contains(&threads) {
-                return Err(self.error(
-                    raw.get_ref().threads.span(),
-                    InvalidKind::OutOfRange,
-                    format!("pools.{kind}.threads {threads} is outside 1..={MAX_POOL_THREADS}"),
-                ));
-            }
-            let Some(cpus_text) = &raw.get_ref().cpus else {
-                return Ok(ThreadPool {
-                    threads: threads as u32,
-                    cpus: None,
-                    location: self.location(raw.span()),
-                });
-            };
-            let span = cpus_text.span();
-            let cpus: CpuSet = cpus_text.get_ref().parse().map_err(|err| {
-                self.error(
-                    span.clone(),
-                    InvalidKind::BadSyntaxValue,
-                    format!("pools.{kind}.cpus `{}`: {err}", cpus_text.get_ref()),
-                )
-            })?;
-            let size = cpus.len() as u64;
-            if kind.threads_must_equal_cpus() && threads != size {
-                return Err(self.error(
-                    span,
-                    InvalidKind::PoolSizeMismatch,
-                    format!(
-                        "pools.{kind}: {threads} threads on {size} CPUs ({cpus}); a compute pool runs one thread per pinned CPU"
-                    ),
-                ));
-            }
-            if !kind.threads_must_equal_cpus() && threads < size {
-                return Err(self.error(
-                    span,
-                    InvalidKind::PoolSizeMismatch,
-                    format!("pools.{kind}: {threads} threads cannot use {size} CPUs ({cpus})"),
-                ));
-            }
-            let Some(machine_cpus) = machine_cpus else {
-                let span = raw_criteria.as_ref().map_or(span, |c| c.span());
-                return Err(self.error(
-                    span,
-                    InvalidKind::Inconsistent,
-                    format!(
-                        "pools.{kind} pins CPUs but [match] logical_cpus has no max: the CPU sets cannot be checked against the machine"
-                    ),
-                ));
-            };
-            if let Some(highest) = cpus.max()
-                && u64::from(highest) >= machine_cpus
-            {
-                return Err(self.error(
-                    span,
-                    InvalidKind::CpuBeyondMachine,
-                    format!(
-                        "pools.{kind}.cpus `{cpus}` names CPU {highest}, but the profile's machine has at most {machine_cpus} logical CPUs (0-{})",
-                        machine_cpus.saturating_sub(1)
-                    ),
-                ));
-            }
-            for (other, other_cpus) in &taken {
-                let shared = cpus.intersection(other_cpus);
-                if !shared.is_empty() {
-                    return Err(self.error(
-                        span,
-                        InvalidKind::CpuOverlap,
-                        format!(
-                            "pools.{kind}.cpus `{cpus}` overlaps pools.{other}.cpus `{other_cpus}` on CPUs {shared}"
-                        ),
-                    ));
-                }
-            }
-            taken.push((kind, cpus.clone()));
-            Ok(ThreadPool {
-                threads: threads as u32,
-                cpus: Some(cpus),
-                location: self.location(span),
-            })
+        let machine = PoolMachine {
+            logical_cpus_max: criteria.logical_cpus.and_then(|range| range.max),
+            criteria_span: raw_criteria.as_ref().map(|c| c.span()),
         };
+        let mut taken: Vec<(PoolKind, CpuSet)> = Vec::new();
+        let mut pool =
+            |kind: PoolKind, raw: &Spanned<RawPool>| self.pool(kind, raw, &machine, &mut taken);
         Ok(ThreadPools {
             consensus: pool(PoolKind::Consensus, &raw.consensus)?,
             execution: pool(PoolKind::Execution, &raw.execution)?,
@@ -744,6 +712,136 @@ impl Validator<'_> {
             checkpoint: pool(PoolKind::Checkpoint, &raw.checkpoint)?,
             p2p_http: pool(PoolKind::P2pHttp, &raw.p2p_http)?,
         })
+    }
+
+    /// One pool: its thread count and, where it pins CPUs, a CPU set that fits the thread
+    /// count, the profile's machine and no pool validated before it (`taken`, to which it
+    /// is added).
+    fn pool(
+        &self,
+        kind: PoolKind,
+        raw: &Spanned<RawPool>,
+        machine: &PoolMachine,
+        taken: &mut Vec<(PoolKind, CpuSet)>,
+    ) -> Result<ThreadPool, ProfileError> {
+        let threads = *raw.get_ref().threads.get_ref();
+        if !(1..=MAX_POOL_THREADS).contains(&threads) {
+            return Err(self.error(
+                raw.get_ref().threads.span(),
+                InvalidKind::OutOfRange,
+                format!("pools.{kind}.threads {threads} is outside 1..={MAX_POOL_THREADS}"),
+            ));
+        }
+        let Some(cpus_text) = &raw.get_ref().cpus else {
+            return Ok(ThreadPool {
+                threads: threads as u32,
+                cpus: None,
+                location: self.location(raw.span()),
+            });
+        };
+        let span = cpus_text.span();
+        let cpus = self.pool_cpus(kind, cpus_text, threads)?;
+        self.check_pool_cpus_on_machine(kind, &cpus, span.clone(), machine)?;
+        self.check_pool_cpus_unshared(kind, &cpus, span.clone(), taken)?;
+        taken.push((kind, cpus.clone()));
+        Ok(ThreadPool {
+            threads: threads as u32,
+            cpus: Some(cpus),
+            location: self.location(span),
+        })
+    }
+
+    /// Parses a pool's `cpus` and checks its size against `threads`: equal for a compute
+    /// pool (one thread per pinned CPU), at least as many threads as CPUs for the others.
+    fn pool_cpus(
+        &self,
+        kind: PoolKind,
+        cpus_text: &Spanned<String>,
+        threads: u64,
+    ) -> Result<CpuSet, ProfileError> {
+        let span = cpus_text.span();
+        let cpus: CpuSet = cpus_text.get_ref().parse().map_err(|err| {
+            self.error(
+                span.clone(),
+                InvalidKind::BadSyntaxValue,
+                format!("pools.{kind}.cpus `{}`: {err}", cpus_text.get_ref()),
+            )
+        })?;
+        let size = cpus.len() as u64;
+        if kind.threads_must_equal_cpus() && threads != size {
+            return Err(self.error(
+                span,
+                InvalidKind::PoolSizeMismatch,
+                format!(
+                    "pools.{kind}: {threads} threads on {size} CPUs ({cpus}); a compute pool runs one thread per pinned CPU"
+                ),
+            ));
+        }
+        if !kind.threads_must_equal_cpus() && threads < size {
+            return Err(self.error(
+                span,
+                InvalidKind::PoolSizeMismatch,
+                format!("pools.{kind}: {threads} threads cannot use {size} CPUs ({cpus})"),
+            ));
+        }
+        Ok(cpus)
+    }
+
+    /// A pinned CPU set needs `[match] logical_cpus` with a max, and names no CPU at or
+    /// above it.
+    fn check_pool_cpus_on_machine(
+        &self,
+        kind: PoolKind,
+        cpus: &CpuSet,
+        span: Range<usize>,
+        machine: &PoolMachine,
+    ) -> Result<(), ProfileError> {
+        let Some(machine_cpus) = machine.logical_cpus_max else {
+            let span = machine.criteria_span.clone().unwrap_or(span);
+            return Err(self.error(
+                span,
+                InvalidKind::Inconsistent,
+                format!(
+                    "pools.{kind} pins CPUs but [match] logical_cpus has no max: the CPU sets cannot be checked against the machine"
+                ),
+            ));
+        };
+        if let Some(highest) = cpus.max()
+            && u64::from(highest) >= machine_cpus
+        {
+            return Err(self.error(
+                span,
+                InvalidKind::CpuBeyondMachine,
+                format!(
+                    "pools.{kind}.cpus `{cpus}` names CPU {highest}, but the profile's machine has at most {machine_cpus} logical CPUs (0-{})",
+                    machine_cpus.saturating_sub(1)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A pinned CPU set shares no CPU with the pools already validated (`taken`).
+    fn check_pool_cpus_unshared(
+        &self,
+        kind: PoolKind,
+        cpus: &CpuSet,
+        span: Range<usize>,
+        taken: &[(PoolKind, CpuSet)],
+    ) -> Result<(), ProfileError> {
+        for (other, other_cpus) in taken {
+            let shared = cpus.intersection(other_cpus);
+            if !shared.is_empty() {
+                return Err(self.error(
+                    span,
+                    InvalidKind::CpuOverlap,
+                    format!(
+                        "pools.{kind}.cpus `{cpus}` overlaps pools.{other}.cpus `{other_cpus}` on CPUs {shared}"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn cost(&self, raw: &RawCost) -> Result<CostInputs, ProfileError> {

@@ -12,6 +12,7 @@ use std::fmt;
 /// An operator's choice of profile by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pin<'a> {
+    /// The profile's name.
     pub name: &'a str,
     /// Use the profile even where it does not match this machine (reported).
     pub force: bool,
@@ -34,9 +35,13 @@ pub enum SelectedBy {
 /// How one profile fared against the machine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Candidate {
+    /// The profile's name.
     pub name: String,
+    /// The file it was read from.
     pub source: String,
+    /// Its number of `[match]` criteria ([`MatchCriteria::specificity`]).
     pub specificity: usize,
+    /// Whether it is the set's development default.
     pub development_default: bool,
     /// Empty when the profile matches.
     pub mismatches: Vec<Mismatch>,
@@ -46,6 +51,7 @@ pub struct Candidate {
 }
 
 impl Candidate {
+    /// Whether the profile matches the machine (no mismatch).
     pub fn matches(&self) -> bool {
         self.mismatches.is_empty()
     }
@@ -54,7 +60,9 @@ impl Candidate {
 /// The outcome of [`ProfileSet::select`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Selection {
+    /// The chosen profile.
     pub profile: Profile,
+    /// Why it was chosen.
     pub selected_by: SelectedBy,
     /// Where the chosen profile does not fit the machine (non-empty only for a forced pin).
     pub mismatches: Vec<Mismatch>,
@@ -133,107 +141,137 @@ impl Selection {
         let profile = &self.profile;
         let requirements = profile.requirements;
         let mut checks = Vec::new();
-
         if requirements.sev_snp {
-            let sev = &facts.sev_snp;
-            let evidence = sev.evidence.join("; ");
-            checks.push(ReadinessCheck {
-                requirement: "sev_snp".into(),
-                satisfied: sev.state == SevSnpState::Guest,
-                detail: match sev.state {
-                    SevSnpState::Guest => format!("running in a SEV-SNP guest ({evidence})"),
-                    SevSnpState::Host => format!(
-                        "SEV-SNP required but this is an SNP-capable host, not an SNP guest: the replica would run unprotected ({evidence})"
-                    ),
-                    SevSnpState::Absent => {
-                        format!("SEV-SNP required but absent ({evidence})")
-                    }
-                },
-            });
+            checks.push(sev_snp_check(facts));
         }
-
         let device = profile.crypto.gpu_device;
         let gpu = facts.gpus.gpus.iter().find(|g| g.index as usize == device);
-        let gpu_state: Result<&GpuFacts, String> = match gpu {
-            Some(gpu) => gpu.usable().map(|()| gpu),
-            None => Err(match facts.gpus.absence_reason() {
-                Some(reason) => format!("no GPU: {reason}"),
-                None => format!(
-                    "no GPU with index {device} (NVML lists {} GPUs)",
-                    facts.gpus.gpus.len()
-                ),
-            }),
-        };
-        match requirements.gpu {
-            GpuRequirement::Required => checks.push(ReadinessCheck {
-                requirement: "gpu".into(),
-                satisfied: gpu_state.is_ok(),
-                detail: match &gpu_state {
-                    Ok(gpu) => format!("GPU {device} usable: {}", gpu.name),
-                    Err(reason) => format!("GPU required but not usable: {reason}"),
-                },
-            }),
-            GpuRequirement::Preferred => checks.push(ReadinessCheck {
-                requirement: "gpu".into(),
-                satisfied: true,
-                detail: match &gpu_state {
-                    Ok(gpu) => format!("GPU {device} usable: {}", gpu.name),
-                    Err(reason) => format!(
-                        "GPU preferred but not usable ({reason}): every crypto path runs on the CPU"
-                    ),
-                },
-            }),
-            GpuRequirement::Off => {}
-        }
-
+        let gpu_state = gpu_state(facts, gpu, device);
+        checks.extend(gpu_check(requirements.gpu, &gpu_state, device));
         if requirements.gpu_cc {
-            let detail = match gpu {
-                None => Err("GPU CC required but there is no GPU".to_string()),
-                Some(gpu) => cc_production_state(gpu),
-            };
-            checks.push(ReadinessCheck {
-                requirement: "gpu_cc".into(),
-                satisfied: detail.is_ok(),
-                detail: detail.unwrap_or_else(|reason| reason),
-            });
+            checks.push(gpu_cc_check(gpu));
         }
-
-        // A forced pin may carry CPU sets this machine does not have.
-        let online = facts.cpu.online_cpus.known();
-        let mut missing = Vec::new();
-        for (kind, pool) in profile.pools.iter() {
-            if let Some(cpus) = &pool.cpus {
-                match online {
-                    Some(online) if cpus.is_subset(online) => {}
-                    Some(online) => missing.push(format!(
-                        "pools.{kind}.cpus `{cpus}` ({}) names CPUs {} that are not online (online: {online})",
-                        pool.location,
-                        cpus.difference(online)
-                    )),
-                    None => missing.push(format!(
-                        "pools.{kind}.cpus `{cpus}` cannot be checked: online CPUs unknown ({})",
-                        facts.cpu.online_cpus
-                    )),
-                }
-            }
-        }
-        if profile.pools.iter().any(|(_, pool)| pool.cpus.is_some()) {
-            checks.push(ReadinessCheck {
-                requirement: "pool_cpus".into(),
-                satisfied: missing.is_empty(),
-                detail: if missing.is_empty() {
-                    "every pinned pool's CPUs are online".to_string()
-                } else {
-                    missing.join("; ")
-                },
-            });
-        }
-
+        checks.extend(pool_cpus_check(profile, facts));
         Readiness {
             ready: checks.iter().all(|check| check.satisfied),
             checks,
         }
     }
+}
+
+/// The `sev_snp` readiness check: satisfied only inside a SEV-SNP guest.
+fn sev_snp_check(facts: &MachineFacts) -> ReadinessCheck {
+    let sev = &facts.sev_snp;
+    let evidence = sev.evidence.join("; ");
+    ReadinessCheck {
+        requirement: "sev_snp".into(),
+        satisfied: sev.state == SevSnpState::Guest,
+        detail: match sev.state {
+            SevSnpState::Guest => format!("running in a SEV-SNP guest ({evidence})"),
+            SevSnpState::Host => format!(
+                "SEV-SNP required but this is an SNP-capable host, not an SNP guest: the replica would run unprotected ({evidence})"
+            ),
+            SevSnpState::Absent => {
+                format!("SEV-SNP required but absent ({evidence})")
+            }
+        },
+    }
+}
+
+/// The profile's crypto GPU (`device`) when it is present and usable, else why not.
+fn gpu_state<'a>(
+    facts: &MachineFacts,
+    gpu: Option<&'a GpuFacts>,
+    device: usize,
+) -> Result<&'a GpuFacts, String> {
+    match gpu {
+        Some(gpu) => gpu.usable().map(|()| gpu),
+        None => Err(match facts.gpus.absence_reason() {
+            Some(reason) => format!("no GPU: {reason}"),
+            None => format!(
+                "no GPU with index {device} (NVML lists {} GPUs)",
+                facts.gpus.gpus.len()
+            ),
+        }),
+    }
+}
+
+/// The `gpu` readiness check: an unusable GPU fails it when required and is only reported
+/// when preferred; none when the profile turns the GPU off.
+fn gpu_check(
+    requirement: GpuRequirement,
+    gpu_state: &Result<&GpuFacts, String>,
+    device: usize,
+) -> Option<ReadinessCheck> {
+    match requirement {
+        GpuRequirement::Required => Some(ReadinessCheck {
+            requirement: "gpu".into(),
+            satisfied: gpu_state.is_ok(),
+            detail: match gpu_state {
+                Ok(gpu) => format!("GPU {device} usable: {}", gpu.name),
+                Err(reason) => format!("GPU required but not usable: {reason}"),
+            },
+        }),
+        GpuRequirement::Preferred => Some(ReadinessCheck {
+            requirement: "gpu".into(),
+            satisfied: true,
+            detail: match gpu_state {
+                Ok(gpu) => format!("GPU {device} usable: {}", gpu.name),
+                Err(reason) => format!(
+                    "GPU preferred but not usable ({reason}): every crypto path runs on the CPU"
+                ),
+            },
+        }),
+        GpuRequirement::Off => None,
+    }
+}
+
+/// The `gpu_cc` readiness check: the crypto GPU exists and is in production CC mode.
+fn gpu_cc_check(gpu: Option<&GpuFacts>) -> ReadinessCheck {
+    let detail = match gpu {
+        None => Err("GPU CC required but there is no GPU".to_string()),
+        Some(gpu) => cc_production_state(gpu),
+    };
+    ReadinessCheck {
+        requirement: "gpu_cc".into(),
+        satisfied: detail.is_ok(),
+        detail: detail.unwrap_or_else(|reason| reason),
+    }
+}
+
+/// The `pool_cpus` readiness check: every pool's pinned CPUs are online (a forced pin may
+/// carry CPU sets this machine does not have); none when no pool pins CPUs.
+fn pool_cpus_check(profile: &Profile, facts: &MachineFacts) -> Option<ReadinessCheck> {
+    if !profile.pools.iter().any(|(_, pool)| pool.cpus.is_some()) {
+        return None;
+    }
+    let online = facts.cpu.online_cpus.known();
+    let mut missing = Vec::new();
+    for (kind, pool) in profile.pools.iter() {
+        if let Some(cpus) = &pool.cpus {
+            match online {
+                Some(online) if cpus.is_subset(online) => {}
+                Some(online) => missing.push(format!(
+                    "pools.{kind}.cpus `{cpus}` ({}) names CPUs {} that are not online (online: {online})",
+                    pool.location,
+                    cpus.difference(online)
+                )),
+                None => missing.push(format!(
+                    "pools.{kind}.cpus `{cpus}` cannot be checked: online CPUs unknown ({})",
+                    facts.cpu.online_cpus
+                )),
+            }
+        }
+    }
+    Some(ReadinessCheck {
+        requirement: "pool_cpus".into(),
+        satisfied: missing.is_empty(),
+        detail: if missing.is_empty() {
+            "every pinned pool's CPUs are online".to_string()
+        } else {
+            missing.join("; ")
+        },
+    })
 }
 
 /// CC on, not in developer-tools mode, and accepting work.
@@ -258,6 +296,7 @@ fn cc_production_state(gpu: &GpuFacts) -> Result<String, String> {
 /// Whether the node may report ready.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Readiness {
+    /// True when every check is satisfied.
     pub ready: bool,
     /// One per requirement of the profile.
     pub checks: Vec<ReadinessCheck>,
@@ -274,10 +313,14 @@ impl Readiness {
     }
 }
 
+/// One requirement of the profile checked against the machine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadinessCheck {
+    /// `sev_snp`, `gpu`, `gpu_cc` or `pool_cpus`.
     pub requirement: String,
+    /// Whether it holds (a preferred GPU's check always does; its detail says what is used).
     pub satisfied: bool,
+    /// What was found, in one sentence.
     pub detail: String,
 }
 
@@ -349,6 +392,9 @@ fn gpu_cc_ok(criteria: &MatchCriteria, gpu: &GpuFacts) -> bool {
         .is_none_or(|wanted| gpu.cc_capable.known() == Some(&wanted))
 }
 
+/// Checks the GPU criteria: how many GPUs meet every GPU criterion at once, reported per
+/// criterion no GPU meets, else as a count. When NVML cannot be read, only the count of
+/// NVIDIA devices on the PCI bus is checked and the other criteria go to `unverified`.
 fn gpu_mismatches(
     criteria: &MatchCriteria,
     facts: &MachineFacts,
@@ -363,36 +409,12 @@ fn gpu_mismatches(
         max: None,
     });
     if let Some(reason) = facts.gpus.unreadable() {
-        let on_bus = facts.gpus.pci_nvidia.len() as u64;
-        if !count.contains(on_bus) {
-            out.push(Mismatch {
-                criterion: "gpu_count".into(),
-                expected: count.to_string(),
-                found: format!("{on_bus} ({reason})"),
-            });
-            return;
-        }
-        let found = format!("unverifiable: {reason}");
-        let mut note = |criterion: &str, expected: String| {
-            unverified.push(Mismatch {
-                criterion: criterion.into(),
-                expected,
-                found: found.clone(),
-            })
-        };
-        if let Some(pattern) = &criteria.gpu_model {
-            note("gpu_model", pattern.to_string());
-        }
-        if let Some(range) = criteria.gpu_memory_gib {
-            note("gpu_memory_gib", range.to_string());
-        }
-        if let Some(wanted) = criteria.gpu_cc_capable {
-            note("gpu_cc_capable", wanted.to_string());
-        }
+        unreadable_gpu_mismatches(criteria, facts, count, &reason, out, unverified);
         return;
     }
-    let gpus = &facts.gpus.gpus;
-    let fitting = gpus
+    let fitting = facts
+        .gpus
+        .gpus
         .iter()
         .filter(|gpu| {
             gpu_model_ok(criteria, gpu) && gpu_memory_ok(criteria, gpu) && gpu_cc_ok(criteria, gpu)
@@ -401,6 +423,71 @@ fn gpu_mismatches(
     if count.contains(fitting) {
         return;
     }
+    let before = out.len();
+    gpu_criterion_mismatches(criteria, facts, out);
+    if out.len() == before {
+        let what = if criteria.has_gpu_criteria() {
+            "GPUs meeting every GPU criterion at once"
+        } else {
+            "GPUs"
+        };
+        out.push(Mismatch {
+            criterion: "gpu_count".into(),
+            expected: format!("{count} {what}"),
+            found: match facts.gpus.absence_reason() {
+                Some(reason) => format!("0 ({reason})"),
+                None => fitting.to_string(),
+            },
+        });
+    }
+}
+
+/// The GPU criteria while NVML cannot be read (`reason`): a mismatch when the count of
+/// NVIDIA devices on the PCI bus is outside `count`, else every other GPU criterion noted
+/// as unverified.
+fn unreadable_gpu_mismatches(
+    criteria: &MatchCriteria,
+    facts: &MachineFacts,
+    count: CountRange,
+    reason: &str,
+    out: &mut Vec<Mismatch>,
+    unverified: &mut Vec<Mismatch>,
+) {
+    let on_bus = facts.gpus.pci_nvidia.len() as u64;
+    if !count.contains(on_bus) {
+        out.push(Mismatch {
+            criterion: "gpu_count".into(),
+            expected: count.to_string(),
+            found: format!("{on_bus} ({reason})"),
+        });
+        return;
+    }
+    let found = format!("unverifiable: {reason}");
+    let mut note = |criterion: &str, expected: String| {
+        unverified.push(Mismatch {
+            criterion: criterion.into(),
+            expected,
+            found: found.clone(),
+        })
+    };
+    if let Some(pattern) = &criteria.gpu_model {
+        note("gpu_model", pattern.to_string());
+    }
+    if let Some(range) = criteria.gpu_memory_gib {
+        note("gpu_memory_gib", range.to_string());
+    }
+    if let Some(wanted) = criteria.gpu_cc_capable {
+        note("gpu_cc_capable", wanted.to_string());
+    }
+}
+
+/// One mismatch per GPU criterion that no GPU meets, listing what each GPU has.
+fn gpu_criterion_mismatches(
+    criteria: &MatchCriteria,
+    facts: &MachineFacts,
+    out: &mut Vec<Mismatch>,
+) {
+    let gpus = &facts.gpus.gpus;
     let listing = |value: &dyn Fn(&GpuFacts) -> String| -> String {
         match facts.gpus.absence_reason() {
             Some(reason) => format!("no GPU ({reason})"),
@@ -411,7 +498,6 @@ fn gpu_mismatches(
                 .join(", "),
         }
     };
-    let before = out.len();
     if let Some(pattern) = &criteria.gpu_model
         && !gpus.iter().any(|gpu| gpu_model_ok(criteria, gpu))
     {
@@ -440,21 +526,6 @@ fn gpu_mismatches(
             criterion: "gpu_cc_capable".into(),
             expected: wanted.to_string(),
             found: listing(&|gpu| fact_text(&gpu.cc_capable)),
-        });
-    }
-    if out.len() == before {
-        let what = if criteria.has_gpu_criteria() {
-            "GPUs meeting every GPU criterion at once"
-        } else {
-            "GPUs"
-        };
-        out.push(Mismatch {
-            criterion: "gpu_count".into(),
-            expected: format!("{count} {what}"),
-            found: match facts.gpus.absence_reason() {
-                Some(reason) => format!("0 ({reason})"),
-                None => fitting.to_string(),
-            },
         });
     }
 }

@@ -105,6 +105,7 @@ impl ProfileSet {
         &self.profiles
     }
 
+    /// The profile named `name`, if the set has one.
     pub fn get(&self, name: &str) -> Option<&Profile> {
         self.profiles.iter().find(|p| p.name == name)
     }
