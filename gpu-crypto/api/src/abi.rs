@@ -13,6 +13,7 @@ pub const ABI_VERSION: u32 = 1;
 #[repr(i32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
+    /// Success; every output was written.
     Ok = 0,
     /// A required pointer is NULL.
     NullPointer = 1,
@@ -37,6 +38,7 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in code order (0 to 10).
     pub const ALL: [Status; 11] = [
         Status::Ok,
         Status::NullPointer,
@@ -51,6 +53,7 @@ impl Status {
         Status::Internal,
     ];
 
+    /// The status with this return code; `None` for a code the library never returns.
     pub fn from_code(code: i32) -> Option<Status> {
         Status::ALL.into_iter().find(|s| *s as i32 == code)
     }
@@ -86,8 +89,9 @@ pub fn verdict_of_code(code: u8) -> Option<Result<(), VerifyError>> {
     }
 }
 
-/// BLS scheme codes of `gpu_crypto_bls_verify_batch`.
+/// BLS scheme code of `gpu_crypto_bls_verify_batch` for [`BlsScheme::Threshold`].
 pub const SCHEME_THRESHOLD: u32 = 0;
+/// BLS scheme code of `gpu_crypto_bls_verify_batch` for [`BlsScheme::MultiSig`].
 pub const SCHEME_MULTI_SIG: u32 = 1;
 
 /// The scheme of an ABI scheme code.

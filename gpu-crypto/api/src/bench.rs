@@ -13,25 +13,34 @@ pub const BENCH_SCHEMA: &str = "sovereign-node/gpu-crypto-bench/v1";
 /// One benchmark document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchDocument {
+    /// [`BENCH_SCHEMA`] for a document of this version.
     pub schema: String,
     /// `measured`, `research` or `transcribed`.
     pub source: String,
+    /// When the figures were taken or written down, in UTC (`YYYY-MM-DDTHH:MM:SSZ` when
+    /// measured).
     pub date_utc: String,
+    /// The same moment in seconds since the Unix epoch, for measured documents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unix_time: Option<u64>,
+    /// `git describe` of the tree the bench was built from.
     #[serde(default)]
     pub git_describe: Option<String>,
+    /// The command line that produced the document.
     #[serde(default)]
     pub command: String,
+    /// Whether the bench ran its quick plan (`--quick`).
     #[serde(default)]
     pub quick: bool,
     /// The `--backend` the bench ran with (`cpu`, `gpu`, `auto`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend_requested: Option<String>,
+    /// The machine measured.
     pub machine: BenchMachine,
     /// The GPU as the engine found it (`not_requested`, `unusable` with the reason, `ready`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuStatus>,
+    /// One entry per operation, shape and backend.
     pub results: Vec<BenchEntry>,
     /// What was not measured, and why.
     #[serde(default)]
@@ -48,8 +57,10 @@ pub struct BenchMachine {
     pub logical_cpus: usize,
     /// Threads of the CPU path's pool (rayon); blst's MSM uses as many.
     pub cpu_threads: usize,
+    /// The device of a [`GpuStatus::Ready`] GPU; `None` when no GPU was usable.
     #[serde(default)]
     pub gpu_name: Option<String>,
+    /// The Linux kernel release (`/proc/sys/kernel/osrelease`).
     #[serde(default)]
     pub kernel: Option<String>,
 }
@@ -71,20 +82,26 @@ pub struct BenchEntry {
     /// `msm_batch`: independent MSMs per call and points in each (msms * points = batch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub msms: Option<usize>,
+    /// `msm_batch`: points in each MSM.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub points_per_msm: Option<usize>,
     /// The subnet size this shape stands for (n*16 points), where it stands for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subnet_size: Option<usize>,
+    /// Timed calls the median is taken over.
     #[serde(default)]
     pub repetitions: usize,
     /// The median call.
     pub seconds_per_call: f64,
+    /// The fastest timed call, in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seconds_per_call_min: Option<f64>,
+    /// The slowest timed call, in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seconds_per_call_max: Option<f64>,
+    /// `seconds_per_call / batch`.
     pub seconds_per_item: f64,
+    /// `batch / seconds_per_call`.
     pub items_per_second: f64,
     /// The algorithm, where one op is measured with several (`msm_shared_u8`: the engine's
     /// path on either backend and the CPU peers measured in the same run).
@@ -92,6 +109,7 @@ pub struct BenchEntry {
     pub algorithm: Option<String>,
     /// Host threads busy during a call: the CPU pool for `cpu`, one driving thread for `gpu`.
     pub threads: usize,
+    /// Where this entry's figure comes from, as the document's `source`.
     pub source: String,
     /// Where a figure that was not measured comes from.
     #[serde(default, skip_serializing_if = "Option::is_none")]

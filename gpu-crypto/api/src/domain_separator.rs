@@ -7,6 +7,7 @@ use crate::error::EngineError;
 pub struct DomainSeparator(Vec<u8>);
 
 impl DomainSeparator {
+    /// The prefix of `separator`; [`EngineError::DomainSeparatorTooLong`] beyond 255 bytes.
     pub fn new(separator: &str) -> Result<DomainSeparator, EngineError> {
         let len = separator.len();
         let byte = u8::try_from(len).map_err(|_| EngineError::DomainSeparatorTooLong { len })?;

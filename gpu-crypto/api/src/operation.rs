@@ -19,11 +19,14 @@ pub enum Operation {
     /// Products of pairings compared with the identity of GT (NI-DKG's ciphertext
     /// integrity).
     PairingProducts,
+    /// BLS signature verification of [`BlsItem`]s, either scheme.
     BlsVerify,
+    /// SHA-256 of chunks, each prefixed with a [`crate::DomainSeparator`].
     Sha256,
 }
 
 impl Operation {
+    /// Every operation, in declaration order.
     pub const ALL: [Operation; 7] = [
         Operation::Decompress,
         Operation::DecompressG2,
@@ -34,6 +37,7 @@ impl Operation {
         Operation::Sha256,
     ];
 
+    /// The snake_case name used in policies, metrics and reports.
     pub fn name(self) -> &'static str {
         match self {
             Operation::Decompress => "decompress",
@@ -57,9 +61,13 @@ impl fmt::Display for Operation {
 /// G2 (96 bytes compressed), and the message, hashed to G1 as the IC does for `scheme`.
 #[derive(Debug, Clone, Copy)]
 pub struct BlsItem<'a> {
+    /// Compressed G1 signature.
     pub signature: &'a [u8; 48],
+    /// Compressed G2 public key.
     pub public_key: &'a [u8; 96],
+    /// The signed message, unhashed.
     pub message: &'a [u8],
+    /// Which scheme's tag hashes the message.
     pub scheme: BlsScheme,
 }
 
@@ -78,6 +86,7 @@ pub enum BlsScheme {
 }
 
 impl BlsScheme {
+    /// Both schemes.
     pub const ALL: [BlsScheme; 2] = [BlsScheme::Threshold, BlsScheme::MultiSig];
 
     /// The hash-to-G1 domain separation tag the replica uses for messages.
@@ -88,6 +97,7 @@ impl BlsScheme {
         }
     }
 
+    /// The snake_case name: `threshold` or `multi_sig`.
     pub fn name(self) -> &'static str {
         match self {
             BlsScheme::Threshold => "threshold",

@@ -20,6 +20,7 @@ pub enum BackendChoice {
 }
 
 impl BackendChoice {
+    /// The policy's spelling: `cpu`, `gpu` or `auto`.
     pub fn name(self) -> &'static str {
         match self {
             BackendChoice::Cpu => "cpu",
@@ -50,6 +51,7 @@ pub enum Fallback {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OperationPolicy {
+    /// Where the operation runs.
     pub backend: BackendChoice,
     /// Under `Auto`, batches with fewer items than this run on the CPU (the GPU only
     /// wins with batches). Items: points (decompress, decompress_g2; msm: all points of
@@ -62,13 +64,21 @@ pub struct OperationPolicy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Policy {
+    /// G1 point decompression.
     pub decompress: OperationPolicy,
+    /// G2 point decompression.
     pub decompress_g2: OperationPolicy,
+    /// G1 MSMs with full scalars.
     pub msm: OperationPolicy,
+    /// Shared-base G1 MSMs with 8-bit scalars.
     pub msm_shared_u8: OperationPolicy,
+    /// Products of pairings checked against the identity.
     pub pairing_products: OperationPolicy,
+    /// BLS signature verification.
     pub bls_verify: OperationPolicy,
+    /// SHA-256 of domain-separated chunks (checkpoint hashing).
     pub sha256: OperationPolicy,
+    /// What a failed GPU call does, for every operation.
     pub fallback: Fallback,
     /// Which CUDA device to open when any operation may use the GPU.
     #[serde(default)]
@@ -110,6 +120,7 @@ impl Policy {
         }
     }
 
+    /// The policy of `op`.
     pub fn operation(&self, op: Operation) -> &OperationPolicy {
         match op {
             Operation::Decompress => &self.decompress,
@@ -122,6 +133,7 @@ impl Policy {
         }
     }
 
+    /// The policy of `op`, to change it.
     pub fn operation_mut(&mut self, op: Operation) -> &mut OperationPolicy {
         match op {
             Operation::Decompress => &mut self.decompress,

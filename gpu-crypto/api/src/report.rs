@@ -12,16 +12,25 @@ pub enum GpuStatus {
     /// The policy runs everything on the CPU; the GPU was not opened.
     NotRequested,
     /// The policy wanted the GPU but it could not be opened.
-    Unusable { reason: String },
+    Unusable {
+        /// Why it could not be opened.
+        reason: String,
+    },
     /// Opened, kernels compiled and loaded.
-    Ready { device: String },
+    Ready {
+        /// The device's name.
+        device: String,
+    },
 }
 
 /// How one operation is served under the current policy and GPU state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OperationPath {
+    /// The operation described.
     pub operation: Operation,
+    /// The policy's backend for it.
     pub backend: BackendChoice,
+    /// The policy's crossover (items per batch) under `Auto`.
     pub gpu_min_batch: usize,
     /// Plain words: which backend serves which batches, and why.
     pub explanation: String,
@@ -30,8 +39,11 @@ pub struct OperationPath {
 /// What the engine does and why: reported by the CLI's selftest and the node agent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EngineReport {
+    /// Whether the GPU is usable.
     pub gpu: GpuStatus,
+    /// What a failed GPU call does.
     pub fallback: Fallback,
+    /// How each operation is served, in [`Operation::ALL`] order.
     pub operations: Vec<OperationPath>,
 }
 
@@ -39,7 +51,10 @@ pub struct EngineReport {
 /// cache, compiled, skipped or refused) with the reason kind. The node agent exports them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelLoadCount {
+    /// `precompiled`, `cache`, `compiled`, `skipped` or `refused`.
     pub outcome: String,
+    /// The reason kind (a short, bounded label).
     pub reason: String,
+    /// Kernel loads with this outcome and reason.
     pub count: u64,
 }

@@ -20,6 +20,7 @@ pub const RUNTIME_CONFIG_SCHEMA_VERSION: u32 = 2;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuntimeConfig {
+    /// [`RUNTIME_CONFIG_SCHEMA_VERSION`] for a file of this version.
     pub schema_version: u32,
     /// The profile it was derived from.
     pub profile: String,
@@ -27,12 +28,15 @@ pub struct RuntimeConfig {
     pub crypto: Policy,
     /// Why `crypto` differs from the profile's paths, if it does.
     pub crypto_notes: Vec<String>,
+    /// Size and CPU pinning of each of the replica's thread pools.
     pub pools: BTreeMap<PoolKind, PoolConfig>,
 }
 
+/// One thread pool of the replica.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PoolConfig {
+    /// Threads the pool runs (at least 1).
     pub threads: u32,
     /// Logical CPU ids to pin the pool's threads to; empty: not pinned.
     pub cpus: Vec<u32>,
@@ -42,15 +46,22 @@ pub struct PoolConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PoolKind {
+    /// Consensus.
     Consensus,
+    /// Message execution of canisters.
     Execution,
+    /// Query calls.
     Query,
+    /// IDKG (threshold-key protocols).
     Idkg,
+    /// State checkpointing (and its hashing).
     Checkpoint,
+    /// Peer-to-peer and HTTP endpoints (mostly waiting on sockets).
     P2pHttp,
 }
 
 impl PoolKind {
+    /// Every pool, in declaration order.
     pub const ALL: [PoolKind; 6] = [
         PoolKind::Consensus,
         PoolKind::Execution,
@@ -60,6 +71,7 @@ impl PoolKind {
         PoolKind::P2pHttp,
     ];
 
+    /// The snake_case name used in profiles and the file: `consensus`, ..., `p2p_http`.
     pub fn name(self) -> &'static str {
         match self {
             PoolKind::Consensus => "consensus",
@@ -85,12 +97,14 @@ impl fmt::Display for PoolKind {
 }
 
 impl RuntimeConfig {
+    /// The file's text: pretty-printed JSON ending in a newline.
     pub fn to_json(&self) -> Result<String, serde_json::Error> {
         let mut text = serde_json::to_string_pretty(self)?;
         text.push('\n');
         Ok(text)
     }
 
+    /// Parses the file's text; unknown fields are an error.
     pub fn from_json(text: &str) -> Result<RuntimeConfig, serde_json::Error> {
         serde_json::from_str(text)
     }

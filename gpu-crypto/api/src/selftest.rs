@@ -17,6 +17,7 @@ const MAX_SHOWN: usize = 5;
 /// The verdict on one operation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OperationCheck {
+    /// The operation checked.
     pub operation: Operation,
     /// Items compared (points, MSM points, signatures, chunks).
     pub items: usize,
@@ -25,6 +26,7 @@ pub struct OperationCheck {
 }
 
 impl OperationCheck {
+    /// A passing check of `operation` with nothing compared yet.
     pub fn new(operation: Operation) -> OperationCheck {
         OperationCheck {
             operation,
@@ -33,6 +35,7 @@ impl OperationCheck {
         }
     }
 
+    /// Whether no problem was found.
     pub fn passed(&self) -> bool {
         self.problems.is_empty()
     }
@@ -71,10 +74,15 @@ impl OperationCheck {
 /// any CPU recomputation after a GPU failure).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SelftestReport {
+    /// Seed of the random inputs, to reproduce a run.
     pub seed: u64,
+    /// The engine's report at the start of the run.
     pub engine: EngineReport,
+    /// One verdict per operation.
     pub operations: Vec<OperationCheck>,
+    /// The engine's counters after the run.
     pub stats: StatsSnapshot,
+    /// Whether every operation passed.
     pub passed: bool,
 }
 

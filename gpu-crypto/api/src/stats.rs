@@ -8,11 +8,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Executed {
+    /// The CPU path (by policy, a small batch, or a recomputation).
     Cpu,
+    /// The GPU.
     Gpu,
 }
 
 impl Executed {
+    /// `cpu` or `gpu`, as in metric labels.
     pub fn name(self) -> &'static str {
         match self {
             Executed::Cpu => "cpu",
@@ -27,24 +30,34 @@ impl std::fmt::Display for Executed {
     }
 }
 
+/// Calls of one operation that ran on one backend, and their items.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OperationCount {
+    /// The operation counted.
     pub operation: Operation,
+    /// The backend the calls ran on.
     pub executed: Executed,
+    /// Calls since the engine started.
     pub calls: u64,
+    /// Items of those calls (the unit of the operation's `gpu_min_batch`).
     pub items: u64,
 }
 
+/// How often one operation met one kind of event (a GPU error, a CPU recomputation).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReasonCount {
+    /// The operation counted.
     pub operation: Operation,
+    /// The reason kind: a short, bounded label (a metric label value), not the full text.
     pub reason: String,
+    /// Occurrences since the engine started.
     pub count: u64,
 }
 
 /// A consistent-enough copy of the counters (each counter is read atomically).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatsSnapshot {
+    /// Calls and items per operation and backend.
     pub operations: Vec<OperationCount>,
     /// CPU recomputations after a GPU failure, by reason kind.
     pub fallbacks: Vec<ReasonCount>,
