@@ -65,18 +65,31 @@ impl<T> Offload<T> {
 /// Why a hook has no result and the CPU must not compute one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HookError {
+    /// The GPU failed and the fallback rule is `never`.
     #[error(
         "{hook}: the GPU failed ({reason}) and the runtime configuration's fallback is \"never\""
     )]
-    GpuFailed { hook: Hook, reason: String },
+    GpuFailed {
+        /// The hook called.
+        hook: Hook,
+        /// The library's failure.
+        reason: String,
+    },
 }
 
 /// Why one point encoding of a decoding batch was rejected. The type crate maps every
 /// variant to its own `PairingInvalidPoint::InvalidPoint`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum PointRejected {
+    /// An input of the wrong length.
     #[error("{len} bytes where a compressed point has {expected}")]
-    WrongLength { len: usize, expected: usize },
+    WrongLength {
+        /// The input's length in bytes.
+        len: usize,
+        /// The compressed size: 48 (G1) or 96 (G2).
+        expected: usize,
+    },
+    /// The right length, but not a valid point of the subgroup.
     #[error(transparent)]
     Invalid(#[from] DecodeError),
 }
@@ -101,6 +114,7 @@ pub enum Hook {
 }
 
 impl Hook {
+    /// Every hook, in declaration order.
     pub const ALL: [Hook; 6] = [
         Hook::G1Deserialize,
         Hook::G2Deserialize,
@@ -110,6 +124,7 @@ impl Hook {
         Hook::StateChunkHashes,
     ];
 
+    /// The snake_case name used in the counters.
     pub fn name(self) -> &'static str {
         match self {
             Hook::G1Deserialize => "g1_deserialize",
@@ -172,6 +187,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, in declaration order.
     pub const ALL: [Outcome; 10] = [
         Outcome::Gpu,
         Outcome::Disabled,
@@ -198,9 +214,14 @@ impl Outcome {
 /// Calls and items of one hook with one outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HookCount {
+    /// The hook counted.
     pub hook: Hook,
+    /// How its calls ended.
     pub outcome: Outcome,
+    /// Calls so far.
     pub calls: u64,
+    /// Items of those calls, in the unit of the operation's `gpu_min_batch` (points,
+    /// scalars, products, chunks).
     pub items: u64,
 }
 
@@ -209,6 +230,7 @@ pub struct HookCount {
 pub struct HookStats {
     /// Where the hooks send their batches, or why nowhere.
     pub status: String,
+    /// Every (hook, outcome) with at least one call, in [`Hook::ALL`] then [`Outcome::ALL`] order.
     pub counts: Vec<HookCount>,
 }
 

@@ -36,43 +36,82 @@ pub const DEFAULT_LIBRARY_NAME: &str = "libgpu_crypto.so";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClientStatus {
     /// `libgpu_crypto.so` is loaded and serves every operation under the policy.
-    Loaded { path: PathBuf, abi_version: u32 },
+    Loaded {
+        /// The path it was loaded from, as given to the loader.
+        path: PathBuf,
+        /// The ABI version the library reported (equal to [`ABI_VERSION`]).
+        abi_version: u32,
+    },
     /// The library could not be used; every operation runs in-process on the CPU.
-    CpuFallback { reason: String },
+    CpuFallback {
+        /// Why the library is unusable (not found, missing symbol, other ABI version).
+        reason: String,
+    },
 }
 
+/// Why the client could not open, or why one call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// The policy could not be serialised for `gpu_crypto_engine_new`.
     #[error("the policy cannot be encoded as JSON: {0}")]
     PolicyEncoding(String),
+    /// The policy's JSON contains a NUL byte, so it cannot be passed as a C string.
     #[error("the policy contains a NUL byte")]
     PolicyNul,
+    /// The library loaded but `gpu_crypto_engine_new` refused the policy.
     #[error("{path}: the library refused to create an engine: {reason}", path = path.display())]
-    EngineNew { path: PathBuf, reason: String },
+    EngineNew {
+        /// The library's path.
+        path: PathBuf,
+        /// The library's reason.
+        reason: String,
+    },
+    /// The policy pins an operation to the GPU, but the library is unusable.
     #[error(
         "the policy pins {operation} to the GPU, but the library is unusable ({reason}); \
          the in-process CPU fallback cannot honour that"
     )]
     GpuRequired {
+        /// The first operation pinned to the GPU.
         operation: Operation,
+        /// Why the library is unusable.
         reason: String,
     },
+    /// A library entry point returned a status other than OK.
     #[error("{operation}: library call failed with {status}: {message}")]
     Call {
+        /// The client method that made the call.
         operation: &'static str,
         /// The raw return code, and its meaning where this client knows it.
         status: StatusCode,
+        /// The library's reason (`gpu_crypto_last_error` on the calling thread).
         message: String,
     },
+    /// The library reported success but wrote something this client cannot accept.
     #[error("{operation}: the library returned an invalid result: {detail}")]
     BadResult {
+        /// The client method that made the call.
         operation: &'static str,
+        /// What is wrong with the result.
         detail: String,
     },
+    /// An MSM input with different numbers of points and scalars.
     #[error("{op}: {points} points but {scalars} scalars", op = Operation::Msm)]
-    LengthMismatch { points: usize, scalars: usize },
+    LengthMismatch {
+        /// Points given.
+        points: usize,
+        /// Scalars given.
+        scalars: usize,
+    },
+    /// The runtime configuration could not be read or has no usable crypto policy.
     #[error("runtime configuration {path}: {reason}", path = path.display())]
-    RuntimeConfig { path: PathBuf, reason: String },
+    RuntimeConfig {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The in-process CPU engine's error (CPU fallback), or a shape check shared with it.
     #[error(transparent)]
     Engine(#[from] EngineError),
 }
@@ -110,9 +149,13 @@ pub fn policy_from_runtime_config(path: &Path) -> Result<Policy, ClientError> {
 
 /// A return code of the C ABI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StatusCode(pub i32);
+pub struct StatusCode(
+    /// The raw `int32_t` the entry point returned.
+    pub i32,
+);
 
 impl StatusCode {
+    /// The code's meaning; `None` for a code this ABI version does not define.
     pub fn status(self) -> Option<Status> {
         Status::from_code(self.0)
     }
@@ -222,7 +265,8 @@ unsafe impl Sync for Library {}
 
 impl Drop for Library {
     fn drop(&mut self) {
-        // SAFETY: the handle came from gpu_crypto_engine_new and is freed exactly once.
+        // SAFETY: the handle came from gpu_crypto_engine_new and is freed exactly once, here;
+        // `&mut self` means no other call on it runs concurrently, as the header requires.
         unsafe { (self.engine_free)(self.engine.as_ptr()) }
     }
 }
@@ -265,7 +309,57 @@ unsafe fn symbol<T: Copy>(
     }
 }
 
+/// The entry points of the C ABI, each typed as gpu_crypto.h declares it.
+struct EntryPoints {
+    engine_new: EngineNew,
+    engine_free: EngineFree,
+    last_error: LastError,
+    report_json: EngineJson,
+    stats_json: EngineJson,
+    decompress: Decompress,
+    g2_decompress: Decompress,
+    msm_batch: MsmBatch,
+    msm_shared_u8: MsmSharedU8,
+    pairing_products: PairingProductsAreIdentity,
+    verify_batch: VerifyBatch,
+    sha256_chunks: Sha256Chunks,
+}
+
+impl EntryPoints {
+    /// Copies every entry point but `gpu_crypto_abi_version` out of `library`.
+    ///
+    /// # Safety
+    /// `library` must implement [`ABI_VERSION`] of the C ABI, the version whose prototypes
+    /// the type aliases above mirror.
+    unsafe fn load(library: &libloading::Library, path: &Path) -> Result<Self, OpenFailure> {
+        // SAFETY: each field's type is the prototype gpu_crypto.h (of ABI_VERSION, which the
+        // caller guarantees) declares for the symbol named beside it.
+        unsafe {
+            Ok(EntryPoints {
+                engine_new: symbol(library, path, "gpu_crypto_engine_new")?,
+                engine_free: symbol(library, path, "gpu_crypto_engine_free")?,
+                last_error: symbol(library, path, "gpu_crypto_last_error")?,
+                report_json: symbol(library, path, "gpu_crypto_engine_report_json")?,
+                stats_json: symbol(library, path, "gpu_crypto_engine_stats_json")?,
+                decompress: symbol(library, path, "gpu_crypto_g1_decompress")?,
+                g2_decompress: symbol(library, path, "gpu_crypto_g2_decompress")?,
+                msm_batch: symbol(library, path, "gpu_crypto_g1_msm_batch")?,
+                msm_shared_u8: symbol(library, path, "gpu_crypto_g1_msm_shared_u8")?,
+                pairing_products: symbol(
+                    library,
+                    path,
+                    "gpu_crypto_pairing_products_are_identity",
+                )?,
+                verify_batch: symbol(library, path, "gpu_crypto_bls_verify_batch")?,
+                sha256_chunks: symbol(library, path, "gpu_crypto_sha256_chunks")?,
+            })
+        }
+    }
+}
+
 impl Library {
+    /// Loads the library at `path`, checks its ABI version and creates an engine under
+    /// `policy_json`; gives the engine with the library's ABI version.
     fn open(path: &Path, policy_json: &CString) -> Result<(Library, u32), OpenFailure> {
         // SAFETY: loading runs the library's initialisers; libgpu_crypto.so (a Rust cdylib)
         // has none with preconditions.
@@ -276,11 +370,11 @@ impl Library {
             .map_err(|e| {
                 OpenFailure::Unusable(format!("cannot load {}: {}", path.display(), chain(&e)))
             })?;
-        // SAFETY (all symbol calls): types as declared in gpu_crypto.h, the version checked
-        // first so that the remaining signatures are the ones this client was built for.
+        // SAFETY: `uint32_t gpu_crypto_abi_version(void)` is the one prototype every ABI
+        // version keeps, so this type is right before the version is known.
         let abi_version: unsafe extern "C" fn() -> u32 =
             unsafe { symbol(&library, path, "gpu_crypto_abi_version") }?;
-        // SAFETY: no arguments, no preconditions.
+        // SAFETY: it takes no arguments and has no preconditions.
         let version = unsafe { abi_version() };
         if version != ABI_VERSION {
             return Err(OpenFailure::Unusable(format!(
@@ -288,19 +382,22 @@ impl Library {
                 path.display()
             )));
         }
-        let engine_new: EngineNew = unsafe { symbol(&library, path, "gpu_crypto_engine_new") }?;
-        let engine_free = unsafe { symbol(&library, path, "gpu_crypto_engine_free") }?;
-        let last_error = unsafe { symbol(&library, path, "gpu_crypto_last_error") }?;
-        let report_json = unsafe { symbol(&library, path, "gpu_crypto_engine_report_json") }?;
-        let stats_json = unsafe { symbol(&library, path, "gpu_crypto_engine_stats_json") }?;
-        let decompress = unsafe { symbol(&library, path, "gpu_crypto_g1_decompress") }?;
-        let g2_decompress = unsafe { symbol(&library, path, "gpu_crypto_g2_decompress") }?;
-        let msm_batch = unsafe { symbol(&library, path, "gpu_crypto_g1_msm_batch") }?;
-        let msm_shared_u8 = unsafe { symbol(&library, path, "gpu_crypto_g1_msm_shared_u8") }?;
-        let pairing_products =
-            unsafe { symbol(&library, path, "gpu_crypto_pairing_products_are_identity") }?;
-        let verify_batch = unsafe { symbol(&library, path, "gpu_crypto_bls_verify_batch") }?;
-        let sha256_chunks = unsafe { symbol(&library, path, "gpu_crypto_sha256_chunks") }?;
+        // SAFETY: the library implements ABI_VERSION (checked just above), whose header
+        // declares each of these symbols with the prototype of its alias.
+        let EntryPoints {
+            engine_new,
+            engine_free,
+            last_error,
+            report_json,
+            stats_json,
+            decompress,
+            g2_decompress,
+            msm_batch,
+            msm_shared_u8,
+            pairing_products,
+            verify_batch,
+            sha256_chunks,
+        } = unsafe { EntryPoints::load(&library, path) }?;
 
         let mut err = vec![0u8; 1024];
         // SAFETY: a NUL-terminated policy and a writable error buffer of err.len() bytes.
@@ -336,6 +433,7 @@ impl Library {
         Ok((library, version))
     }
 
+    /// The engine handle: valid as long as `self`, freed only by `Drop`.
     fn handle(&self) -> *const c_void {
         self.engine.as_ptr()
     }
@@ -343,10 +441,11 @@ impl Library {
     /// The library's reason for the last failure on this thread.
     fn last_error_message(&self) -> String {
         let mut required = 0usize;
-        // SAFETY: a NULL buffer of length 0 only queries the size.
+        // SAFETY: a NULL buffer of length 0 only queries the size, written to `required`
+        // (a live, writable usize).
         unsafe { (self.last_error)(std::ptr::null_mut(), 0, &mut required) };
         let mut buf = vec![0u8; required.max(1)];
-        // SAFETY: buf has buf.len() writable bytes.
+        // SAFETY: buf has buf.len() writable bytes; a NULL `required` is allowed.
         let code = unsafe {
             (self.last_error)(
                 buf.as_mut_ptr().cast::<c_char>(),
@@ -376,8 +475,8 @@ impl Library {
         let n = points.len();
         let mut uncompressed = vec![[0u8; OUT]; n];
         let mut codes = vec![0u8; n];
-        // SAFETY: n * IN readable bytes in, n * OUT and n writable bytes out, as the
-        // library's decompression entries take them.
+        // SAFETY: a live handle; n * IN readable bytes in, n * OUT and n writable bytes out
+        // (separate buffers), as the library's decompression entries take them.
         let code = unsafe {
             f(
                 self.handle(),
@@ -418,11 +517,12 @@ impl Library {
     fn json(&self, operation: &'static str, call: EngineJson) -> Result<String, ClientError> {
         // The text can grow between the two calls (counters), hence the loop.
         let mut required = 0usize;
-        // SAFETY: a NULL buffer of length 0 only queries the size.
+        // SAFETY: a live handle (`handle`); a NULL buffer of length 0 only queries the size,
+        // written to `required` (a live, writable usize).
         unsafe { call(self.handle(), std::ptr::null_mut(), 0, &mut required) };
         loop {
             let mut buf = vec![0u8; required.max(1)];
-            // SAFETY: buf has buf.len() writable bytes; required is writable.
+            // SAFETY: a live handle; buf has buf.len() writable bytes; required is writable.
             let code = unsafe {
                 call(
                     self.handle(),
@@ -786,9 +886,6 @@ impl Client {
     }
 }
 
-/// A point the library encoded. The library validated it (decompression, or the MSM
-/// arithmetic on validated inputs); the unchecked decoding skips repeating the subgroup
-/// check but still rejects non-canonical coordinates and bad flags.
 /// Every MSM result the library wrote, as `G1Projective`s.
 fn projective_from_library(
     operation: &'static str,
@@ -800,6 +897,9 @@ fn projective_from_library(
         .collect()
 }
 
+/// A point the library encoded. The library validated it (decompression, or the MSM
+/// arithmetic on validated inputs); the unchecked decoding skips repeating the subgroup
+/// check but still rejects non-canonical coordinates and bad flags.
 fn point_from_library(
     operation: &'static str,
     index: usize,

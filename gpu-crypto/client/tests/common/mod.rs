@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 /// The cdylib cargo built for the gpu-crypto dependency: in target/<profile>/deps next to
 /// the test binary, or one level up.
-pub fn built_cdylib() -> PathBuf {
+pub(crate) fn built_cdylib() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     let deps = exe.parent().expect("deps dir");
     let candidates = [
