@@ -11,11 +11,15 @@ use std::path::{Path, PathBuf};
 /// What the host's VMM launches the guest with.
 #[derive(Debug, Clone)]
 pub struct LaunchInputs {
+    /// OVMF AmdSevX64 firmware (carries the SEV kernel-hashes table).
     pub ovmf: PathBuf,
+    /// The kernel image (`-kernel`).
     pub kernel: PathBuf,
+    /// The initrd (`-initrd`).
     pub initrd: PathBuf,
     /// The kernel command line exactly as passed to the VMM (`-append`).
     pub cmdline: String,
+    /// Number of vCPUs (at least 1): one VMSA is measured per vCPU.
     pub vcpus: u32,
     /// QEMU CPU model name, e.g. `EPYC-v4`.
     pub vcpu_type: String,
@@ -28,19 +32,27 @@ pub struct LaunchInputs {
 pub struct LaunchMeasurement {
     /// 48 bytes, hex: the MEASUREMENT field of a genuine node's attestation report.
     pub launch_digest: String,
+    /// As [`LaunchInputs::vcpus`].
     pub vcpus: u32,
+    /// As [`LaunchInputs::vcpu_type`].
     pub vcpu_type: String,
-    /// Hex with 0x prefix.
+    /// [`LaunchInputs::guest_features`] in hex with 0x prefix.
     pub guest_features: String,
+    /// The VMM the digest is computed for: always `QEMU`.
     pub vmm_type: &'static str,
+    /// SHA-256 (hex) of the OVMF file.
     pub ovmf_sha256: String,
     /// The launch digest after OVMF's pages alone (`sev-snp-measure --snp-ovmf-hash`).
     pub ovmf_gctx_hash: String,
+    /// SHA-256 (hex) of the kernel file.
     pub kernel_sha256: String,
+    /// SHA-256 (hex) of the initrd file.
     pub initrd_sha256: String,
+    /// SHA-256 (hex) of the command line, without a NUL terminator.
     pub cmdline_sha256: String,
 }
 
+/// SHA-256 of a file's content, in lowercase hex.
 pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     Ok(hex::encode(Sha256::digest(&bytes)))
