@@ -3,7 +3,9 @@
 //! recorded samples.
 
 use super::xid::XidWatcher;
-use crate::metric_family::{FamilyWriter, flag, hertz, watts};
+use super::{Collector, Reading};
+use crate::clock::Clock;
+use crate::metric_family::{FamilyWriter, Labels, flag, hertz, watts};
 use crate::nvml::NvmlSampler;
 use crate::nvml_child::NvmlChild;
 use crate::snapshot::GpuSample;
@@ -14,6 +16,17 @@ use std::fmt;
 pub trait GpuSource: Send {
     /// One sample per GPU; Err when the source as a whole cannot be read.
     fn sample(&mut self) -> Result<Vec<GpuSample>, String>;
+}
+
+/// The GPU collector (`gpu`): one sample of its source per pass.
+impl Collector for Box<dyn GpuSource> {
+    fn name(&self) -> &'static str {
+        "gpu"
+    }
+
+    fn collect(&mut self, _clock: &dyn Clock) -> Result<Reading, String> {
+        self.sample().map(Reading::Gpus)
+    }
 }
 
 /// The daemon's GPU source: each sample from a `node-agent nvml` child, with the Xids of the
@@ -79,169 +92,189 @@ impl GpuSource for RecordedGpuSource {
     }
 }
 
+/// Samples of a family: label set and value.
+type Samples = Vec<(Labels, f64)>;
+
 /// The GPU collector's metric families, one sample per GPU and reading.
-pub fn encode_metrics(gpus: &[GpuSample], f: &mut FamilyWriter) -> fmt::Result {
-    let per_gpu = |get: &dyn Fn(&crate::snapshot::GpuSample) -> Option<f64>| {
-        gpus.iter()
-            .filter_map(|g| get(g).map(|v| (vec![("gpu", g.index.to_string())], v)))
-            .collect::<Vec<_>>()
-    };
-    f.gauge(
+pub fn encode_metrics(gpus: &[GpuSample], families: &mut FamilyWriter) -> fmt::Result {
+    encode_identity(gpus, families)?;
+    encode_power(gpus, families)?;
+    encode_load(gpus, families)?;
+    encode_clocks(gpus, families)?;
+    encode_errors(gpus, families)
+}
+
+/// One sample per GPU where `reading` has a value, labelled with the GPU's index.
+fn per_gpu(gpus: &[GpuSample], reading: impl Fn(&GpuSample) -> Option<f64>) -> Samples {
+    gpus.iter()
+        .filter_map(|gpu| reading(gpu).map(|value| (vec![("gpu", gpu.index.to_string())], value)))
+        .collect()
+}
+
+/// One sample per GPU and kind of reading that has a value, labelled with the GPU's index
+/// and the kind under `label`.
+fn per_gpu_and_kind<const N: usize>(
+    gpus: &[GpuSample],
+    label: &'static str,
+    readings: impl Fn(&GpuSample) -> [(&'static str, Option<f64>); N],
+) -> Samples {
+    gpus.iter()
+        .flat_map(|gpu| {
+            readings(gpu).into_iter().filter_map(move |(kind, value)| {
+                value.map(|value| {
+                    (
+                        vec![("gpu", gpu.index.to_string()), (label, kind.to_string())],
+                        value,
+                    )
+                })
+            })
+        })
+        .collect()
+}
+
+/// What each GPU is and whether confidential-computing mode is on.
+fn encode_identity(gpus: &[GpuSample], families: &mut FamilyWriter) -> fmt::Result {
+    families.gauge(
         "sovereign_gpu_info",
         "GPUs NVML reports.",
         None,
         &gpus
             .iter()
-            .map(|g| {
+            .map(|gpu| {
                 (
                     vec![
-                        ("gpu", g.index.to_string()),
-                        ("name", g.name.clone()),
-                        ("uuid", g.uuid.clone()),
-                        ("driver_version", g.driver_version.clone()),
+                        ("gpu", gpu.index.to_string()),
+                        ("name", gpu.name.clone()),
+                        ("uuid", gpu.uuid.clone()),
+                        ("driver_version", gpu.driver_version.clone()),
                     ],
                     1.0,
                 )
             })
             .collect::<Vec<_>>(),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_gpu_cc_mode_enabled",
         "Whether NVIDIA confidential-computing mode is on.",
         None,
-        &per_gpu(&|g| g.cc_enabled.map(flag)),
-    )?;
-    f.gauge(
+        &per_gpu(gpus, |gpu| gpu.cc_enabled.map(flag)),
+    )
+}
+
+/// Power draw, energy and temperature.
+fn encode_power(gpus: &[GpuSample], families: &mut FamilyWriter) -> fmt::Result {
+    families.gauge(
         "sovereign_gpu_power",
         "GPU power draw.",
         Some(watts()),
-        &per_gpu(&|g| g.power_watts),
+        &per_gpu(gpus, |gpu| gpu.power_watts),
     )?;
-    f.counter(
+    families.counter(
         "sovereign_gpu_energy",
         "GPU energy since the driver loaded (NVML counter).",
         Some(Unit::Joules),
-        &per_gpu(&|g| g.energy_joules),
+        &per_gpu(gpus, |gpu| gpu.energy_joules),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_gpu_temperature",
         "GPU core temperature.",
         Some(Unit::Celsius),
-        &per_gpu(&|g| g.temperature_celsius),
-    )?;
-    f.gauge(
+        &per_gpu(gpus, |gpu| gpu.temperature_celsius),
+    )
+}
+
+/// Utilisation and memory use.
+fn encode_load(gpus: &[GpuSample], families: &mut FamilyWriter) -> fmt::Result {
+    families.gauge(
         "sovereign_gpu_utilization",
         "Fraction of the last sample period the GPU was busy (NVML utilisation).",
         Some(Unit::Other("ratio".to_string())),
-        &gpus
-            .iter()
-            .flat_map(|g| {
-                [
-                    ("gpu", g.utilization_gpu_ratio),
-                    ("memory", g.utilization_memory_ratio),
-                ]
-                .into_iter()
-                .filter_map(|(kind, v)| {
-                    v.map(|v| {
-                        (
-                            vec![("gpu", g.index.to_string()), ("kind", kind.to_string())],
-                            v,
-                        )
-                    })
-                })
-            })
-            .collect::<Vec<_>>(),
+        &per_gpu_and_kind(gpus, "kind", |gpu| {
+            [
+                ("gpu", gpu.utilization_gpu_ratio),
+                ("memory", gpu.utilization_memory_ratio),
+            ]
+        }),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_gpu_memory_used",
         "GPU memory in use.",
         Some(Unit::Bytes),
-        &per_gpu(&|g| g.memory_used_bytes.map(|v| v as f64)),
+        &per_gpu(gpus, |gpu| gpu.memory_used_bytes.map(|bytes| bytes as f64)),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_gpu_memory_total",
         "GPU memory installed.",
         Some(Unit::Bytes),
-        &per_gpu(&|g| g.memory_total_bytes.map(|v| v as f64)),
-    )?;
-    f.gauge(
+        &per_gpu(gpus, |gpu| gpu.memory_total_bytes.map(|bytes| bytes as f64)),
+    )
+}
+
+/// Current clocks and the active throttle reasons.
+fn encode_clocks(gpus: &[GpuSample], families: &mut FamilyWriter) -> fmt::Result {
+    families.gauge(
         "sovereign_gpu_clock",
         "Current GPU clocks.",
         Some(hertz()),
-        &gpus
-            .iter()
-            .flat_map(|g| {
-                [
-                    ("graphics", g.clock_graphics_hertz),
-                    ("sm", g.clock_sm_hertz),
-                    ("memory", g.clock_memory_hertz),
-                ]
-                .into_iter()
-                .filter_map(|(clock, v)| {
-                    v.map(|v| {
-                        (
-                            vec![("gpu", g.index.to_string()), ("clock", clock.to_string())],
-                            v,
-                        )
-                    })
-                })
-            })
-            .collect::<Vec<_>>(),
+        &per_gpu_and_kind(gpus, "clock", |gpu| {
+            [
+                ("graphics", gpu.clock_graphics_hertz),
+                ("sm", gpu.clock_sm_hertz),
+                ("memory", gpu.clock_memory_hertz),
+            ]
+        }),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_gpu_throttle_reason_active",
         "Clock throttle reasons NVML reports as active (absent: none).",
         None,
         &gpus
             .iter()
-            .flat_map(|g| {
-                g.throttle_reasons_active.iter().map(|r| {
+            .flat_map(|gpu| {
+                gpu.throttle_reasons_active.iter().map(|reason| {
                     (
-                        vec![("gpu", g.index.to_string()), ("reason", r.clone())],
+                        vec![("gpu", gpu.index.to_string()), ("reason", reason.clone())],
                         1.0,
                     )
                 })
             })
             .collect::<Vec<_>>(),
-    )?;
-    f.counter(
+    )
+}
+
+/// ECC memory errors and the Xids of the kernel log.
+fn encode_errors(gpus: &[GpuSample], families: &mut FamilyWriter) -> fmt::Result {
+    families.counter(
         "sovereign_gpu_ecc_errors",
         "ECC memory errors since the driver loaded (NVML volatile counters).",
         None,
-        &gpus
-            .iter()
-            .flat_map(|g| {
-                [
-                    ("corrected", g.ecc_corrected_errors_total),
-                    ("uncorrected", g.ecc_uncorrected_errors_total),
-                ]
-                .into_iter()
-                .filter_map(|(kind, v)| {
-                    v.map(|v| {
-                        (
-                            vec![("gpu", g.index.to_string()), ("type", kind.to_string())],
-                            v as f64,
-                        )
-                    })
-                })
-            })
-            .collect::<Vec<_>>(),
+        &per_gpu_and_kind(gpus, "type", |gpu| {
+            [
+                (
+                    "corrected",
+                    gpu.ecc_corrected_errors_total.map(|n| n as f64),
+                ),
+                (
+                    "uncorrected",
+                    gpu.ecc_uncorrected_errors_total.map(|n| n as f64),
+                ),
+            ]
+        }),
     )?;
-    f.counter(
+    families.counter(
         "sovereign_gpu_xid_errors",
         "NVIDIA Xid errors of the GPU in the kernel log since the agent started.",
         None,
         &gpus
             .iter()
-            .flat_map(|g| {
-                g.xid_errors.iter().map(|(xid, n)| {
+            .flat_map(|gpu| {
+                gpu.xid_errors.iter().map(|(xid, count)| {
                     (
-                        vec![("gpu", g.index.to_string()), ("xid", xid.to_string())],
-                        *n as f64,
+                        vec![("gpu", gpu.index.to_string()), ("xid", xid.to_string())],
+                        *count as f64,
                     )
                 })
             })
             .collect::<Vec<_>>(),
-    )?;
-    Ok(())
+    )
 }

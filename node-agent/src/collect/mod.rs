@@ -1,12 +1,20 @@
 //! The background collectors. One thread runs them on the configured interval and
-//! publishes a [`Snapshot`]; HTTP handlers only read the latest one. Pinning is not a
+//! publishes a [`Snapshot`]; HTTP handlers only read the latest one.
+//!
+//! Each collector implements [`Collector`], as node_exporter's collectors share one
+//! interface: a name (its `collector` label and its /v1/status entry) and one collection
+//! pass that yields its part of the snapshot or says why its source could not be read.
+//! [`Collectors::collect`] runs them in a fixed order, timing each. Pinning is not a
 //! collector: it reconciles in its own loop ([`crate::pinning_loop`]), and the snapshot
-//! carries its last pass.
+//! carries its last pass. The Xid watcher ([`xid`]) is not one either: it follows the
+//! kernel log on its own thread and the GPU collector attributes its counts.
 
 pub mod gpu;
 pub mod rapl;
 pub mod replica;
 pub mod xid;
+
+pub use replica::ReplicaSource;
 
 use crate::assessment::NodeAssessment;
 use crate::clock::Clock;
@@ -15,38 +23,132 @@ use crate::metric_family::{FamilyWriter, flag};
 use crate::pinning_loop::PinningBoard;
 use crate::selftest_child::{CryptoOutcome, CryptoStatus};
 use crate::snapshot::{
-    CollectorStatus, DisabledCollector, PinningStatus, ReplicaHealth, ReplicaStatus, Snapshot,
+    CollectorStatus, CpuEnergy, DisabledCollector, GpuSample, PinningStatus, ReplicaHealth,
+    ReplicaStatus, Snapshot,
 };
+use gpu_crypto_api::stats::StatsSnapshot;
 use prometheus_client::registry::Unit;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-/// Where the replica's metrics come from.
-pub enum ReplicaSource {
-    Http(Box<replica::ReplicaScraper>),
-    /// Pages recorded from a replica, replayed in order (the last one repeats).
-    Recorded {
-        pages: Vec<String>,
-        next: usize,
-    },
+/// One source the collection thread reads once per cycle.
+pub trait Collector {
+    /// The collector's name: its `collector` label and its entry in /v1/status.
+    fn name(&self) -> &'static str;
+    /// One collection pass: this collector's part of the snapshot, or why its source could
+    /// not be read. `clock` is the agent's clock, for collectors that compute rates.
+    fn collect(&mut self, clock: &dyn Clock) -> Result<Reading, String>;
+}
+
+/// What one collection pass produced: a collector's part of the snapshot.
+pub enum Reading {
+    /// One sample per GPU ([`gpu`]).
+    Gpus(Vec<GpuSample>),
+    /// CPU package energy ([`rapl`]).
+    CpuEnergy(CpuEnergy),
+    /// The replica's health figures ([`replica`]).
+    Replica(ReplicaHealth),
+    /// The crypto counters of the selftest run at start ([`SelftestCrypto`]).
+    Crypto(StatsSnapshot),
+}
+
+/// The parts of a snapshot the collectors read in one cycle; a failed collector leaves
+/// its part empty.
+#[derive(Default)]
+struct Readings {
+    gpus: Vec<GpuSample>,
+    cpu_energy: Option<CpuEnergy>,
+    replica: Option<ReplicaHealth>,
+    crypto: Option<StatsSnapshot>,
+}
+
+impl Readings {
+    fn put(&mut self, reading: Reading) {
+        match reading {
+            Reading::Gpus(gpus) => self.gpus = gpus,
+            Reading::CpuEnergy(energy) => self.cpu_energy = Some(energy),
+            Reading::Replica(health) => self.replica = Some(health),
+            Reading::Crypto(stats) => self.crypto = Some(stats),
+        }
+    }
+}
+
+/// The "crypto" collector: the selftest's result from start, since the agent runs no
+/// crypto of its own afterwards. It always reads.
+struct SelftestCrypto<'a>(&'a CryptoOutcome);
+
+impl Collector for SelftestCrypto<'_> {
+    fn name(&self) -> &'static str {
+        "crypto"
+    }
+
+    fn collect(&mut self, _clock: &dyn Clock) -> Result<Reading, String> {
+        Ok(Reading::Crypto(self.0.stats.clone()))
+    }
+}
+
+/// Runs collectors one pass each, timing them, and records each outcome as a
+/// [`CollectorStatus`] with the time of the collector's last success.
+struct Runner<'a> {
+    clock: &'a dyn Clock,
+    last_success: &'a mut BTreeMap<&'static str, f64>,
+    statuses: Vec<CollectorStatus>,
+    readings: Readings,
+}
+
+impl Runner<'_> {
+    fn run(&mut self, collector: &mut dyn Collector) {
+        let name = collector.name();
+        let start = self.clock.monotonic_seconds();
+        let result = collector.collect(self.clock);
+        let duration_seconds = (self.clock.monotonic_seconds() - start).max(0.0);
+        let (up, error) = match result {
+            Ok(reading) => {
+                self.last_success.insert(name, self.clock.unix_seconds());
+                self.readings.put(reading);
+                (true, None)
+            }
+            Err(e) => {
+                tracing::debug!(collector = name, error = %e, "collector failed");
+                (false, Some(e))
+            }
+        };
+        self.statuses.push(CollectorStatus {
+            name: name.to_string(),
+            up,
+            duration_seconds,
+            last_success_unix_seconds: self.last_success.get(name).copied(),
+            error,
+        });
+    }
 }
 
 /// Everything the collection thread owns.
 pub struct Collectors {
+    /// The agent's clock: snapshot times, collector durations, energy rates.
     pub clock: Arc<dyn Clock>,
+    /// The node's probe, profile and readiness, as assessed at start.
     pub node: NodeAssessment,
     /// The crypto path and selftest, established at start (in a child process under `run`).
     pub crypto: CryptoOutcome,
+    /// The GPU collector's source; `None` when the collector is not on this node.
     pub gpu: Option<Box<dyn gpu::GpuSource>>,
+    /// The CPU energy collector (`cpu_energy`); `None` without RAPL.
     pub rapl: Option<rapl::RaplReader>,
+    /// The replica collector's source; `None` without a configured metrics URL.
     pub replica: Option<ReplicaSource>,
+    /// The replica metrics URL that /v1/status names (empty when none is configured).
     pub replica_url: String,
     /// Where the pinning loop ([`crate::pinning_loop`]) publishes its last pass.
     pub pinning: Option<PinningBoard>,
+    /// Why pinning is off, when it is (reported in the snapshot's pinning status).
     pub pinning_disabled_reason: Option<String>,
+    /// Collectors not running on this node, with the reason.
     pub disabled: Vec<DisabledCollector>,
+    /// The running cost estimate, updated from each cycle's readings.
     pub cost: CostTracker,
+    /// CPU-seconds one item of each crypto operation costs on the CPU, by operation.
     pub cpu_seconds_per_item: BTreeMap<String, f64>,
     /// Runs the async replica scrape from this (non-async) thread.
     runtime: tokio::runtime::Runtime,
@@ -55,7 +157,8 @@ pub struct Collectors {
 }
 
 impl Collectors {
-    #[allow(clippy::too_many_arguments)]
+    /// Collectors with no source set: the caller sets `gpu`, `rapl`, `replica` and
+    /// `pinning` for the node. Err when the replica scrape's runtime cannot start.
     pub fn new(
         clock: Arc<dyn Clock>,
         node: NodeAssessment,
@@ -84,6 +187,7 @@ impl Collectors {
         })
     }
 
+    /// Records that the collector `name` does not run on this node, and why.
     pub fn disable(&mut self, name: &str, reason: impl Into<String>) {
         let reason = reason.into();
         tracing::info!(collector = name, %reason, "collector disabled");
@@ -93,102 +197,57 @@ impl Collectors {
         });
     }
 
-    /// Runs `f`, timing it, and records the outcome under `name`.
-    fn run<T>(
-        &mut self,
-        name: &'static str,
-        statuses: &mut Vec<CollectorStatus>,
-        f: impl FnOnce(&mut Self) -> Result<T, String>,
-    ) -> Option<T> {
-        let start = self.clock.monotonic_seconds();
-        let result = f(self);
-        let duration_seconds = (self.clock.monotonic_seconds() - start).max(0.0);
-        let (up, error, value) = match result {
-            Ok(v) => {
-                self.last_success.insert(name, self.clock.unix_seconds());
-                (true, None, Some(v))
-            }
-            Err(e) => {
-                tracing::debug!(collector = name, error = %e, "collector failed");
-                (false, Some(e), None)
-            }
-        };
-        statuses.push(CollectorStatus {
-            name: name.to_string(),
-            up,
-            duration_seconds,
-            last_success_unix_seconds: self.last_success.get(name).copied(),
-            error,
-        });
-        value
-    }
-
-    /// One collection cycle.
+    /// One collection cycle: the sources' collectors, the pinning loop's last pass, the
+    /// crypto collector, then the cost over what they read.
     pub fn collect(&mut self) -> Snapshot {
         let now = self.clock.unix_seconds();
-        let mut statuses = Vec::new();
-
-        let gpus = if self.gpu.is_some() {
-            self.run("gpu", &mut statuses, |c| match c.gpu.as_mut() {
-                Some(g) => g.sample(),
-                None => Err("no GPU source".into()),
-            })
-            .unwrap_or_default()
-        } else {
-            Vec::new()
+        let mut runner = Runner {
+            clock: self.clock.as_ref(),
+            last_success: &mut self.last_success,
+            statuses: Vec::new(),
+            readings: Readings::default(),
         };
-
-        let cpu_energy = if self.rapl.is_some() {
-            let t = self.clock.monotonic_seconds();
-            self.run("cpu_energy", &mut statuses, |c| match c.rapl.as_mut() {
-                Some(r) => r.read(t),
-                None => Err("no RAPL reader".into()),
-            })
-        } else {
-            None
-        };
-
-        let mut replica = ReplicaStatus {
-            url: self.replica_url.clone(),
-            ..ReplicaStatus::default()
-        };
-        if self.replica.is_some() {
-            let health: Option<ReplicaHealth> =
-                self.run("replica", &mut statuses, |c| match c.replica.as_mut() {
-                    Some(ReplicaSource::Http(s)) => {
-                        c.runtime.block_on(s.scrape()).map_err(|e| e.to_string())
-                    }
-                    Some(ReplicaSource::Recorded { pages, next }) => {
-                        let i = (*next).min(pages.len().saturating_sub(1));
-                        *next += 1;
-                        let page = pages.get(i).ok_or("no recorded replica page")?;
-                        replica::scrape_page(&c.replica_url, page).map_err(|e| e.to_string())
-                    }
-                    None => Err("no replica source".into()),
-                });
-            replica.up = health.is_some();
-            replica.health = health;
+        if let Some(gpu) = self.gpu.as_mut() {
+            runner.run(gpu);
         }
-
+        if let Some(rapl) = self.rapl.as_mut() {
+            runner.run(rapl);
+        }
+        if let Some(source) = self.replica.as_mut() {
+            runner.run(&mut replica::ReplicaCollector {
+                source,
+                url: &self.replica_url,
+                runtime: &self.runtime,
+            });
+        }
         // Pinning runs in its own loop; its last pass appears here as the "pinning"
         // collector, in the same place of the list.
-        let pinning = match &self.pinning {
-            Some(board) => {
-                let report = board.latest();
-                statuses.extend(report.run);
-                report.status
-            }
-            None => PinningStatus {
-                enabled: false,
-                inactive_reason: self.pinning_disabled_reason.clone(),
-                ..PinningStatus::default()
-            },
-        };
+        let pinning = pinning_status(
+            self.pinning.as_ref(),
+            &self.pinning_disabled_reason,
+            &mut runner.statuses,
+        );
+        runner.run(&mut SelftestCrypto(&self.crypto));
+        let Runner {
+            statuses, readings, ..
+        } = runner;
+        self.snapshot(now, statuses, readings, pinning)
+    }
 
-        // The selftest's result from start: the agent runs no crypto of its own afterwards.
-        let stats = self
-            .run("crypto", &mut statuses, |c| Ok(c.crypto.stats.clone()))
-            .unwrap_or_else(|| self.crypto.stats.clone());
+    /// The snapshot of one cycle, from what its collectors read.
+    fn snapshot(
+        &mut self,
+        now: f64,
+        statuses: Vec<CollectorStatus>,
+        readings: Readings,
+        pinning: PinningStatus,
+    ) -> Snapshot {
+        let replica = ReplicaStatus {
+            url: self.replica_url.clone(),
+            up: readings.replica.is_some(),
+            health: readings.replica,
+        };
+        let stats = readings.crypto.unwrap_or_else(|| self.crypto.stats.clone());
         let crypto = CryptoStatus {
             report: self.crypto.report.clone(),
             selftest: self.crypto.selftest.clone(),
@@ -196,10 +255,12 @@ impl Collectors {
             stats,
             kernel_loads: self.crypto.kernel_loads.clone(),
         };
-
-        let cost = self
-            .cost
-            .update(now, &gpus, cpu_energy.as_ref(), replica.health.as_ref());
+        let cost = self.cost.update(
+            now,
+            &readings.gpus,
+            readings.cpu_energy.as_ref(),
+            replica.health.as_ref(),
+        );
         self.cycle += 1;
         Snapshot {
             taken_at_unix_seconds: now,
@@ -208,13 +269,33 @@ impl Collectors {
             node: self.node.clone(),
             collectors: statuses,
             disabled_collectors: self.disabled.clone(),
-            gpus,
+            gpus: readings.gpus,
             crypto,
             pinning,
             replica,
-            cpu_energy,
+            cpu_energy: readings.cpu_energy,
             cost,
         }
+    }
+}
+
+/// The pinning loop's last pass (its run joins `statuses`), or pinning off with its reason.
+fn pinning_status(
+    board: Option<&PinningBoard>,
+    disabled_reason: &Option<String>,
+    statuses: &mut Vec<CollectorStatus>,
+) -> PinningStatus {
+    match board {
+        Some(board) => {
+            let report = board.latest();
+            statuses.extend(report.run);
+            report.status
+        }
+        None => PinningStatus {
+            enabled: false,
+            inactive_reason: disabled_reason.clone(),
+            ..PinningStatus::default()
+        },
     }
 }
 

@@ -1,6 +1,8 @@
 //! CPU package energy from the powercap (RAPL) sysfs counters. AMD Zen exposes its
 //! package energy through the same `intel-rapl` powercap driver.
 
+use super::{Collector, Reading};
+use crate::clock::Clock;
 use crate::metric_family::{FamilyWriter, one, opt, watts};
 use crate::snapshot::CpuEnergy;
 use prometheus_client::registry::Unit;
@@ -89,6 +91,18 @@ impl RaplReader {
             power_watts,
             zones: zones.len() as u32,
         })
+    }
+}
+
+/// The CPU energy collector (`cpu_energy`): the package zones read at the clock's
+/// monotonic time, for the power since the previous pass.
+impl Collector for RaplReader {
+    fn name(&self) -> &'static str {
+        "cpu_energy"
+    }
+
+    fn collect(&mut self, clock: &dyn Clock) -> Result<Reading, String> {
+        self.read(clock.monotonic_seconds()).map(Reading::CpuEnergy)
     }
 }
 

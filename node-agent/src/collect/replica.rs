@@ -11,6 +11,8 @@
 //! own /metrics on the same port, another exporter) is "not the replica's metrics", with
 //! what the page is instead.
 
+use super::{Collector, Reading};
+use crate::clock::Clock;
 use crate::metric_family::{FamilyWriter, flag, one, opt};
 use crate::snapshot::ReplicaStatus;
 use crate::snapshot::{HistogramTotals, ReplicaHealth};
@@ -260,6 +262,52 @@ pub fn scrape_page(url: &str, text: &str) -> Result<ReplicaHealth, ReplicaScrape
         });
     }
     Ok(health)
+}
+
+/// Where the replica's metrics come from.
+pub enum ReplicaSource {
+    /// The replica's endpoint, scraped over HTTP.
+    Http(Box<ReplicaScraper>),
+    /// Pages recorded from a replica, replayed in order (the last one repeats).
+    Recorded {
+        /// The recorded pages, Prometheus text format.
+        pages: Vec<String>,
+        /// Index of the page the next pass reads.
+        next: usize,
+    },
+}
+
+/// The replica collector (`replica`) for one pass: the source, the URL it is configured
+/// under, and the runtime that runs an HTTP scrape from the collection thread.
+pub struct ReplicaCollector<'a> {
+    /// Where the page comes from.
+    pub source: &'a mut ReplicaSource,
+    /// The configured metrics URL (a recorded page is checked as if served there).
+    pub url: &'a str,
+    /// Runs the async scrape to completion.
+    pub runtime: &'a tokio::runtime::Runtime,
+}
+
+impl Collector for ReplicaCollector<'_> {
+    fn name(&self) -> &'static str {
+        "replica"
+    }
+
+    fn collect(&mut self, _clock: &dyn Clock) -> Result<Reading, String> {
+        let health = match self.source {
+            ReplicaSource::Http(scraper) => self
+                .runtime
+                .block_on(scraper.scrape())
+                .map_err(|e| e.to_string())?,
+            ReplicaSource::Recorded { pages, next } => {
+                let i = (*next).min(pages.len().saturating_sub(1));
+                *next += 1;
+                let page = pages.get(i).ok_or("no recorded replica page")?;
+                scrape_page(self.url, page).map_err(|e| e.to_string())?
+            }
+        };
+        Ok(Reading::Replica(health))
+    }
 }
 
 /// The replica collector's metric families.

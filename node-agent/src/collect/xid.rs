@@ -6,6 +6,11 @@
 //! collector attributes them through each GPU's PCI bus id. The kernel log rather than NVML
 //! events keeps NVML out of the daemon ([`crate::nvml_child`]).
 //!
+//! The watcher is not a [`super::Collector`]: it has no pass of its own to time or fail.
+//! It follows the log continuously (a pass would miss records between cycles or block on
+//! the device), and its counts are part of each GPU's sample, attributed by the GPU
+//! collector, so an unreadable log shows on the GPUs rather than as a collector of its own.
+//!
 //! The daemon counts from its start, as the counters of a restarted exporter do: counting the
 //! whole ring buffer again after each restart would make `increase()` see every old Xid anew.
 
