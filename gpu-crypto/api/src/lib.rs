@@ -8,7 +8,7 @@
 //! - [`error`]: per-item errors and the error of a whole call;
 //! - [`stats`], [`report`], [`selftest`]: what an engine reports about its work;
 //! - [`abi`]: the codes of the C ABI of `libgpu_crypto.so`;
-//! - [`bench`]: the benchmark document of `gpu-crypto bench --json`;
+//! - [`bench`](mod@bench): the benchmark document of `gpu-crypto bench --json`;
 //! - [`runtime_config`]: the replica's runtime configuration file.
 
 #![warn(missing_docs)]
