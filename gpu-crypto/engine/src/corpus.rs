@@ -37,6 +37,7 @@ const SORT: u8 = 0x20;
 pub struct CorpusEntry {
     /// What the entry is, e.g. `x=p+1 flags=0x80`.
     pub label: String,
+    /// The 48-byte compressed encoding to decode.
     pub bytes: [u8; 48],
     /// `ic_bls12_381`'s verdict, computed at generation ([`reference_verdict`]).
     pub expected: Result<G1Affine, DecodeError>,
@@ -137,80 +138,74 @@ pub fn g1_decompress_corpus() -> Vec<CorpusEntry> {
         bytes,
         intended,
     });
-
-    // Valid points with both sort-flag values: flipping the sort flag of a valid
-    // encoding gives the negated point, also valid.
     let valid_points = valid_points::<G1Projective>(&mut rng);
     corpus.push_valid(valid_points.iter().map(|p| p.to_compressed()));
-
-    // The identity, and infinity with each stray bit (flags other than compression and
-    // infinity, and every x bit).
     corpus.push_infinity(G1Affine::identity().to_compressed());
-
-    // x >= p (bits 381..383 are flags, so every 381-bit x >= p is reachable).
-    let p = field_bytes_from_limbs(&MODULUS_LIMBS);
-    let non_canonical = at_least_p(&mut rng, "x=", "x random", 4);
-    for (label, x) in &non_canonical {
-        for sort in [0, SORT] {
-            let mut enc = *x;
-            enc[0] = (enc[0] & 0x1f) | COMPRESSION | sort;
-            corpus.push(
-                format!("{label} flags={:#04x}", enc[0] & 0xe0),
-                enc,
-                Some(Err(DecodeError::NonCanonical)),
-            );
-        }
-    }
-    let mut p_minus_one = p;
-    p_minus_one[47] -= 1;
-    let mut enc = p_minus_one;
-    enc[0] |= COMPRESSION;
-    corpus.push("x=p-1".into(), enc, None);
-
-    // x with no square root of x^3 + 4, and on-curve x outside the subgroup. Found by
-    // trying small and random x with ic_bls12_381's unchecked decoding.
-    let mut no_root = Vec::new();
-    let mut off_subgroup = Vec::new();
-    for small in 1u8..=64 {
-        let mut x = [0u8; 48];
-        x[47] = small;
-        classify_x(x, &mut no_root, &mut off_subgroup);
-    }
-    while no_root.len() < 12 || off_subgroup.len() < 12 {
-        let mut x = [0u8; 48];
-        rng.fill_bytes(&mut x);
-        x[0] &= 0x0f; // below p
-        classify_x(x, &mut no_root, &mut off_subgroup);
-    }
-    corpus.push_both_sorts("no square root", &no_root[..12], DecodeError::NotOnCurve);
-    // x = 0: (0, +-2) are points of order 3, on the curve but not in G1.
-    off_subgroup.insert(0, [0u8; 48]);
+    g1_push_non_canonical(&mut corpus, &mut rng);
+    let xs = g1_x_kinds(&mut rng);
+    corpus.push_both_sorts("no square root", &xs.no_root[..12], DecodeError::NotOnCurve);
     corpus.push_both_sorts(
         "on curve, not in G1",
-        &off_subgroup[..13],
+        &xs.off_subgroup[..13],
         DecodeError::NotInSubgroup,
     );
-
-    // All 8 flag combinations on each kind of x.
     let mut valid_x = valid_points[1].to_compressed();
     valid_x[0] &= 0x1f;
-    let kinds: [(&str, [u8; 48], Result<(), DecodeError>); 5] = [
+    let p = field_bytes_from_limbs(&MODULUS_LIMBS);
+    corpus.push_flag_combinations([
         ("valid x", valid_x, Ok(())),
         ("x=0", [0u8; 48], Err(DecodeError::NotInSubgroup)),
         ("x=p", p, Err(DecodeError::NonCanonical)),
-        ("x without root", no_root[0], Err(DecodeError::NotOnCurve)),
+        (
+            "x without root",
+            xs.no_root[0],
+            Err(DecodeError::NotOnCurve),
+        ),
         (
             "x off subgroup",
-            off_subgroup[1],
+            xs.off_subgroup[1],
             Err(DecodeError::NotInSubgroup),
         ),
-    ];
-    corpus.push_flag_combinations(kinds);
-
+    ]);
     // Seeded random bytes: as they come, and with only the compression flag forced
     // (which reaches the later checks far more often).
     corpus.push_random(&mut rng, |_, _| {});
     corpus.entries
+}
+
+/// x >= p (bits 381..383 are flags, so every 381-bit x >= p is reachable) with both sort
+/// flags, and x = p - 1.
+fn g1_push_non_canonical<E>(corpus: &mut Corpus<48, E>, rng: &mut ChaCha20Rng) {
+    for (label, x) in &at_least_p(rng, "x=", "x random", 4) {
+        corpus.push_non_canonical(label, *x);
+    }
+    let mut enc = field_bytes_from_limbs(&MODULUS_LIMBS);
+    enc[47] -= 1;
+    enc[0] |= COMPRESSION;
+    corpus.push("x=p-1".into(), enc, None);
+}
+
+/// x with no square root of x^3 + 4, and on-curve x outside the subgroup, found by trying
+/// small and then random x with ic_bls12_381's unchecked decoding; x = 0 first among the
+/// latter: (0, +-2) are points of order 3, on the curve but not in G1.
+fn g1_x_kinds(rng: &mut ChaCha20Rng) -> XKinds<48> {
+    let mut xs = XKinds::new(|enc: &[u8; 48]| {
+        Option::<G1Affine>::from(G1Affine::from_compressed_unchecked(enc))
+            .map(|p| bool::from(p.is_torsion_free()))
+    });
+    for small in 1u8..=64 {
+        let mut x = [0u8; 48];
+        x[47] = small;
+        xs.classify(x);
+    }
+    while xs.no_root.len() < 12 || xs.off_subgroup.len() < 12 {
+        let mut x = [0u8; 48];
+        rng.fill_bytes(&mut x);
+        x[0] &= 0x0f; // below p
+        xs.classify(x);
+    }
+    xs.off_subgroup.insert(0, [0u8; 48]);
+    xs
 }
 
 /// The verdict an entry was built for (`Ok(())`: a valid point); `None` for random bytes.
@@ -289,6 +284,20 @@ impl<const N: usize, E> Corpus<N, E> {
                     Some(Err(intended)),
                 );
             }
+        }
+    }
+
+    /// A non-canonical x with the compression flag and each sort flag (its own flag bits
+    /// replaced), built for `NonCanonical`.
+    fn push_non_canonical(&mut self, name: &str, x: [u8; N]) {
+        for sort in [0, SORT] {
+            let mut enc = x;
+            enc[0] = (enc[0] & 0x1f) | COMPRESSION | sort;
+            self.push(
+                format!("{name} flags={:#04x}", enc[0] & 0xe0),
+                enc,
+                Some(Err(DecodeError::NonCanonical)),
+            );
         }
     }
 
@@ -376,14 +385,35 @@ fn at_least_p(
     out
 }
 
-/// Sorts a canonical x (flags clear) into "no root" or "on the curve but not in G1".
-fn classify_x(x: [u8; 48], no_root: &mut Vec<[u8; 48]>, off_subgroup: &mut Vec<[u8; 48]>) {
-    let mut enc = x;
-    enc[0] |= COMPRESSION;
-    match Option::<G1Affine>::from(G1Affine::from_compressed_unchecked(&enc)) {
-        None => no_root.push(x),
-        Some(p) if !bool::from(p.is_torsion_free()) => off_subgroup.push(x),
-        Some(_) => {}
+/// Canonical x values (flags clear) sorted by what unchecked decoding makes of them.
+struct XKinds<const N: usize> {
+    /// No square root: not the x of any point on the curve.
+    no_root: Vec<[u8; N]>,
+    /// On the curve, outside the prime-order subgroup.
+    off_subgroup: Vec<[u8; N]>,
+    /// Unchecked decoding of a compressed encoding: `None` when it has no point, else
+    /// whether the point is torsion-free.
+    torsion_free: fn(&[u8; N]) -> Option<bool>,
+}
+
+impl<const N: usize> XKinds<N> {
+    fn new(torsion_free: fn(&[u8; N]) -> Option<bool>) -> XKinds<N> {
+        XKinds {
+            no_root: Vec::new(),
+            off_subgroup: Vec::new(),
+            torsion_free,
+        }
+    }
+
+    /// Sorts `x` into `no_root` or `off_subgroup` (points of the subgroup go nowhere).
+    fn classify(&mut self, x: [u8; N]) {
+        let mut enc = x;
+        enc[0] |= COMPRESSION;
+        match (self.torsion_free)(&enc) {
+            None => self.no_root.push(x),
+            Some(false) => self.off_subgroup.push(x),
+            Some(true) => {}
+        }
     }
 }
 
@@ -428,6 +458,7 @@ pub const G2_CORPUS_SEED: [u8; 32] = *b"sovereign-node g2 corpus seed v1";
 pub struct G2CorpusEntry {
     /// What the entry is, e.g. `x.c0=p flags=0x80`.
     pub label: String,
+    /// The 96-byte compressed encoding to decode.
     pub bytes: [u8; 96],
     /// `ic_bls12_381`'s verdict, computed at generation ([`g2_reference_verdict`]).
     pub expected: Result<G2Affine, DecodeError>,
@@ -500,107 +531,37 @@ pub fn g2_decompress_corpus() -> Vec<G2CorpusEntry> {
         bytes,
         intended,
     });
-
     let valid_points = valid_points::<G2Projective>(&mut rng);
     corpus.push_valid(valid_points.iter().map(|p| p.to_compressed()));
-
     corpus.push_infinity(G2Affine::identity().to_compressed());
-
-    // Either coordinate >= p, the other canonical (zero, small, a valid point's) or not.
-    let p = field_bytes_from_limbs(&MODULUS_LIMBS);
-    let big = at_least_p(&mut rng, "", "random", 2);
     let valid_enc = valid_points[1].to_compressed();
-    let mut valid_c0 = [0u8; 48];
-    valid_c0.copy_from_slice(&valid_enc[48..]);
-    let mut small = [0u8; 48];
-    small[47] = 1;
-    let canonical: [(&str, [u8; 48]); 3] = [("0", [0u8; 48]), ("1", small), ("valid", valid_c0)];
-    for (label, b) in &big {
-        for (other, c) in &canonical {
-            for (c1, c0, name) in [
-                (b, c, format!("x.c1={label} x.c0={other}")),
-                (c, b, format!("x.c1={other} x.c0={label}")),
-            ] {
-                for sort in [0, SORT] {
-                    let mut enc = g2_x_bytes(c0, c1);
-                    enc[0] = (enc[0] & 0x1f) | COMPRESSION | sort;
-                    corpus.push(
-                        format!("{name} flags={:#04x}", enc[0] & 0xe0),
-                        enc,
-                        Some(Err(DecodeError::NonCanonical)),
-                    );
-                }
-            }
-        }
-        let mut enc = g2_x_bytes(b, b);
-        enc[0] = (enc[0] & 0x1f) | COMPRESSION;
-        corpus.push(
-            format!("x.c1=x.c0={label}"),
-            enc,
-            Some(Err(DecodeError::NonCanonical)),
-        );
-    }
-    let mut p_minus_one = p;
-    p_minus_one[47] -= 1;
-    for (c0, c1, label) in [
-        (&p_minus_one, &[0u8; 48], "x.c0=p-1"),
-        (&[0u8; 48], &p_minus_one, "x.c1=p-1"),
-        (&p_minus_one, &p_minus_one, "x.c0=x.c1=p-1"),
-    ] {
-        let mut enc = g2_x_bytes(c0, c1);
-        enc[0] |= COMPRESSION;
-        corpus.push(label.into(), enc, None);
-    }
-
-    // No square root, and on the twist but outside G2: small x in Fp (x.c1 = 0), small
-    // x.c1 with x.c0 = 0, then random x.
-    let mut no_root = Vec::new();
-    let mut off_subgroup = Vec::new();
-    for v in 0u8..=24 {
-        let mut c = [0u8; 48];
-        c[47] = v;
-        g2_classify_x(g2_x_bytes(&c, &[0u8; 48]), &mut no_root, &mut off_subgroup);
-        if v > 0 {
-            g2_classify_x(g2_x_bytes(&[0u8; 48], &c), &mut no_root, &mut off_subgroup);
-        }
-    }
-    while no_root.len() < 24 || off_subgroup.len() < 40 {
-        let mut c0 = [0u8; 48];
-        let mut c1 = [0u8; 48];
-        rng.fill_bytes(&mut c0);
-        rng.fill_bytes(&mut c1);
-        c0[0] &= 0x0f;
-        c1[0] &= 0x0f;
-        g2_classify_x(g2_x_bytes(&c0, &c1), &mut no_root, &mut off_subgroup);
-    }
-    // x with x^3 + 4(u + 1) in Fp (its imaginary part cancels): the square root's input
-    // has a1 = 0, and the root is real or imaginary.
-    off_subgroup.extend(g2_real_rhs_x(&mut rng, 8));
-    corpus.push_both_sorts("no square root", &no_root[..24], DecodeError::NotOnCurve);
+    g2_push_non_canonical(&mut corpus, &mut rng, &valid_enc);
+    let xs = g2_x_kinds(&mut rng);
+    corpus.push_both_sorts("no square root", &xs.no_root[..24], DecodeError::NotOnCurve);
     corpus.push_both_sorts(
         "on the twist, not in G2",
-        &off_subgroup,
+        &xs.off_subgroup,
         DecodeError::NotInSubgroup,
     );
-
-    // All 8 flag combinations on each kind of x.
     let mut valid_x = valid_enc;
     valid_x[0] &= 0x1f;
-    let mut p_x = g2_x_bytes(&[0u8; 48], &p);
+    let mut p_x = g2_x_bytes(&[0u8; 48], &field_bytes_from_limbs(&MODULUS_LIMBS));
     p_x[0] &= 0x1f;
-    let kinds: [(&str, [u8; 96], Result<(), DecodeError>); 5] = [
+    corpus.push_flag_combinations([
         ("valid x", valid_x, Ok(())),
         ("x=0", [0u8; 96], g2_plain_verdict(&[0u8; 96])),
         ("x.c1=p", p_x, Err(DecodeError::NonCanonical)),
-        ("x without root", no_root[0], Err(DecodeError::NotOnCurve)),
+        (
+            "x without root",
+            xs.no_root[0],
+            Err(DecodeError::NotOnCurve),
+        ),
         (
             "x off subgroup",
-            off_subgroup[0],
+            xs.off_subgroup[0],
             Err(DecodeError::NotInSubgroup),
         ),
-    ];
-    corpus.push_flag_combinations(kinds);
-
+    ]);
     corpus.push_random(&mut rng, |i, enc| {
         // Half of them below p in both coordinates, so they reach the curve checks.
         if i % 2 == 0 {
@@ -611,22 +572,78 @@ pub fn g2_decompress_corpus() -> Vec<G2CorpusEntry> {
     corpus.entries
 }
 
+/// Either coordinate >= p, the other canonical (zero, small, a valid point's: the c0 of
+/// `valid_enc`) or not, with both sort flags; then both coordinates p - 1 or one of them.
+fn g2_push_non_canonical<E>(
+    corpus: &mut Corpus<96, E>,
+    rng: &mut ChaCha20Rng,
+    valid_enc: &[u8; 96],
+) {
+    let mut valid_c0 = [0u8; 48];
+    valid_c0.copy_from_slice(&valid_enc[48..]);
+    let mut small = [0u8; 48];
+    small[47] = 1;
+    let canonical: [(&str, [u8; 48]); 3] = [("0", [0u8; 48]), ("1", small), ("valid", valid_c0)];
+    for (label, b) in &at_least_p(rng, "", "random", 2) {
+        for (other, c) in &canonical {
+            corpus.push_non_canonical(&format!("x.c1={label} x.c0={other}"), g2_x_bytes(c, b));
+            corpus.push_non_canonical(&format!("x.c1={other} x.c0={label}"), g2_x_bytes(b, c));
+        }
+        let mut enc = g2_x_bytes(b, b);
+        enc[0] = (enc[0] & 0x1f) | COMPRESSION;
+        corpus.push(
+            format!("x.c1=x.c0={label}"),
+            enc,
+            Some(Err(DecodeError::NonCanonical)),
+        );
+    }
+    let mut p_minus_one = field_bytes_from_limbs(&MODULUS_LIMBS);
+    p_minus_one[47] -= 1;
+    for (c0, c1, label) in [
+        (&p_minus_one, &[0u8; 48], "x.c0=p-1"),
+        (&[0u8; 48], &p_minus_one, "x.c1=p-1"),
+        (&p_minus_one, &p_minus_one, "x.c0=x.c1=p-1"),
+    ] {
+        let mut enc = g2_x_bytes(c0, c1);
+        enc[0] |= COMPRESSION;
+        corpus.push(label.into(), enc, None);
+    }
+}
+
+/// No square root, and on the twist but outside G2: small x in Fp (x.c1 = 0), small x.c1
+/// with x.c0 = 0, then random x; then x with x^3 + 4(u + 1) in Fp (its imaginary part
+/// cancels: the square root's input has a1 = 0, and the root is real or imaginary).
+fn g2_x_kinds(rng: &mut ChaCha20Rng) -> XKinds<96> {
+    let mut xs = XKinds::new(|enc: &[u8; 96]| {
+        Option::<G2Affine>::from(G2Affine::from_compressed_unchecked(enc))
+            .map(|p| bool::from(p.is_torsion_free()))
+    });
+    for v in 0u8..=24 {
+        let mut c = [0u8; 48];
+        c[47] = v;
+        xs.classify(g2_x_bytes(&c, &[0u8; 48]));
+        if v > 0 {
+            xs.classify(g2_x_bytes(&[0u8; 48], &c));
+        }
+    }
+    while xs.no_root.len() < 24 || xs.off_subgroup.len() < 40 {
+        let mut c0 = [0u8; 48];
+        let mut c1 = [0u8; 48];
+        rng.fill_bytes(&mut c0);
+        rng.fill_bytes(&mut c1);
+        c0[0] &= 0x0f;
+        c1[0] &= 0x0f;
+        xs.classify(g2_x_bytes(&c0, &c1));
+    }
+    xs.off_subgroup.extend(g2_real_rhs_x(rng, 8));
+    xs
+}
+
 /// The verdict on a canonical x with only the compression flag set, as `Result<(), _>`.
 fn g2_plain_verdict(x: &[u8; 96]) -> Result<(), DecodeError> {
     let mut enc = *x;
     enc[0] |= COMPRESSION;
     g2_reference_verdict(&enc).map(drop)
-}
-
-/// Sorts a canonical x (flags clear) into "no root" or "on the twist but not in G2".
-fn g2_classify_x(x: [u8; 96], no_root: &mut Vec<[u8; 96]>, off_subgroup: &mut Vec<[u8; 96]>) {
-    let mut enc = x;
-    enc[0] |= COMPRESSION;
-    match Option::<G2Affine>::from(G2Affine::from_compressed_unchecked(&enc)) {
-        None => no_root.push(x),
-        Some(p) if !bool::from(p.is_torsion_free()) => off_subgroup.push(x),
-        Some(_) => {}
-    }
 }
 
 /// `count` canonical x = a + b u on the twist, outside G2, whose x^3 + 4(u + 1) lies in

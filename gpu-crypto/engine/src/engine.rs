@@ -76,10 +76,12 @@ impl Engine {
         }
     }
 
+    /// The policy the engine was built from.
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
 
+    /// Whether the GPU was asked for, and if so whether it opened (its device) or why not.
     pub fn gpu_status(&self) -> GpuStatus {
         match &self.gpu {
             Ok(None) => GpuStatus::NotRequested,
@@ -92,6 +94,8 @@ impl Engine {
         }
     }
 
+    /// A snapshot of the engine's counters (calls and items per backend, fallbacks, GPU
+    /// errors).
     pub fn stats(&self) -> StatsSnapshot {
         self.stats.snapshot()
     }

@@ -338,11 +338,17 @@ pub unsafe extern "C" fn gpu_crypto_g1_decompress(
     out_codes: *mut u8,
 ) -> i32 {
     entry(|| {
-        // SAFETY (all blocks): forwarded caller contract; sizes checked by the helpers.
+        // SAFETY: `engine` is NULL or a live handle (the caller's contract).
         let engine = unsafe { engine_ref(engine) }?;
+        // SAFETY: `input_compressed` points to `n` readable items that stay unmodified during
+        // the call (the caller's contract); `input` rejects NULL and overflowing lengths.
         let points = unsafe { input(input_compressed.cast::<[u8; 48]>(), n, "input") }?;
+        // SAFETY: `out_uncompressed` points to `n` writable items overlapping no input (the
+        // caller's contract); `output` rejects NULL and overflowing lengths.
         let out_points =
             unsafe { output(out_uncompressed.cast::<[u8; 96]>(), n, "out_uncompressed") }?;
+        // SAFETY: `out_codes` points to `n` writable items overlapping no input (the caller's
+        // contract); `output` rejects NULL and overflowing lengths.
         let out_codes = unsafe { output(out_codes, n, "out_codes") }?;
         let results = engine.g1_decompress(points)?;
         write_decoded(&results, out_points, out_codes, G1Affine::to_uncompressed)
@@ -365,11 +371,17 @@ pub unsafe extern "C" fn gpu_crypto_g2_decompress(
     out_codes: *mut u8,
 ) -> i32 {
     entry(|| {
-        // SAFETY (all blocks): forwarded caller contract; sizes checked by the helpers.
+        // SAFETY: `engine` is NULL or a live handle (the caller's contract).
         let engine = unsafe { engine_ref(engine) }?;
+        // SAFETY: `input_compressed` points to `n` readable items that stay unmodified during
+        // the call (the caller's contract); `input` rejects NULL and overflowing lengths.
         let points = unsafe { input(input_compressed.cast::<[u8; 96]>(), n, "input") }?;
+        // SAFETY: `out_uncompressed` points to `n` writable items overlapping no input (the
+        // caller's contract); `output` rejects NULL and overflowing lengths.
         let out_points =
             unsafe { output(out_uncompressed.cast::<[u8; 192]>(), n, "out_uncompressed") }?;
+        // SAFETY: `out_codes` points to `n` writable items overlapping no input (the caller's
+        // contract); `output` rejects NULL and overflowing lengths.
         let out_codes = unsafe { output(out_codes, n, "out_codes") }?;
         let results = engine.g2_decompress(points)?;
         write_decoded(&results, out_points, out_codes, G2Affine::to_uncompressed)
@@ -480,15 +492,23 @@ pub unsafe extern "C" fn gpu_crypto_g1_msm_batch(
     out_error_index: *mut usize,
 ) -> i32 {
     entry(|| {
-        // SAFETY (all blocks): forwarded caller contract; sizes checked by the helpers.
+        // SAFETY: `engine` is NULL or a live handle (the caller's contract).
         let engine = unsafe { engine_ref(engine) }?;
+        // SAFETY: `lengths` points to `n_msms` readable items that stay unmodified during the
+        // call (the caller's contract); `input` rejects NULL and overflowing lengths.
         let lengths = unsafe { input(lengths, n_msms, "lengths") }?;
         let total = lengths
             .iter()
             .try_fold(0usize, |sum, &len| sum.checked_add(len))
             .ok_or_else(|| Failure::new(Status::Length, "the MSM lengths overflow"))?;
+        // SAFETY: `points` points to `total` readable items that stay unmodified during the
+        // call (the caller's contract); `input` rejects NULL and overflowing lengths.
         let point_bytes = unsafe { input(points.cast::<[u8; 96]>(), total, "points") }?;
+        // SAFETY: `scalars` points to `total` readable items that stay unmodified during the
+        // call (the caller's contract); `input` rejects NULL and overflowing lengths.
         let scalar_bytes = unsafe { input(scalars.cast::<[u8; 32]>(), total, "scalars") }?;
+        // SAFETY: `out` points to `n_msms` writable items overlapping no input (the caller's
+        // contract); `output` rejects NULL and overflowing lengths.
         let out = unsafe { output(out.cast::<[u8; 96]>(), n_msms, "out") }?;
         let record_index = |failure: &Failure| {
             // SAFETY: NULL or writable per the caller's contract.
@@ -540,7 +560,7 @@ pub unsafe extern "C" fn gpu_crypto_g1_msm_shared_u8(
     out_error_index: *mut usize,
 ) -> i32 {
     entry(|| {
-        // SAFETY (all blocks): forwarded caller contract; sizes checked by the helpers.
+        // SAFETY: `engine` is NULL or a live handle (the caller's contract).
         let engine = unsafe { engine_ref(engine) }?;
         if rows.checked_mul(n_bases) != Some(n_scalars) {
             return Err(Failure::new(
@@ -548,8 +568,14 @@ pub unsafe extern "C" fn gpu_crypto_g1_msm_shared_u8(
                 format!("{n_scalars} scalars for {rows} rows of {n_bases} bases"),
             ));
         }
+        // SAFETY: `bases` points to `n_bases` readable items that stay unmodified during the
+        // call (the caller's contract); `input` rejects NULL and overflowing lengths.
         let base_bytes = unsafe { input(bases.cast::<[u8; 96]>(), n_bases, "bases") }?;
+        // SAFETY: `scalars` points to `n_scalars` readable items that stay unmodified during
+        // the call (the caller's contract); `input` rejects NULL and overflowing lengths.
         let scalars = unsafe { input(scalars, n_scalars, "scalars") }?;
+        // SAFETY: `out` points to `rows` writable items overlapping no input (the caller's
+        // contract); `output` rejects NULL and overflowing lengths.
         let out = unsafe { output(out.cast::<[u8; 96]>(), rows, "out") }?;
         let bases = parse_points(base_bytes).inspect_err(|failure| {
             // SAFETY: NULL or writable per the caller's contract.
@@ -596,16 +622,26 @@ pub unsafe extern "C" fn gpu_crypto_pairing_products_are_identity(
     out_error_index: *mut usize,
 ) -> i32 {
     entry(|| {
-        // SAFETY (all blocks): forwarded caller contract; sizes checked by the helpers.
+        // SAFETY: `engine` is NULL or a live handle (the caller's contract).
         let engine = unsafe { engine_ref(engine) }?;
+        // SAFETY: `lengths` points to `n_products` readable items that stay unmodified during
+        // the call (the caller's contract); `input` rejects NULL and overflowing lengths.
         let lengths = unsafe { input(lengths, n_products, "lengths") }?;
         let total = lengths
             .iter()
             .try_fold(0usize, |sum, &len| sum.checked_add(len))
             .ok_or_else(|| Failure::new(Status::Length, "the product lengths overflow"))?;
+        // SAFETY: `g2` points to `n_g2` readable items that stay unmodified during the call
+        // (the caller's contract); `input` rejects NULL and overflowing lengths.
         let g2_bytes = unsafe { input(g2.cast::<[u8; 192]>(), n_g2, "g2") }?;
+        // SAFETY: `g1` points to `total` readable items that stay unmodified during the call
+        // (the caller's contract); `input` rejects NULL and overflowing lengths.
         let g1_bytes = unsafe { input(g1.cast::<[u8; 96]>(), total, "g1") }?;
+        // SAFETY: `g2_index` points to `total` readable items that stay unmodified during the
+        // call (the caller's contract); `input` rejects NULL and overflowing lengths.
         let indices = unsafe { input(g2_index, total, "g2_index") }?;
+        // SAFETY: `out` points to `n_products` writable items overlapping no input (the
+        // caller's contract); `output` rejects NULL and overflowing lengths.
         let out = unsafe { output(out, n_products, "out") }?;
         let record_index = |failure: &Failure| {
             // SAFETY: NULL or writable per the caller's contract.
@@ -667,16 +703,29 @@ pub unsafe extern "C" fn gpu_crypto_bls_verify_batch(
                 format!("unknown BLS scheme {scheme} (0: threshold, 1: multi_sig)"),
             )
         })?;
-        // SAFETY (all blocks): forwarded caller contract; sizes checked by the helpers.
+        // SAFETY: `engine` is NULL or a live handle (the caller's contract).
         let engine = unsafe { engine_ref(engine) }?;
+        // SAFETY: `signatures` points to `n` readable items that stay unmodified during the
+        // call (the caller's contract); `input` rejects NULL and overflowing lengths.
         let signatures = unsafe { input(signatures.cast::<[u8; 48]>(), n, "signatures") }?;
+        // SAFETY: `public_keys` points to `n` readable items that stay unmodified during the
+        // call (the caller's contract); `input` rejects NULL and overflowing lengths.
         let public_keys = unsafe { input(public_keys.cast::<[u8; 96]>(), n, "public_keys") }?;
+        // SAFETY: `messages` points to `n` readable items that stay unmodified during the call
+        // (the caller's contract); `input` rejects NULL and overflowing lengths.
         let message_ptrs = unsafe { input(messages, n, "messages") }?;
+        // SAFETY: `message_lens` points to `n` readable items that stay unmodified during the
+        // call (the caller's contract); `input` rejects NULL and overflowing lengths.
         let message_lens = unsafe { input(message_lens, n, "message_lens") }?;
+        // SAFETY: `out_codes` points to `n` writable items overlapping no input (the caller's
+        // contract); `output` rejects NULL and overflowing lengths.
         let out_codes = unsafe { output(out_codes, n, "out_codes") }?;
         let mut items = Vec::with_capacity(n);
         for i in 0..n {
             let what = format!("message {i}");
+            // SAFETY: `message_ptrs[i]` points to `message_lens[i]` readable items that stay
+            // unmodified during the call (the caller's contract); `input` rejects NULL and
+            // overflowing lengths.
             let message = unsafe { input(message_ptrs[i], message_lens[i], &what) }?;
             items.push(BlsItem {
                 signature: &signatures[i],
@@ -711,8 +760,11 @@ pub unsafe extern "C" fn gpu_crypto_sha256_chunks(
     out: *mut u8,
 ) -> i32 {
     entry(|| {
-        // SAFETY (all blocks): forwarded caller contract; sizes checked by the helpers.
+        // SAFETY: `engine` is NULL or a live handle (the caller's contract).
         let engine = unsafe { engine_ref(engine) }?;
+        // SAFETY: `domain_separator` points to `domain_separator_len` readable items that stay
+        // unmodified during the call (the caller's contract); `input` rejects NULL and
+        // overflowing lengths.
         let separator =
             unsafe { input(domain_separator, domain_separator_len, "domain_separator") }?;
         let separator = std::str::from_utf8(separator).map_err(|e| {
@@ -722,12 +774,21 @@ pub unsafe extern "C" fn gpu_crypto_sha256_chunks(
             )
         })?;
         let separator = DomainSeparator::new(separator)?;
+        // SAFETY: `chunks` points to `n` readable items that stay unmodified during the call
+        // (the caller's contract); `input` rejects NULL and overflowing lengths.
         let chunk_ptrs = unsafe { input(chunks, n, "chunks") }?;
+        // SAFETY: `chunk_lens` points to `n` readable items that stay unmodified during the
+        // call (the caller's contract); `input` rejects NULL and overflowing lengths.
         let chunk_lens = unsafe { input(chunk_lens, n, "chunk_lens") }?;
+        // SAFETY: `out` points to `n` writable items overlapping no input (the caller's
+        // contract); `output` rejects NULL and overflowing lengths.
         let out = unsafe { output(out.cast::<[u8; 32]>(), n, "out") }?;
         let mut slices = Vec::with_capacity(n);
         for i in 0..n {
             let what = format!("chunk {i}");
+            // SAFETY: `chunk_ptrs[i]` points to `chunk_lens[i]` readable items that stay
+            // unmodified during the call (the caller's contract); `input` rejects NULL and
+            // overflowing lengths.
             slices.push(unsafe { input(chunk_ptrs[i], chunk_lens[i], &what) }?);
         }
         let digests = engine.sha256_chunks(&separator, &slices)?;

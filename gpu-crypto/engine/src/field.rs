@@ -2,7 +2,7 @@
 
 /// p as little-endian 64-bit limbs (as `ic_bls12_381` stores it); deliberately a
 /// different representation from the byte constant the decoder compares against.
-pub const MODULUS_LIMBS: [u64; 6] = [
+pub(crate) const MODULUS_LIMBS: [u64; 6] = [
     0xb9fe_ffff_ffff_aaab,
     0x1eab_fffe_b153_ffff,
     0x6730_d2a0_f6b0_f624,

@@ -6,7 +6,9 @@ use ic_bls12_381::{G1Affine, G2Affine, Scalar};
 /// One independent MSM of a batch: `sum(scalars[i] * points[i])`.
 #[derive(Debug, Clone, Copy)]
 pub struct MsmInput<'a> {
+    /// The bases.
     pub points: &'a [G1Affine],
+    /// One scalar per base, in the same order.
     pub scalars: &'a [Scalar],
 }
 
@@ -15,7 +17,9 @@ pub struct MsmInput<'a> {
 /// `prod e(p, g2[i])` over the pairs `(p, i)` of `products[k]`.
 #[derive(Debug, Clone, Copy)]
 pub struct PairingProducts<'a> {
+    /// The table of G2 points the pairs index.
     pub g2: &'a [G2Affine],
+    /// Each product's pairs: a G1 point and an index into `g2`.
     pub products: &'a [Vec<(G1Affine, usize)>],
 }
 

@@ -18,43 +18,61 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// One precompiled cubin.
 #[derive(Debug, Clone, Serialize)]
 pub struct Cubin {
+    /// The program's path under `kernels/`.
     pub program: &'static str,
+    /// The architecture it was compiled for, e.g. `sm_90`.
     pub arch: String,
     /// Oldest `cuDriverGetVersion` that loads it (the CUDA version of the NVRTC).
     pub min_driver_version: i32,
     /// Entry file name (relative to the precompiled directory).
     pub file: String,
+    /// SHA-256 of the cubin, hex.
     pub cubin_sha256: String,
+    /// Bytes of the cubin.
     pub cubin_size: usize,
 }
 
 /// What [`precompile`] wrote.
 #[derive(Debug, Clone, Serialize)]
 pub struct Precompiled {
+    /// The NVRTC that compiled them, e.g. `12.4`.
     pub nvrtc_version: String,
+    /// Every cubin written, one per program and architecture.
     pub cubins: Vec<Cubin>,
 }
 
 /// Why precompilation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PrecompileError {
+    /// NVRTC is unusable; why.
     #[error("{0}")]
     Nvrtc(String),
+    /// A program failed to compile for an architecture.
     #[error("{program} for {arch}: {reason}")]
     Compile {
+        /// The program's path under `kernels/`.
         program: &'static str,
+        /// The architecture, e.g. `sm_90`.
         arch: String,
+        /// NVRTC's error.
         reason: String,
     },
+    /// A program compiled with warnings (refused: an image ships warning-free kernels).
     #[error("{program} for {arch}: NVRTC warnings:\n{log}")]
     Warnings {
+        /// The program's path under `kernels/`.
         program: &'static str,
+        /// The architecture, e.g. `sm_90`.
         arch: String,
+        /// NVRTC's log.
         log: String,
     },
+    /// Writing into the precompiled directory failed.
     #[error("{path}: {source}", path = path.display())]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
 }

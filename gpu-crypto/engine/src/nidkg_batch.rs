@@ -31,6 +31,7 @@ pub struct NidkgBatchOps<'a> {
 }
 
 impl<'a> NidkgBatchOps<'a> {
+    /// The batch operations of `engine`.
     pub fn new(engine: &'a Engine) -> Self {
         NidkgBatchOps { engine }
     }

@@ -25,6 +25,8 @@ impl Handle {
         // SAFETY: a NUL-terminated policy and a writable error buffer.
         let engine =
             unsafe { ffi::gpu_crypto_engine_new(policy.as_ptr(), err.as_mut_ptr(), err.len()) };
+        // SAFETY: on failure the library wrote a NUL-terminated reason into `err`, which
+        // was zeroed before, so the string ends inside the buffer either way.
         assert!(!engine.is_null(), "engine_new failed: {:?}", unsafe {
             CStr::from_ptr(err.as_ptr())
         });
@@ -61,6 +63,8 @@ fn random_point(rng: &mut ChaCha20Rng) -> G1Affine {
 #[test]
 fn version_and_engine_creation() {
     assert_eq!(ffi::gpu_crypto_abi_version(), ffi::ABI_VERSION);
+    // SAFETY: a NULL policy is allowed (the auto policy), and with no error buffer the
+    // library writes nothing.
     let _auto = Handle(unsafe { ffi::gpu_crypto_engine_new(ptr::null(), ptr::null_mut(), 0) });
     assert!(!_auto.0.is_null(), "NULL policy is the auto policy");
 

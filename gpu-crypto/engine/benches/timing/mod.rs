@@ -18,7 +18,7 @@ fn sorted_samples(reps: usize, mut f: impl FnMut()) -> Vec<f64> {
 /// The fastest, median and slowest of `reps` timed calls (seconds), after one untimed
 /// warm-up call.
 #[allow(dead_code)] // the BLS and MSM benches include this module without using it
-pub fn time_spread(reps: usize, mut f: impl FnMut()) -> [f64; 3] {
+pub(crate) fn time_spread(reps: usize, mut f: impl FnMut()) -> [f64; 3] {
     f();
     let s = sorted_samples(reps, f);
     [s[0], s[s.len() / 2], s[s.len() - 1]]
@@ -26,7 +26,7 @@ pub fn time_spread(reps: usize, mut f: impl FnMut()) -> [f64; 3] {
 
 /// Median seconds of `reps` timed calls after one untimed warm-up call, whose result is
 /// returned for checking (every call computes the same result).
-pub fn time<T>(reps: usize, mut f: impl FnMut() -> T) -> (f64, T) {
+pub(crate) fn time<T>(reps: usize, mut f: impl FnMut() -> T) -> (f64, T) {
     let out = f();
     let s = sorted_samples(reps, || {
         let _ = f();

@@ -64,6 +64,7 @@ impl GpuBackend {
         &self.loads
     }
 
+    /// Whether `op` has a GPU path in this backend.
     pub fn supports(&self, op: Operation) -> bool {
         match op {
             Operation::Decompress

@@ -4,20 +4,29 @@
 //! every digest is checked against the CPU (`sha2`) before a figure is returned.
 
 use super::backend::GpuBackend;
+use super::decompress::DecompressKernel;
 use super::device::Device;
 use super::error::GpuError;
 use super::memory::{DeviceBuffer, PinnedBuffer, driver};
 use super::sha256::{KernelArgs, TAIL_PAD, launch};
-use cudarc::driver::{CudaEvent, CudaStream, LaunchConfig, PushKernelArg, result, sys};
+use cudarc::driver::{
+    CudaEvent, CudaFunction, CudaStream, LaunchConfig, PushKernelArg, result, sys,
+};
+use gpu_crypto_api::DecodeError;
+use ic_bls12_381::G1Affine;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Median, minimum and maximum of repeated timings, in seconds.
 #[derive(Debug, Clone, Copy)]
 pub struct Timing {
+    /// The middle sample (the upper one of an even count).
     pub median: f64,
+    /// The fastest sample.
     pub min: f64,
+    /// The slowest sample.
     pub max: f64,
 }
 
@@ -195,8 +204,11 @@ fn fill_random(
 /// Result of a SHA-256 throughput measurement.
 #[derive(Debug, Clone, Copy)]
 pub struct ShaThroughput {
+    /// Chunks hashed per repetition.
     pub chunks: usize,
+    /// Bytes of each chunk.
     pub chunk_len: usize,
+    /// Seconds per repetition (all chunks).
     pub seconds: Timing,
     /// Digests that differed from the CPU's (must be 0).
     pub mismatches: usize,
@@ -364,55 +376,17 @@ pub fn sha256_from_pinned(
     let bytes = chunks * chunk_len;
     let mut host = PinnedBuffer::new(&gpu.ctx);
     host.ensure(bytes)?;
-    host.slice_mut(bytes)
-        .par_chunks_mut(1 << 20)
-        .enumerate()
-        .for_each(|(i, c)| {
-            let mut x = (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            for w in c.chunks_exact_mut(8) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                w.copy_from_slice(&x.to_le_bytes());
-            }
-        });
-    let seg = segment_chunks.max(1);
+    fill_pseudo_random(host.slice_mut(bytes));
+    let segments = Segments {
+        main: &main,
+        lanes: &lanes,
+        batch: &batch,
+        host: host.slice(bytes),
+        segment_chunks: segment_chunks.max(1),
+    };
     let mut samples = Vec::new();
     for r in 0..reps.max(1) + 1 {
-        let start = timed_event(gpu, &main)?;
-        for l in &lanes {
-            l.wait(&start).map_err(driver("cuStreamWaitEvent"))?;
-        }
-        let mut first = 0;
-        let mut k = 0;
-        while first < chunks {
-            let n = seg.min(chunks - first);
-            let lane = &lanes[k % lanes.len()];
-            let off = first * chunk_len;
-            // SAFETY: ranges lie within the pinned source and the device batch.
-            unsafe {
-                result::memcpy_htod_async(
-                    batch.data.ptr() + off as u64,
-                    &host.slice(bytes)[off..off + n * chunk_len],
-                    lane.cu_stream(),
-                )
-                .map_err(driver("upload segment"))?;
-                launch(
-                    gpu,
-                    &gpu.kernels.sha256_prefixed,
-                    lane,
-                    &batch.args(first, n),
-                )?;
-            }
-            first += n;
-            k += 1;
-        }
-        for l in &lanes {
-            let done = l.record_event(None).map_err(driver("cuEventRecord"))?;
-            main.wait(&done).map_err(driver("cuStreamWaitEvent"))?;
-        }
-        let end = timed_event(gpu, &main)?;
-        let t = elapsed(&start, &end)?;
+        let t = segments.hash_all(gpu)?;
         if r > 0 {
             samples.push(t);
         }
@@ -432,12 +406,82 @@ pub fn sha256_from_pinned(
     })
 }
 
+/// xorshift64 words, seeded per MiB, over `host`.
+fn fill_pseudo_random(host: &mut [u8]) {
+    host.par_chunks_mut(1 << 20).enumerate().for_each(|(i, c)| {
+        let mut x = (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        for w in c.chunks_exact_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            w.copy_from_slice(&x.to_le_bytes());
+        }
+    });
+}
+
+/// One pass of [`sha256_from_pinned`]: the pinned chunks uploaded and hashed segment by
+/// segment on the rotating lanes, all joined back into `main`.
+struct Segments<'a> {
+    main: &'a Arc<CudaStream>,
+    lanes: &'a [Arc<CudaStream>],
+    batch: &'a DeviceBatch,
+    /// The chunks, back to back, in pinned memory.
+    host: &'a [u8],
+    segment_chunks: usize,
+}
+
+impl Segments<'_> {
+    /// Seconds on the device from the first upload to the last digest.
+    fn hash_all(&self, gpu: &Device) -> Result<f64, GpuError> {
+        let (batch, chunk_len) = (self.batch, self.batch.chunk_len);
+        let start = timed_event(gpu, self.main)?;
+        for l in self.lanes {
+            l.wait(&start).map_err(driver("cuStreamWaitEvent"))?;
+        }
+        let mut first = 0;
+        let mut k = 0;
+        while first < batch.count {
+            let n = self.segment_chunks.min(batch.count - first);
+            let lane = &self.lanes[k % self.lanes.len()];
+            let off = first * chunk_len;
+            // SAFETY: the segment's range lies within the pinned source and the device
+            // batch (`count * chunk_len` bytes each, plus the batch's tail padding); the
+            // pinned source outlives the final synchronisation (digests). The kernel's
+            // arguments are the batch's (`DeviceBatch::args`).
+            unsafe {
+                result::memcpy_htod_async(
+                    batch.data.ptr() + off as u64,
+                    &self.host[off..off + n * chunk_len],
+                    lane.cu_stream(),
+                )
+                .map_err(driver("upload segment"))?;
+                launch(
+                    gpu,
+                    &gpu.kernels.sha256_prefixed,
+                    lane,
+                    &batch.args(first, n),
+                )?;
+            }
+            first += n;
+            k += 1;
+        }
+        for l in self.lanes {
+            let done = l.record_event(None).map_err(driver("cuEventRecord"))?;
+            self.main.wait(&done).map_err(driver("cuStreamWaitEvent"))?;
+        }
+        let end = timed_event(gpu, self.main)?;
+        elapsed(&start, &end)
+    }
+}
+
 /// One decompression kernel instance measured on device-resident input.
 #[derive(Debug, Clone)]
 pub struct DecompressKernelTiming {
     /// Kernel name, or field variant / kernel name.
     pub function: &'static str,
+    /// Points decompressed per launch.
     pub points: usize,
+    /// Kernel seconds per launch (CUDA events).
     pub seconds: Timing,
     /// Items whose code or encoding differs from the CPU's (must be 0).
     pub mismatches: usize,
@@ -467,7 +511,6 @@ pub fn decompress_kernels(
     with_variants: bool,
 ) -> Result<Vec<DecompressKernelTiming>, GpuError> {
     let gpu = gpu.device();
-    use super::sources::G1_DECOMPRESS_VARIANTS;
     let n = points.len();
     let n32 = u32::try_from(n).map_err(|_| GpuError::InputTooLarge(format!("{n} points")))?;
     let expected: Vec<(u8, [u8; 96])> = points
@@ -480,21 +523,16 @@ pub fn decompress_kernels(
 
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
     let stream = gpu.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
-    let in_bytes = 48 * n;
-    let out_offset = in_bytes.div_ceil(256) * 256;
-    let mut device = DeviceBuffer::new(&gpu.ctx);
-    device.ensure(out_offset + 97 * n)?;
-    let (d_in, d_out) = (device.ptr(), device.ptr() + out_offset as u64);
-    let d_codes = d_out + 96 * n as u64;
-    // SAFETY: the ranges lie inside `device`; the host slice outlives the synchronised copy.
+    let io = DecompressIo::new(gpu, n)?;
+    // SAFETY: the input range (48 bytes per point) lies inside `io.device`; the host slice
+    // outlives the copy, which is synchronised before it returns.
     unsafe {
-        result::memcpy_htod_async(d_in, points.as_flattened(), stream.cu_stream())
+        result::memcpy_htod_async(io.d_in, points.as_flattened(), stream.cu_stream())
             .map_err(driver("upload points"))?;
     }
     stream.synchronize().map_err(driver("upload points"))?;
 
-    use super::decompress::DecompressKernel;
-    let mut functions: Vec<(&'static str, cudarc::driver::CudaFunction, DecompressKernel)> = vec![
+    let mut functions = vec![
         (
             "g1_decompress",
             gpu.kernels.g1_decompress.clone(),
@@ -506,43 +544,61 @@ pub fn decompress_kernels(
             DecompressKernel::Latency,
         ),
     ];
-    // NVRTC is single-threaded per program: compile the variants side by side, once per
-    // process (the bench calls this for several sizes).
-    static COMPILED: std::sync::OnceLock<Vec<Result<Vec<u8>, String>>> = std::sync::OnceLock::new();
-    let compile_all = || {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = FIELD_VARIANTS
-                .iter()
-                .map(|(_, defines)| {
-                    let arch = gpu.arch.as_str();
-                    s.spawn(move || {
-                        let source: &'static str = Box::leak(
-                            format!("{defines}{}", G1_DECOMPRESS_VARIANTS.source).into_boxed_str(),
-                        );
-                        let program = super::sources::KernelProgram {
-                            source,
-                            ..G1_DECOMPRESS_VARIANTS
-                        };
-                        super::compile::compile_program(&program, arch)
-                            .map(|c| c.cubin)
-                            .map_err(|e| e.to_string())
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err("compile thread panicked".to_string()))
-                })
-                .collect()
+    if with_variants {
+        functions.extend(variant_functions(gpu)?);
+    }
+    let run = KernelRun {
+        gpu,
+        stream: &stream,
+        io: &io,
+        n32,
+        expected: &expected,
+        reps,
+    };
+    functions
+        .into_iter()
+        .map(|(name, func, shape)| run.measure(name, &func, shape))
+        .collect()
+}
+
+/// A decompression kernel function to measure: its label, the function, and its launch
+/// shape.
+type DecompressFunction = (&'static str, CudaFunction, DecompressKernel);
+
+/// Device buffers of a decompression measurement over `n` points: the encodings at
+/// `d_in`, the 96-byte outputs at `d_out`, then one code byte per point at `d_codes`.
+struct DecompressIo {
+    /// Owns the memory the addresses point into.
+    _device: DeviceBuffer,
+    d_in: u64,
+    d_out: u64,
+    d_codes: u64,
+}
+
+impl DecompressIo {
+    fn new(gpu: &Device, n: usize) -> Result<DecompressIo, GpuError> {
+        let in_bytes = 48 * n;
+        let out_offset = in_bytes.div_ceil(256) * 256;
+        let mut device = DeviceBuffer::new(&gpu.ctx);
+        device.ensure(out_offset + 97 * n)?;
+        let (d_in, d_out) = (device.ptr(), device.ptr() + out_offset as u64);
+        Ok(DecompressIo {
+            _device: device,
+            d_in,
+            d_out,
+            d_codes: d_out + 96 * n as u64,
         })
-    };
-    let compiled: &[Result<Vec<u8>, String>] = if with_variants {
-        COMPILED.get_or_init(compile_all)
-    } else {
-        &[]
-    };
+    }
+}
+
+/// Every function of sources::G1_DECOMPRESS_VARIANTS under each of FIELD_VARIANTS,
+/// labelled `field variant/function`. NVRTC is single-threaded per program: the variants
+/// compile side by side, once per process (the bench calls this for several sizes).
+fn variant_functions(gpu: &Device) -> Result<Vec<DecompressFunction>, GpuError> {
+    use super::sources::G1_DECOMPRESS_VARIANTS;
+    static COMPILED: std::sync::OnceLock<Vec<Result<Vec<u8>, String>>> = std::sync::OnceLock::new();
+    let compiled = COMPILED.get_or_init(|| compile_variants(&gpu.arch));
+    let mut functions = Vec::new();
     for ((label, _), c) in FIELD_VARIANTS.iter().zip(compiled) {
         let cubin = c.clone().map_err(GpuError::Compile)?;
         let module = gpu
@@ -557,64 +613,123 @@ pub fn decompress_kernels(
             functions.push((label, f, DecompressKernel::Throughput));
         }
     }
-    let mut out = Vec::with_capacity(functions.len());
-    for (name, func, shape) in functions {
-        let config = shape.config(n32);
-        let launch_once = || -> Result<(), GpuError> {
-            // SAFETY: arguments match the kernel's signature; buffers sized above.
-            unsafe {
-                stream
-                    .launch_builder(&func)
-                    .arg(&d_in)
-                    .arg(&n32)
-                    .arg(&d_out)
-                    .arg(&d_codes)
-                    .launch(config)
-                    .map_err(driver("launch decompression variant"))?;
-            }
-            Ok(())
-        };
-        // Poison, then one warm-up launch whose output is checked.
-        // SAFETY: ranges inside `device`.
+    Ok(functions)
+}
+
+/// The cubin of sources::G1_DECOMPRESS_VARIANTS for `arch` under each of FIELD_VARIANTS,
+/// compiled on one thread each (a failure as its message).
+fn compile_variants(arch: &str) -> Vec<Result<Vec<u8>, String>> {
+    use super::sources::G1_DECOMPRESS_VARIANTS;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = FIELD_VARIANTS
+            .iter()
+            .map(|(_, defines)| {
+                s.spawn(move || {
+                    let source: &'static str = Box::leak(
+                        format!("{defines}{}", G1_DECOMPRESS_VARIANTS.source).into_boxed_str(),
+                    );
+                    let program = super::sources::KernelProgram {
+                        source,
+                        ..G1_DECOMPRESS_VARIANTS
+                    };
+                    super::compile::compile_program(&program, arch)
+                        .map(|c| c.cubin)
+                        .map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("compile thread panicked".to_string()))
+            })
+            .collect()
+    })
+}
+
+/// What every function of [`decompress_kernels`] is measured with: the same points in
+/// device memory, the CPU's verdicts on them, the stream and the repetitions.
+struct KernelRun<'a> {
+    gpu: &'a Device,
+    stream: &'a Arc<CudaStream>,
+    io: &'a DecompressIo,
+    n32: u32,
+    /// Each point's CPU code and uncompressed encoding (zero on an error).
+    expected: &'a [(u8, [u8; 96])],
+    reps: usize,
+}
+
+impl KernelRun<'_> {
+    /// One launch of `func` over the points, shaped by `shape`.
+    fn launch_once(&self, func: &CudaFunction, shape: DecompressKernel) -> Result<(), GpuError> {
+        let io = self.io;
+        // SAFETY: the decompression kernels take (const u8* in, u32 n, u8* out, u8* codes),
+        // as pushed; `io` holds 48 input bytes, 96 output bytes and one code per point.
         unsafe {
-            result::memset_d8_async(d_out, 0xa5, 97 * n, stream.cu_stream())
+            self.stream
+                .launch_builder(func)
+                .arg(&io.d_in)
+                .arg(&self.n32)
+                .arg(&io.d_out)
+                .arg(&io.d_codes)
+                .launch(shape.config(self.n32))
+                .map_err(driver("launch decompression variant"))?;
+        }
+        Ok(())
+    }
+
+    /// Poison, then one warm-up launch whose output is checked against the CPU, then
+    /// `reps` timed launches.
+    fn measure(
+        &self,
+        name: &'static str,
+        func: &CudaFunction,
+        shape: DecompressKernel,
+    ) -> Result<DecompressKernelTiming, GpuError> {
+        let (gpu, stream, io) = (self.gpu, self.stream, self.io);
+        let n = self.n32 as usize;
+        // SAFETY: the outputs and codes (97 bytes per point) lie inside `io`'s buffer.
+        unsafe {
+            result::memset_d8_async(io.d_out, 0xa5, 97 * n, stream.cu_stream())
                 .map_err(driver("poison"))?;
         }
-        launch_once()?;
+        self.launch_once(func, shape)?;
         let mut host = vec![0u8; 97 * n];
-        // SAFETY: as above; synchronised before `host` is read.
+        // SAFETY: as above; the stream is synchronised before `host` is read.
         unsafe {
-            result::memcpy_dtoh_async(&mut host[..], d_out, stream.cu_stream())
+            result::memcpy_dtoh_async(&mut host[..], io.d_out, stream.cu_stream())
                 .map_err(driver("download"))?;
         }
         stream.synchronize().map_err(driver(name))?;
         let (encodings, codes) = host.split_at(96 * n);
-        let mismatches = expected
+        let mismatches = self
+            .expected
             .iter()
             .zip(codes.iter().zip(encodings.chunks_exact(96)))
             .filter(|((code, enc), (c, e))| code != *c || enc[..] != e[..])
             .count();
-        let mut samples = Vec::with_capacity(reps);
-        for _ in 0..reps.max(1) {
-            let a = timed_event(gpu, &stream)?;
-            launch_once()?;
-            let b = timed_event(gpu, &stream)?;
+        let mut samples = Vec::with_capacity(self.reps);
+        for _ in 0..self.reps.max(1) {
+            let a = timed_event(gpu, stream)?;
+            self.launch_once(func, shape)?;
+            let b = timed_event(gpu, stream)?;
             samples.push(elapsed(&a, &b)?);
         }
-        out.push(DecompressKernelTiming {
+        Ok(DecompressKernelTiming {
             function: name,
             points: n,
             seconds: Timing::of(samples),
             mismatches,
-        });
+        })
     }
-    Ok(out)
 }
 
 /// Where the time of one single-segment decompression goes, stage by stage, each timed on
 /// its own (host clock for host work, CUDA events for device work), medians over `reps`.
 #[derive(Debug, Clone, Copy)]
 pub struct DecompressBreakdown {
+    /// Points of the batch.
     pub points: usize,
     /// Copying the encodings into pinned staging memory (host).
     pub stage: Timing,
@@ -640,93 +755,31 @@ pub fn decompress_breakdown(
     reps: usize,
 ) -> Result<DecompressBreakdown, GpuError> {
     let gpu = gpu.device();
-    let shape = super::decompress::DecompressKernel::for_batch(points.len());
-    use std::time::Instant;
+    let shape = DecompressKernel::for_batch(points.len());
     let n = points.len();
     let n32 = u32::try_from(n).map_err(|_| GpuError::InputTooLarge(format!("{n} points")))?;
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
     let stream = gpu.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
-    let in_bytes = 48 * n;
-    let out_offset = in_bytes.div_ceil(256) * 256;
     let mut host_in = PinnedBuffer::new(&gpu.ctx);
-    host_in.ensure(in_bytes)?;
+    host_in.ensure(48 * n)?;
     let mut host_out = PinnedBuffer::new(&gpu.ctx);
     host_out.ensure(97 * n)?;
-    let mut device = DeviceBuffer::new(&gpu.ctx);
-    device.ensure(out_offset + 97 * n)?;
-    let (d_in, d_out) = (device.ptr(), device.ptr() + out_offset as u64);
-    let d_codes = d_out + 96 * n as u64;
-    let config = shape.config(n32);
-    let (mut stage, mut upload, mut poison, mut kernel, mut download, mut decode, mut total) = (
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-    );
+    let mut pass = BreakdownPass {
+        gpu,
+        stream: &stream,
+        shape,
+        n32,
+        host_in,
+        host_out,
+        io: DecompressIo::new(gpu, n)?,
+    };
+    let mut samples = BreakdownSamples::default();
     let mut results = Vec::new();
     for r in 0..reps.max(1) + 1 {
-        let t_all = Instant::now();
-        let t = Instant::now();
-        host_in
-            .slice_mut(in_bytes)
-            .copy_from_slice(points.as_flattened());
-        let t_stage = t.elapsed().as_secs_f64();
-        let e0 = timed_event(gpu, &stream)?;
-        // SAFETY: every range lies inside the buffers ensured above; the host buffers are
-        // not touched until the stream is synchronised.
-        unsafe {
-            result::memcpy_htod_async(d_in, host_in.slice(in_bytes), stream.cu_stream())
-                .map_err(driver("upload points"))?;
-            let e1 = timed_event(gpu, &stream)?;
-            result::memset_d8_async(d_out, 0xa5, 96 * n, stream.cu_stream())
-                .map_err(driver("poison"))?;
-            result::memset_d8_async(d_codes, 0xff, n, stream.cu_stream())
-                .map_err(driver("poison"))?;
-            let e2 = timed_event(gpu, &stream)?;
-            stream
-                .launch_builder(shape.function(gpu))
-                .arg(&d_in)
-                .arg(&n32)
-                .arg(&d_out)
-                .arg(&d_codes)
-                .launch(config)
-                .map_err(driver("launch g1_decompress"))?;
-            let e3 = timed_event(gpu, &stream)?;
-            result::memcpy_dtoh_async(host_out.slice_mut(97 * n), d_out, stream.cu_stream())
-                .map_err(driver("download"))?;
-            let e4 = timed_event(gpu, &stream)?;
-            e4.synchronize().map_err(driver("g1_decompress"))?;
-            let t = Instant::now();
-            let out = host_out.slice(97 * n);
-            let (encodings, codes) = out.split_at(96 * n);
-            // As the engine decodes: on all cores above a few hundred items.
-            results = if n >= super::segments::PARALLEL_CONVERT {
-                codes
-                    .par_iter()
-                    .zip(encodings.par_chunks_exact(96))
-                    .map(|(&c, e)| super::decompress::convert(c, e))
-                    .collect::<Result<Vec<_>, _>>()?
-            } else {
-                codes
-                    .iter()
-                    .zip(encodings.chunks_exact(96))
-                    .map(|(&c, e)| super::decompress::convert(c, e))
-                    .collect::<Result<Vec<_>, _>>()?
-            };
-            let t_decode = t.elapsed().as_secs_f64();
-            let t_total = t_all.elapsed().as_secs_f64();
-            if r > 0 {
-                stage.push(t_stage);
-                upload.push(elapsed(&e0, &e1)?);
-                poison.push(elapsed(&e1, &e2)?);
-                kernel.push(elapsed(&e2, &e3)?);
-                download.push(elapsed(&e3, &e4)?);
-                decode.push(t_decode);
-                total.push(t_total);
-            }
+        let times;
+        (times, results) = pass.run(points)?;
+        if r > 0 {
+            samples.push(&times)?;
         }
     }
     let expected: Vec<_> = points
@@ -738,16 +791,147 @@ pub fn decompress_breakdown(
             "breakdown: results differ from the CPU".into(),
         ));
     }
-    Ok(DecompressBreakdown {
-        points: n,
-        stage: Timing::of(stage),
-        upload: Timing::of(upload),
-        poison: Timing::of(poison),
-        kernel: Timing::of(kernel),
-        download: Timing::of(download),
-        decode: Timing::of(decode),
-        total: Timing::of(total),
-    })
+    Ok(samples.breakdown(n))
+}
+
+/// The buffers and kernel of one [`decompress_breakdown`].
+struct BreakdownPass<'a> {
+    gpu: &'a Device,
+    stream: &'a Arc<CudaStream>,
+    shape: DecompressKernel,
+    n32: u32,
+    /// Pinned staging of the encodings (48 bytes per point).
+    host_in: PinnedBuffer,
+    /// Pinned outputs and codes (97 bytes per point).
+    host_out: PinnedBuffer,
+    io: DecompressIo,
+}
+
+/// The clocks of one pass: host seconds of staging, decoding and the whole, and the
+/// events between the device steps (upload, poison, kernel, download).
+struct PassTimes {
+    stage: f64,
+    events: [CudaEvent; 5],
+    decode: f64,
+    total: f64,
+}
+
+impl BreakdownPass<'_> {
+    /// One decompression, as the engine does it, with a clock around each stage; the
+    /// decoded results.
+    fn run(
+        &mut self,
+        points: &[[u8; 48]],
+    ) -> Result<(PassTimes, Vec<Result<G1Affine, DecodeError>>), GpuError> {
+        let (gpu, stream, io) = (self.gpu, self.stream, &self.io);
+        let n = self.n32 as usize;
+        let in_bytes = 48 * n;
+        let t_all = Instant::now();
+        let t = Instant::now();
+        self.host_in
+            .slice_mut(in_bytes)
+            .copy_from_slice(points.as_flattened());
+        let t_stage = t.elapsed().as_secs_f64();
+        let e0 = timed_event(gpu, stream)?;
+        // SAFETY: every range lies inside the buffers sized by `decompress_breakdown`; the
+        // host buffers are not touched until `e4` is synchronised. The kernel takes
+        // (const u8* in, u32 n, u8* out, u8* codes), as pushed.
+        let events = unsafe {
+            result::memcpy_htod_async(io.d_in, self.host_in.slice(in_bytes), stream.cu_stream())
+                .map_err(driver("upload points"))?;
+            let e1 = timed_event(gpu, stream)?;
+            result::memset_d8_async(io.d_out, 0xa5, 96 * n, stream.cu_stream())
+                .map_err(driver("poison"))?;
+            result::memset_d8_async(io.d_codes, 0xff, n, stream.cu_stream())
+                .map_err(driver("poison"))?;
+            let e2 = timed_event(gpu, stream)?;
+            stream
+                .launch_builder(self.shape.function(gpu))
+                .arg(&io.d_in)
+                .arg(&self.n32)
+                .arg(&io.d_out)
+                .arg(&io.d_codes)
+                .launch(self.shape.config(self.n32))
+                .map_err(driver("launch g1_decompress"))?;
+            let e3 = timed_event(gpu, stream)?;
+            result::memcpy_dtoh_async(
+                self.host_out.slice_mut(97 * n),
+                io.d_out,
+                stream.cu_stream(),
+            )
+            .map_err(driver("download"))?;
+            let e4 = timed_event(gpu, stream)?;
+            e4.synchronize().map_err(driver("g1_decompress"))?;
+            [e0, e1, e2, e3, e4]
+        };
+        let t = Instant::now();
+        let results = decode_outputs(self.host_out.slice(97 * n), n)?;
+        let times = PassTimes {
+            stage: t_stage,
+            events,
+            decode: t.elapsed().as_secs_f64(),
+            total: t_all.elapsed().as_secs_f64(),
+        };
+        Ok((times, results))
+    }
+}
+
+/// The results of `n` points from the kernel's outputs (encodings, then codes), decoded as
+/// the engine decodes them: on all cores above a few hundred items.
+fn decode_outputs(out: &[u8], n: usize) -> Result<Vec<Result<G1Affine, DecodeError>>, GpuError> {
+    let (encodings, codes) = out.split_at(96 * n);
+    if n >= super::segments::PARALLEL_CONVERT {
+        codes
+            .par_iter()
+            .zip(encodings.par_chunks_exact(96))
+            .map(|(&c, e)| super::decompress::convert(c, e))
+            .collect()
+    } else {
+        codes
+            .iter()
+            .zip(encodings.chunks_exact(96))
+            .map(|(&c, e)| super::decompress::convert(c, e))
+            .collect()
+    }
+}
+
+/// Each stage's samples over the measured passes, in seconds.
+#[derive(Default)]
+struct BreakdownSamples {
+    stage: Vec<f64>,
+    upload: Vec<f64>,
+    poison: Vec<f64>,
+    kernel: Vec<f64>,
+    download: Vec<f64>,
+    decode: Vec<f64>,
+    total: Vec<f64>,
+}
+
+impl BreakdownSamples {
+    fn push(&mut self, t: &PassTimes) -> Result<(), GpuError> {
+        let [e0, e1, e2, e3, e4] = &t.events;
+        self.stage.push(t.stage);
+        self.upload.push(elapsed(e0, e1)?);
+        self.poison.push(elapsed(e1, e2)?);
+        self.kernel.push(elapsed(e2, e3)?);
+        self.download.push(elapsed(e3, e4)?);
+        self.decode.push(t.decode);
+        self.total.push(t.total);
+        Ok(())
+    }
+
+    fn breakdown(self, points: usize) -> DecompressBreakdown {
+        DecompressBreakdown {
+            points,
+            stage: Timing::of(self.stage),
+            upload: Timing::of(self.upload),
+            poison: Timing::of(self.poison),
+            kernel: Timing::of(self.kernel),
+            download: Timing::of(self.download),
+            decode: Timing::of(self.decode),
+            total: Timing::of(self.total),
+        }
+    }
 }
 
 /// Latency of one dependent step of each chain kernel of bench/fp_chain_bench.cu (one warp,

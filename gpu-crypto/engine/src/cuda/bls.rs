@@ -80,11 +80,11 @@ pub enum BlsGpuStrategy {
 
 /// Batches of at most this many items use the two-threads-per-item combination in
 /// `GpuBackend::bls_verify_batch` (docs/bls.md).
-pub const SPLIT_MAX_ITEMS: usize = 16384;
+pub(crate) const SPLIT_MAX_ITEMS: usize = 16384;
 /// Batches of at most this many items use four threads per item: 4n threads at 255
 /// registers still fit the H200 at once (132 SMs x 8 warps of 32), so each item's chain
 /// is shorter and nothing waits for a second wave.
-pub const QUARTERS_MAX_ITEMS: usize = 8192;
+pub(crate) const QUARTERS_MAX_ITEMS: usize = 8192;
 
 /// `GpuBackend::bls_verify_batch`'s choice: more threads per item while the batch leaves
 /// the GPU idle (latency), fewer above.
@@ -205,10 +205,39 @@ pub(crate) fn verify_batch(
 ) -> Result<Vec<Result<(), VerifyError>>, GpuError> {
     let start = Instant::now();
     let mut profile = Profile::default();
-    let signatures: Vec<[u8; 48]> = items.iter().map(|i| *i.signature).collect();
+    let messages = group_messages(items);
+    profile.group = start.elapsed().as_secs_f64();
+    let decoded = decode_and_hash(gpu, w, items, &messages.tagged, &mut profile)?;
+    let (mut verdicts, candidates) = sort_candidates(decoded, &messages.groups)?;
+    profile.decode_hash = start.elapsed().as_secs_f64();
+    if candidates.is_empty() {
+        return Ok(verdicts);
+    }
+    let valid = decide_candidates(gpu, w, &candidates, strategy, &mut profile)?;
+    for (c, ok) in candidates.iter().zip(valid) {
+        if let Some(v) = verdicts.get_mut(c.index) {
+            *v = if ok {
+                Ok(())
+            } else {
+                Err(VerifyError::Invalid)
+            };
+        }
+    }
+    if profiling() {
+        print_profile(items.len(), &profile);
+    }
+    Ok(verdicts)
+}
 
-    // Messages by what is hashed: (scheme, message), each hashed once.
-    // `tagged`: (the scheme's tag, message) of each group, as the hash kernel takes them.
+/// The batch's messages by what is hashed, (scheme, message), each hashed once.
+struct MessageGroups<'a> {
+    /// Each item's group.
+    groups: Vec<usize>,
+    /// (the scheme's tag, message) of each group, as the hash kernel takes them.
+    tagged: Vec<(&'a [u8], &'a [u8])>,
+}
+
+fn group_messages<'a>(items: &[BlsItem<'a>]) -> MessageGroups<'a> {
     let mut group_of: HashMap<(BlsScheme, &[u8]), usize> = HashMap::new();
     let mut tagged: Vec<(&[u8], &[u8])> = Vec::new();
     let groups: Vec<usize> = items
@@ -222,15 +251,32 @@ pub(crate) fn verify_batch(
                 })
         })
         .collect();
+    MessageGroups { groups, tagged }
+}
 
-    profile.group = start.elapsed().as_secs_f64();
-    // The GPU decompresses the signatures and hashes the messages while the CPU decodes
-    // the public keys (cached).
+/// Every item's decoded signature and public key, and each message group's point.
+struct Decoded {
+    signatures: Vec<Result<G1Affine, DecodeError>>,
+    public_keys: Vec<Result<G2Affine, DecodeError>>,
+    /// H(m) of each group, uncompressed.
+    hashes: Vec<[u8; 96]>,
+}
+
+/// The GPU decompresses the signatures and hashes the messages (two streams, at once)
+/// while the CPU decodes the public keys (cached); the phases' times go into `profile`.
+fn decode_and_hash(
+    gpu: &Device,
+    w: &mut Worker,
+    items: &[BlsItem<'_>],
+    tagged: &[(&[u8], &[u8])],
+    profile: &mut Profile,
+) -> Result<Decoded, GpuError> {
+    let signatures: Vec<[u8; 48]> = items.iter().map(|i| *i.signature).collect();
     let (gpu_side, public_keys) = rayon::join(
         || {
             // The hash on its own stream, the decompression on the worker's: both at once.
             let t = Instant::now();
-            let pending = hash_to_g1::enqueue(gpu, w, &tagged)?;
+            let pending = hash_to_g1::enqueue(gpu, w, tagged)?;
             let signatures = decompress::run(gpu, w, &signatures);
             let t_sig = t.elapsed().as_secs_f64();
             let hashes = hash_to_g1::finish(w, pending, |enc, _| enc);
@@ -243,25 +289,40 @@ pub(crate) fn verify_batch(
             (keys, t.elapsed().as_secs_f64())
         },
     );
-    let (decoded_signatures, hashes, t_sig, t_hash) = gpu_side?;
+    let (signatures, hashes, t_sig, t_hash) = gpu_side?;
     let (public_keys, t_keys) = public_keys;
     profile.signatures = t_sig;
     profile.hash = t_hash;
     profile.keys = t_keys;
-    if decoded_signatures.len() != items.len() {
+    if signatures.len() != items.len() {
         return Err(GpuError::BadOutput(format!(
             "{} decompressed signatures for {} items",
-            decoded_signatures.len(),
+            signatures.len(),
             items.len()
         )));
     }
+    Ok(Decoded {
+        signatures,
+        public_keys,
+        hashes,
+    })
+}
 
-    // Signature errors first, then key errors: the CPU path's precedence.
-    let mut verdicts: Vec<Result<(), VerifyError>> = Vec::with_capacity(items.len());
+/// One verdict per item of a batch.
+type Verdicts = Vec<Result<(), VerifyError>>;
+
+/// The decoding verdicts (signature errors first, then key errors: the CPU path's
+/// precedence; `Ok` for the decodable items, to be decided) and the decodable items.
+fn sort_candidates(
+    decoded: Decoded,
+    groups: &[usize],
+) -> Result<(Verdicts, Vec<Candidate>), GpuError> {
+    let mut verdicts: Verdicts = Vec::with_capacity(groups.len());
     let mut candidates = Vec::new();
-    for (index, ((sig, pk), group)) in decoded_signatures
+    for (index, ((sig, pk), &group)) in decoded
+        .signatures
         .into_iter()
-        .zip(public_keys)
+        .zip(decoded.public_keys)
         .zip(groups)
         .enumerate()
     {
@@ -269,7 +330,7 @@ pub(crate) fn verify_batch(
             (Err(e), _) => verdicts.push(Err(VerifyError::Signature(e))),
             (Ok(_), Err(e)) => verdicts.push(Err(VerifyError::PublicKey(e))),
             (Ok(signature), Ok(public_key)) => {
-                let message = *hashes.get(group).ok_or_else(|| {
+                let message = *decoded.hashes.get(group).ok_or_else(|| {
                     GpuError::BadOutput("internal: message group out of range".into())
                 })?;
                 verdicts.push(Ok(()));
@@ -282,64 +343,56 @@ pub(crate) fn verify_batch(
             }
         }
     }
-    profile.decode_hash = start.elapsed().as_secs_f64();
-    if candidates.is_empty() {
-        return Ok(verdicts);
-    }
+    Ok((verdicts, candidates))
+}
 
-    let valid = match strategy {
-        BlsGpuStrategy::RandomCombination
-        | BlsGpuStrategy::RandomCombinationSplit
-        | BlsGpuStrategy::RandomCombinationQuarters => match random_scalars(candidates.len()) {
-            Some(scalars) => {
-                let leaves = match strategy {
-                    BlsGpuStrategy::RandomCombinationSplit => Leaves::Two,
-                    BlsGpuStrategy::RandomCombinationQuarters => Leaves::Four,
-                    _ => Leaves::One,
-                };
-                combination_verdicts(gpu, w, &candidates, &scalars, leaves, &mut profile)?
-            }
-            None => {
-                tracing::warn!(
-                    items = candidates.len(),
-                    "OS randomness unavailable: no random combination; checking each item exactly on the GPU"
-                );
-                per_item_verdicts(gpu, w, &candidates)?
-            }
-        },
-        BlsGpuStrategy::PerItem => per_item_verdicts(gpu, w, &candidates)?,
+/// Whether each candidate's signature holds, by `strategy` (the exact per-item check when
+/// the OS gives no randomness for a combination).
+fn decide_candidates(
+    gpu: &Device,
+    w: &mut Worker,
+    candidates: &[Candidate],
+    strategy: BlsGpuStrategy,
+    profile: &mut Profile,
+) -> Result<Vec<bool>, GpuError> {
+    let leaves = match strategy {
+        BlsGpuStrategy::RandomCombination => Leaves::One,
+        BlsGpuStrategy::RandomCombinationSplit => Leaves::Two,
+        BlsGpuStrategy::RandomCombinationQuarters => Leaves::Four,
+        BlsGpuStrategy::PerItem => return per_item_verdicts(gpu, w, candidates),
     };
-    for (c, ok) in candidates.iter().zip(valid) {
-        if let Some(v) = verdicts.get_mut(c.index) {
-            *v = if ok {
-                Ok(())
-            } else {
-                Err(VerifyError::Invalid)
-            };
-        }
-    }
-    if profiling() {
-        eprintln!(
-            "bls profile: {} items: decode+hash {:.2} ms (grouping {:.2} ms, then GPU: signatures done at {:.2} ms, hash at {:.2} ms; CPU keys {:.2} ms), stage {:.2} ms, combine {:.2} ms, bisect {:.2} ms",
-            items.len(),
-            profile.decode_hash * 1e3,
-            profile.group * 1e3,
-            profile.signatures * 1e3,
-            profile.hash * 1e3,
-            profile.keys * 1e3,
-            profile.stage * 1e3,
-            profile.combine * 1e3,
-            profile.bisect * 1e3
-        );
-        if !profile.kernels.is_empty() {
-            eprintln!(
-                "bls profile: {} items: combine on the GPU: {}",
-                items.len(),
-                profile.kernels
+    match random_scalars(candidates.len()) {
+        Some(scalars) => combination_verdicts(gpu, w, candidates, &scalars, leaves, profile),
+        None => {
+            tracing::warn!(
+                items = candidates.len(),
+                "OS randomness unavailable: no random combination; checking each item exactly on the GPU"
             );
+            per_item_verdicts(gpu, w, candidates)
         }
     }
-    Ok(verdicts)
+}
+
+/// `GPU_CRYPTO_BLS_PROFILE`'s report of one call on standard error.
+fn print_profile(items: usize, profile: &Profile) {
+    eprintln!(
+        "bls profile: {} items: decode+hash {:.2} ms (grouping {:.2} ms, then GPU: signatures done at {:.2} ms, hash at {:.2} ms; CPU keys {:.2} ms), stage {:.2} ms, combine {:.2} ms, bisect {:.2} ms",
+        items,
+        profile.decode_hash * 1e3,
+        profile.group * 1e3,
+        profile.signatures * 1e3,
+        profile.hash * 1e3,
+        profile.keys * 1e3,
+        profile.stage * 1e3,
+        profile.combine * 1e3,
+        profile.bisect * 1e3
+    );
+    if !profile.kernels.is_empty() {
+        eprintln!(
+            "bls profile: {} items: combine on the GPU: {}",
+            items, profile.kernels
+        );
+    }
 }
 
 /// Independent non-zero 128-bit scalars from ChaCha20 seeded by the OS (a zero scalar
@@ -423,145 +476,167 @@ impl Leaves {
     }
 }
 
-fn combination_verdicts(
-    gpu: &Device,
-    w: &mut Worker,
-    candidates: &[Candidate],
-    scalars: &[[u8; RANDOM_BYTES]],
+/// The combination tree's shape: level sizes (leaves first, root last), each level's first
+/// flat node, and the level the items sit on (log2 of the threads per item).
+struct Tree {
+    levels: Vec<usize>,
+    offsets: Vec<usize>,
+    total: usize,
+    item_level: usize,
+}
+
+impl Tree {
+    /// The tree of `n` items with `leaves`' threads per item: one leaf each, so with
+    /// several threads per item the items sit on level log2(threads_per_item).
+    fn new(n: usize, leaves: Leaves) -> Tree {
+        let threads_per_item = leaves.threads_per_item();
+        let levels = tree_levels(threads_per_item * n);
+        let mut offsets = Vec::with_capacity(levels.len());
+        let mut total = 0usize;
+        for &len in &levels {
+            offsets.push(total);
+            total += len;
+        }
+        Tree {
+            levels,
+            offsets,
+            total,
+            item_level: threads_per_item.trailing_zeros() as usize,
+        }
+    }
+
+    /// The level the GPU builds the tree up to. Several threads per item: the first level
+    /// of at most HOST_TREE_MAX_NODES nodes (not below the items), whose product the host
+    /// multiplies and decides (the top levels are one Fp12 product per launch, about 80 us
+    /// each on one thread). The levels above are only needed when the bisection splits
+    /// nodes (more than LEAF_DIRECT_MAX items): then the GPU builds them all.
+    fn top(&self, split: bool, n: usize) -> usize {
+        let root_level = self.levels.len() - 1;
+        if split && n <= LEAF_DIRECT_MAX {
+            self.levels
+                .iter()
+                .position(|&len| len <= HOST_TREE_MAX_NODES)
+                .unwrap_or(root_level)
+                .max(self.item_level)
+        } else {
+            root_level
+        }
+    }
+}
+
+/// One random combination on the worker: its tree, where it lives on the device, and the
+/// stream its launches go to.
+struct Combination<'a> {
+    gpu: &'a Device,
     leaves: Leaves,
-    profile: &mut Profile,
-) -> Result<Vec<bool>, GpuError> {
-    // Several threads per item: one leaf each, items on level log2(threads_per_item), no
-    // sums of r s (the signature side is in f).
-    let threads_per_item = leaves.threads_per_item();
-    let split = leaves != Leaves::One;
-    let t = Instant::now();
-    let n = candidates.len();
-    if u32::try_from(4 * n + 64).is_err() {
-        return Err(GpuError::InputTooLarge(format!(
-            "{n} signatures in one batch"
-        )));
-    }
-    // Split: two leaves per item (message side, signature side), items on level 1.
-    let item_level = threads_per_item.trailing_zeros() as usize;
-    let levels = tree_levels(threads_per_item * n);
-    let mut offsets = Vec::with_capacity(levels.len());
-    let mut total = 0usize;
-    for &len in &levels {
-        offsets.push(total);
-        total += len;
-    }
-    let layout = Layout::new(n, total, if split { 0 } else { total });
-    let staged = layout.neg_g2 + G2_BYTES;
-    w.bls.host_in.ensure(staged + 4 * (n + 1))?;
-    // Several threads per item: the GPU builds the tree up to the first level of at most
-    // HOST_TREE_MAX_NODES nodes (not below the items) and the host multiplies that level
-    // and decides the product (the top levels are one Fp12 product per launch, about
-    // 80 us each on one thread). The levels above are only needed when the bisection
-    // splits nodes (more than LEAF_DIRECT_MAX items): then the GPU builds them all.
-    let top = if split && n <= LEAF_DIRECT_MAX {
-        levels
-            .iter()
-            .position(|&len| len <= HOST_TREE_MAX_NODES)
-            .unwrap_or(levels.len() - 1)
-            .max(item_level)
-    } else {
-        levels.len() - 1
-    };
-    let top_len = levels.get(top).copied().unwrap_or(1);
-    w.bls.host_out.ensure((n + 1).max(FP12_BYTES * top_len))?;
-    w.bls.device.ensure(layout.end)?;
+    n: usize,
+    tree: Tree,
+    layout: Layout,
+    /// Bytes of the staged items and -g2 at the start of the pinned input.
+    staged: usize,
+    /// The level the GPU builds up to ([`Tree::top`]) and its size.
+    top: usize,
+    top_len: usize,
+    stream: Arc<CudaStream>,
+    /// The worker's BLS device buffer (sized for `layout`).
+    base: u64,
+}
 
-    {
-        let host = w.bls.host_in.slice_mut(staged);
-        let (records, neg_g2) = host.split_at_mut(layout.neg_g2);
-        records
-            .par_chunks_mut(ITEM_BYTES)
-            .with_min_len(64)
-            .zip(candidates.par_iter().zip(scalars.par_iter()))
-            .for_each(|(out, (c, r))| {
-                out[0..96].copy_from_slice(&c.signature.to_uncompressed());
-                out[96..192].copy_from_slice(&c.message);
-                out[192..384].copy_from_slice(&c.public_key.to_uncompressed());
-                out[384..400].copy_from_slice(r);
-            });
-        neg_g2.copy_from_slice(&(-G2Affine::generator()).to_uncompressed());
+impl Combination<'_> {
+    /// Several threads per item: no sums of r s (the signature side is in f).
+    fn split(&self) -> bool {
+        self.leaves != Leaves::One
     }
-    profile.stage = t.elapsed().as_secs_f64();
 
-    let t = Instant::now();
-    let stream = w.stream.clone();
-    let base = w.bls.device.ptr();
-    let at = |off: usize| base + off as u64;
-    let d_f = |node: usize| at(layout.f + FP12_BYTES * node);
-    // No sums of r s in the split form: the kernels take a null pointer.
-    let d_s = |node: usize| {
-        if split {
+    fn at(&self, off: usize) -> u64 {
+        self.base + off as u64
+    }
+
+    /// Device address of the Fp12 tree node `node` (flat index).
+    fn d_f(&self, node: usize) -> u64 {
+        self.at(self.layout.f + FP12_BYTES * node)
+    }
+
+    /// Device address of the G1 sum of tree node `node`; no sums of r s in the split form:
+    /// the kernels take a null pointer.
+    fn d_s(&self, node: usize) -> u64 {
+        if self.split() {
             0
         } else {
-            at(layout.s + G1_PROJ_BYTES * node)
+            self.at(self.layout.s + G1_PROJ_BYTES * node)
         }
-    };
-    gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
-    let k = &gpu.kernels.bls;
-    let mut marks = StreamMarks::new(profiling());
-    marks.mark(&stream, "start");
-    // SAFETY: every device range lies inside `device` (Layout, ensured above) and every
-    // host range inside the pinned buffers, untouched until the stream is synchronised
-    // (in check_nodes). Kernel arguments match the kernels' signatures.
-    unsafe {
-        let cu = stream.cu_stream();
-        result::memcpy_htod_async(at(layout.items), w.bls.host_in.slice(staged), cu)
-            .map_err(driver("upload items"))?;
-        // Poison: 0xff limbs are no canonical Fp element, so an unwritten node of the
-        // level the host reads is caught.
-        result::memset_d8_async(d_f(offsets[top]), 0xff, FP12_BYTES * top_len, cu)
-            .map_err(driver("poison top level"))?;
-        marks.mark(&stream, "upload");
-        let n32 = n as u32;
-        let (d_items, d_f0, d_s0) = (at(layout.items), d_f(0), d_s(0));
-        if split {
-            let (kernel, threads, what) = if leaves == Leaves::Four {
-                // Heads and tails of 32 leaves in alternate warps.
-                (
-                    &k.rlc_quarters,
-                    64 * (2 * n).div_ceil(32),
-                    "launch bls_rlc_quarters",
-                )
-            } else {
-                (&k.rlc_halves, 2 * n, "launch bls_rlc_halves")
-            };
-            let d_neg_g2 = at(layout.neg_g2);
-            stream
-                .launch_builder(kernel)
-                .arg(&d_items)
-                .arg(&n32)
-                .arg(&d_neg_g2)
-                .arg(&d_f0)
-                .launch(grid(threads))
-                .map_err(driver(what))?;
-        } else {
-            stream
-                .launch_builder(&k.rlc_leaves)
-                .arg(&d_items)
-                .arg(&n32)
-                .arg(&d_f0)
-                .arg(&d_s0)
-                .launch(grid(n))
-                .map_err(driver("launch bls_rlc_leaves"))?;
-        }
-        marks.mark(&stream, "leaves");
     }
-    // One launch per level: node j of level + 1 from nodes 2j and 2j + 1 of level.
-    let launch_level = |level: usize| -> Result<(), GpuError> {
-        let len = levels.get(level).copied().unwrap_or(0);
-        let (f_in, s_in) = (d_f(offsets[level]), d_s(offsets[level]));
-        let (f_out, s_out) = (d_f(offsets[level + 1]), d_s(offsets[level + 1]));
-        let len32 = len as u32;
-        // SAFETY: as above; both levels lie inside the layout's tree area.
+
+    /// Uploads the staged items, poisons the level the host reads, and launches the
+    /// leaves' kernel.
+    fn upload_and_leaves(&self, w: &Worker, marks: &mut StreamMarks) -> Result<(), GpuError> {
+        let (stream, layout, n) = (&self.stream, &self.layout, self.n);
+        let k = &self.gpu.kernels.bls;
+        // SAFETY: every device range lies inside the worker's BLS device buffer (Layout,
+        // ensured by `stage_combination`) and the upload reads the `staged` bytes of the
+        // pinned input, which stays untouched until the stream is synchronised (in
+        // check_nodes or top_check_on_host). The leaf kernels take (items, n, -g2, f) or
+        // (items, n, f, s): u64 device pointers and a u32, as pushed here.
         unsafe {
-            stream
-                .launch_builder(&k.tree_level)
+            let cu = stream.cu_stream();
+            result::memcpy_htod_async(self.at(layout.items), w.bls.host_in.slice(self.staged), cu)
+                .map_err(driver("upload items"))?;
+            // Poison: 0xff limbs are no canonical Fp element, so an unwritten node of the
+            // level the host reads is caught.
+            let top_node = self.d_f(self.tree.offsets[self.top]);
+            result::memset_d8_async(top_node, 0xff, FP12_BYTES * self.top_len, cu)
+                .map_err(driver("poison top level"))?;
+            marks.mark(stream, "upload");
+            let n32 = n as u32;
+            let (d_items, d_f0, d_s0) = (self.at(layout.items), self.d_f(0), self.d_s(0));
+            if self.split() {
+                let (kernel, threads, what) = if self.leaves == Leaves::Four {
+                    // Heads and tails of 32 leaves in alternate warps.
+                    (
+                        &k.rlc_quarters,
+                        64 * (2 * n).div_ceil(32),
+                        "launch bls_rlc_quarters",
+                    )
+                } else {
+                    (&k.rlc_halves, 2 * n, "launch bls_rlc_halves")
+                };
+                let d_neg_g2 = self.at(layout.neg_g2);
+                stream
+                    .launch_builder(kernel)
+                    .arg(&d_items)
+                    .arg(&n32)
+                    .arg(&d_neg_g2)
+                    .arg(&d_f0)
+                    .launch(grid(threads))
+                    .map_err(driver(what))?;
+            } else {
+                stream
+                    .launch_builder(&k.rlc_leaves)
+                    .arg(&d_items)
+                    .arg(&n32)
+                    .arg(&d_f0)
+                    .arg(&d_s0)
+                    .launch(grid(n))
+                    .map_err(driver("launch bls_rlc_leaves"))?;
+            }
+            marks.mark(stream, "leaves");
+        }
+        Ok(())
+    }
+
+    /// One launch per level: node j of level + 1 from nodes 2j and 2j + 1 of level.
+    fn launch_level(&self, level: usize) -> Result<(), GpuError> {
+        let offsets = &self.tree.offsets;
+        let len = self.tree.levels.get(level).copied().unwrap_or(0);
+        let (f_in, s_in) = (self.d_f(offsets[level]), self.d_s(offsets[level]));
+        let (f_out, s_out) = (self.d_f(offsets[level + 1]), self.d_s(offsets[level + 1]));
+        let len32 = len as u32;
+        // SAFETY: both levels lie inside the layout's tree area (offsets of `tree`, whose
+        // `total` nodes Layout holds); bls_tree_level takes (f_in, s_in, u32 len, f_out,
+        // s_out), as pushed. It reads only nodes written earlier on the same stream.
+        unsafe {
+            self.stream
+                .launch_builder(&self.gpu.kernels.bls.tree_level)
                 .arg(&f_in)
                 .arg(&s_in)
                 .arg(&len32)
@@ -571,51 +646,148 @@ fn combination_verdicts(
                 .map_err(driver("launch bls_tree_level"))?;
         }
         Ok(())
-    };
-    for level in 0..top {
-        launch_level(level)?;
     }
-    marks.mark(&stream, "tree");
-    let root = total - 1;
-    let root_ok = if split {
-        // The product of the top level's nodes, finally exponentiated, decides the batch:
-        // on one GPU thread that chain was most of the combination's latency, on the host
-        // (blst) it is a fraction of a millisecond.
-        let ok = top_check_on_host(w, &stream, d_f(offsets[top]), top_len)?;
+
+    /// `bls_check_nodes` on flat tree nodes of this combination.
+    fn check(&self, w: &mut Worker, nodes: &[usize]) -> Result<Vec<bool>, GpuError> {
+        check_nodes(self.gpu, w, &self.layout, self.staged, self.split(), nodes)
+    }
+
+    /// Whether the whole combination holds; `profile.combine` is the time from `t` to the
+    /// decision. Split: the product of the top level's nodes, finally exponentiated on the
+    /// host (on one GPU thread that chain was most of the combination's latency, on the
+    /// host, blst, it is a fraction of a millisecond), and with `cross_check_root` also on
+    /// the GPU. Else the root checked on the GPU.
+    fn root_holds(
+        &self,
+        w: &mut Worker,
+        marks: &mut StreamMarks,
+        t: Instant,
+        profile: &mut Profile,
+    ) -> Result<bool, GpuError> {
+        let root = self.tree.total - 1;
+        if !self.split() {
+            let ok = self.check(w, &[root])?;
+            marks.mark(&self.stream, "root check");
+            profile.combine = t.elapsed().as_secs_f64();
+            return Ok(ok.first() == Some(&true));
+        }
+        let top_nodes = self.d_f(self.tree.offsets[self.top]);
+        let ok = top_check_on_host(w, &self.stream, top_nodes, self.top_len)?;
         profile.combine = t.elapsed().as_secs_f64();
         if cross_check_root() {
             // The same decision on the GPU (timed by the marks).
             marks.mark(
-                &stream,
+                &self.stream,
                 "top level download and host product + final exponentiation",
             );
-            for level in top..levels.len() - 1 {
-                launch_level(level)?;
+            for level in self.top..self.tree.levels.len() - 1 {
+                self.launch_level(level)?;
             }
-            let gpu_ok = check_nodes(gpu, w, &layout, staged, split, &[root])?;
-            marks.mark(&stream, "root check on the GPU (profiling only)");
+            let gpu_ok = self.check(w, &[root])?;
+            marks.mark(&self.stream, "root check on the GPU (profiling only)");
             if gpu_ok.first() != Some(&ok) {
                 return Err(GpuError::BadOutput(
                     "root check: host and GPU final exponentiations disagree".into(),
                 ));
             }
         }
-        ok
-    } else {
-        let ok = check_nodes(gpu, w, &layout, staged, split, &[root])?;
-        marks.mark(&stream, "root check");
-        profile.combine = t.elapsed().as_secs_f64();
-        ok.first() == Some(&true)
+        Ok(ok)
+    }
+}
+
+/// Sizes the worker's BLS buffers for the combination and stages each item's record
+/// (signature, message point, public key, scalar) and -g2 in the pinned input.
+fn stage_combination(
+    w: &mut Worker,
+    candidates: &[Candidate],
+    scalars: &[[u8; RANDOM_BYTES]],
+    layout: &Layout,
+    top_len: usize,
+) -> Result<usize, GpuError> {
+    let n = candidates.len();
+    let staged = layout.neg_g2 + G2_BYTES;
+    w.bls.host_in.ensure(staged + 4 * (n + 1))?;
+    w.bls.host_out.ensure((n + 1).max(FP12_BYTES * top_len))?;
+    w.bls.device.ensure(layout.end)?;
+    let host = w.bls.host_in.slice_mut(staged);
+    let (records, neg_g2) = host.split_at_mut(layout.neg_g2);
+    records
+        .par_chunks_mut(ITEM_BYTES)
+        .with_min_len(64)
+        .zip(candidates.par_iter().zip(scalars.par_iter()))
+        .for_each(|(out, (c, r))| {
+            out[0..96].copy_from_slice(&c.signature.to_uncompressed());
+            out[96..192].copy_from_slice(&c.message);
+            out[192..384].copy_from_slice(&c.public_key.to_uncompressed());
+            out[384..400].copy_from_slice(r);
+        });
+    neg_g2.copy_from_slice(&(-G2Affine::generator()).to_uncompressed());
+    Ok(staged)
+}
+
+/// Per-item verdicts of the random combination with `scalars`: staged and uploaded, the
+/// leaves and the tree built on the GPU, the root decided, and a failing root bisected.
+fn combination_verdicts(
+    gpu: &Device,
+    w: &mut Worker,
+    candidates: &[Candidate],
+    scalars: &[[u8; RANDOM_BYTES]],
+    leaves: Leaves,
+    profile: &mut Profile,
+) -> Result<Vec<bool>, GpuError> {
+    let t = Instant::now();
+    let n = candidates.len();
+    if u32::try_from(4 * n + 64).is_err() {
+        return Err(GpuError::InputTooLarge(format!(
+            "{n} signatures in one batch"
+        )));
+    }
+    let split = leaves != Leaves::One;
+    let tree = Tree::new(n, leaves);
+    let layout = Layout::new(n, tree.total, if split { 0 } else { tree.total });
+    let top = tree.top(split, n);
+    let top_len = tree.levels.get(top).copied().unwrap_or(1);
+    let staged = stage_combination(w, candidates, scalars, &layout, top_len)?;
+    profile.stage = t.elapsed().as_secs_f64();
+
+    let t = Instant::now();
+    let c = Combination {
+        gpu,
+        leaves,
+        n,
+        tree,
+        layout,
+        staged,
+        top,
+        top_len,
+        stream: w.stream.clone(),
+        base: w.bls.device.ptr(),
     };
+    gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
+    let mut marks = StreamMarks::new(profiling());
+    marks.mark(&c.stream, "start");
+    c.upload_and_leaves(w, &mut marks)?;
+    for level in 0..top {
+        c.launch_level(level)?;
+    }
+    marks.mark(&c.stream, "tree");
+    let root_ok = c.root_holds(w, &mut marks, t, profile)?;
     profile.kernels = marks.report();
     if root_ok {
         return Ok(vec![true; n]);
     }
 
     let t = Instant::now();
-    let verdict = bisect(&levels, &offsets, item_level, n, LEAF_DIRECT_MAX, |nodes| {
-        check_nodes(gpu, w, &layout, staged, split, nodes)
-    })?;
+    let tree = &c.tree;
+    let verdict = bisect(
+        &tree.levels,
+        &tree.offsets,
+        tree.item_level,
+        n,
+        LEAF_DIRECT_MAX,
+        |nodes| c.check(w, nodes),
+    )?;
     profile.bisect = t.elapsed().as_secs_f64();
     Ok(verdict)
 }

@@ -8,14 +8,16 @@ use std::ffi::{CStr, CString, c_char};
 use std::time::Instant;
 
 /// Options for every program; the architecture is added per call.
-pub const COMPILE_OPTIONS: &[&str] = &["-std=c++17"];
+pub(crate) const COMPILE_OPTIONS: &[&str] = &["-std=c++17"];
 
 /// A compiled program.
 #[derive(Debug, Clone)]
 pub struct CompiledProgram {
+    /// The device code for the architecture asked for.
     pub cubin: Vec<u8>,
     /// NVRTC's log, trimmed; non-empty means warnings.
     pub log: String,
+    /// Wall-clock seconds NVRTC took.
     pub seconds: f64,
 }
 
@@ -96,8 +98,10 @@ pub fn compile_program(program: &KernelProgram, arch: &str) -> Result<CompiledPr
     let name_ptrs: Vec<*const c_char> = header_names.iter().map(|c| c.as_ptr()).collect();
 
     let mut raw = std::ptr::null_mut();
-    // SAFETY: every pointer refers to a live NUL-terminated string for the call's duration.
     check(
+        // SAFETY: `raw` is a writable out-pointer; `src`, `name` and the header texts and
+        // names are live NUL-terminated strings (the CStrings and their pointer vectors
+        // outlive the call), HEADERS.len() of each.
         unsafe {
             sys::nvrtcCreateProgram(
                 &mut raw,
@@ -128,8 +132,8 @@ pub fn compile_program(program: &KernelProgram, arch: &str) -> Result<CompiledPr
         )));
     }
     let mut size = 0usize;
-    // SAFETY: compiled program; size out-pointer valid.
     check(
+        // SAFETY: `prog` is a live, compiled program; `size` a writable out-pointer.
         unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) },
         "nvrtcGetCUBINSize",
     )?;
@@ -140,8 +144,9 @@ pub fn compile_program(program: &KernelProgram, arch: &str) -> Result<CompiledPr
         )));
     }
     let mut cubin = vec![0u8; size];
-    // SAFETY: cubin holds `size` bytes.
     check(
+        // SAFETY: `prog` is a live, compiled program whose cubin is `size` bytes, which
+        // `cubin` holds.
         unsafe { sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr() as *mut c_char) },
         "nvrtcGetCUBIN",
     )?;

@@ -59,76 +59,150 @@ pub(crate) fn enqueue(
     if n == 0 {
         return Ok(Pending { n, stream: None });
     }
-    // Distinct tags once (the BLS schemes use two), then the messages.
-    let mut tags: Vec<Cow<'_, [u8]>> = Vec::new();
-    let mut tag_of = Vec::with_capacity(n);
-    for (dst, _) in messages {
-        let tag = effective_dst(dst);
-        let k = match tags.iter().position(|t| *t == tag) {
-            Some(k) => k,
-            None => {
-                tags.push(tag);
-                tags.len() - 1
-            }
-        };
-        tag_of.push(k);
-    }
-    let tag_bytes: usize = tags.iter().map(|t| t.len()).sum();
-    let message_bytes: usize = messages.iter().map(|(_, m)| m.len()).sum();
-    let data_len = tag_bytes + message_bytes;
-    if u32::try_from(data_len).is_err() || u32::try_from(RECORD_BYTES * n).is_err() {
-        return Err(GpuError::InputTooLarge(format!(
-            "{n} messages of {message_bytes} bytes in one call"
-        )));
-    }
-    let records_len = RECORD_BYTES * n;
-    let data_off = align_device(records_len);
-    let in_bytes = data_off + data_len;
-    let out_off = align_device(in_bytes);
-    let out_bytes = POINT_BYTES * n;
-    w.bls.host_in.ensure(in_bytes)?;
-    w.bls.host_out.ensure(out_bytes)?;
-    w.bls.device.ensure(out_off + out_bytes)?;
-    {
-        let host = w.bls.host_in.slice_mut(in_bytes);
-        let (records, data) = host.split_at_mut(data_off);
-        let mut at = 0usize;
-        let mut tag_at = Vec::with_capacity(tags.len());
-        for t in &tags {
-            data[at..at + t.len()].copy_from_slice(t);
-            tag_at.push(at);
-            at += t.len();
-        }
-        for ((record, (_, message)), &k) in records[..records_len]
-            .chunks_exact_mut(RECORD_BYTES)
-            .zip(messages)
-            .zip(&tag_of)
-        {
-            data[at..at + message.len()].copy_from_slice(message);
-            // Every value fits in u32 (checked above).
-            let fields = [at, message.len(), tag_at[k], tags[k].len()];
-            for (out, v) in record.chunks_exact_mut(4).zip(fields) {
-                out.copy_from_slice(&(v as u32).to_le_bytes());
-            }
-            at += message.len();
-        }
-    }
+    let tags = Tags::of(messages);
+    let layout = Layout::new(&tags, messages)?;
+    w.bls.host_in.ensure(layout.in_bytes)?;
+    w.bls.host_out.ensure(layout.out_bytes)?;
+    w.bls.device.ensure(layout.out_off + layout.out_bytes)?;
+    stage(
+        w.bls.host_in.slice_mut(layout.in_bytes),
+        &layout,
+        &tags,
+        messages,
+    );
     gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
-    let stream = match &w.bls.hash_stream {
+    let stream = hash_stream(gpu, w)?;
+    if let Err(e) = queue(gpu, w, &stream, &layout, n) {
+        // Nothing may still use the buffers when the error is returned.
+        let _ = stream.synchronize();
+        return Err(e);
+    }
+    Ok(Pending {
+        n,
+        stream: Some(stream),
+    })
+}
+
+/// The distinct tags of a call (the BLS schemes use two), each once, and each message's.
+struct Tags<'a> {
+    tags: Vec<Cow<'a, [u8]>>,
+    /// Index into `tags` of each message's tag.
+    tag_of: Vec<usize>,
+}
+
+impl<'a> Tags<'a> {
+    fn of(messages: &[(&'a [u8], &[u8])]) -> Tags<'a> {
+        let mut tags: Vec<Cow<'a, [u8]>> = Vec::new();
+        let mut tag_of = Vec::with_capacity(messages.len());
+        for &(dst, _) in messages {
+            let tag = effective_dst(dst);
+            let k = match tags.iter().position(|t| *t == tag) {
+                Some(k) => k,
+                None => {
+                    tags.push(tag);
+                    tags.len() - 1
+                }
+            };
+            tag_of.push(k);
+        }
+        Tags { tags, tag_of }
+    }
+}
+
+/// Where a call's data lives: the records, then the tags and messages (the pinned input
+/// and the device buffer alike), then the points on the device.
+struct Layout {
+    records_len: usize,
+    data_off: usize,
+    in_bytes: usize,
+    out_off: usize,
+    out_bytes: usize,
+}
+
+impl Layout {
+    /// `InputTooLarge` when an offset or length would not fit the kernel's u32 fields.
+    fn new(tags: &Tags<'_>, messages: &[(&[u8], &[u8])]) -> Result<Layout, GpuError> {
+        let n = messages.len();
+        let tag_bytes: usize = tags.tags.iter().map(|t| t.len()).sum();
+        let message_bytes: usize = messages.iter().map(|(_, m)| m.len()).sum();
+        let data_len = tag_bytes + message_bytes;
+        if u32::try_from(data_len).is_err() || u32::try_from(RECORD_BYTES * n).is_err() {
+            return Err(GpuError::InputTooLarge(format!(
+                "{n} messages of {message_bytes} bytes in one call"
+            )));
+        }
+        let records_len = RECORD_BYTES * n;
+        let data_off = align_device(records_len);
+        let in_bytes = data_off + data_len;
+        Ok(Layout {
+            records_len,
+            data_off,
+            in_bytes,
+            out_off: align_device(in_bytes),
+            out_bytes: POINT_BYTES * n,
+        })
+    }
+}
+
+/// Writes the tags, then each message and its record, into `host` (the layout's input).
+fn stage(host: &mut [u8], layout: &Layout, tags: &Tags<'_>, messages: &[(&[u8], &[u8])]) {
+    let (records, data) = host.split_at_mut(layout.data_off);
+    let mut at = 0usize;
+    let mut tag_at = Vec::with_capacity(tags.tags.len());
+    for t in &tags.tags {
+        data[at..at + t.len()].copy_from_slice(t);
+        tag_at.push(at);
+        at += t.len();
+    }
+    for ((record, (_, message)), &k) in records[..layout.records_len]
+        .chunks_exact_mut(RECORD_BYTES)
+        .zip(messages)
+        .zip(&tags.tag_of)
+    {
+        data[at..at + message.len()].copy_from_slice(message);
+        // Every value fits in u32 (checked by Layout::new).
+        let fields = [at, message.len(), tag_at[k], tags.tags[k].len()];
+        for (out, v) in record.chunks_exact_mut(4).zip(fields) {
+            out.copy_from_slice(&(v as u32).to_le_bytes());
+        }
+        at += message.len();
+    }
+}
+
+/// The worker's hash stream, created on first use.
+fn hash_stream(gpu: &Device, w: &mut Worker) -> Result<Arc<CudaStream>, GpuError> {
+    Ok(match &w.bls.hash_stream {
         Some(s) => s.clone(),
         None => {
             let s = gpu.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
             w.bls.hash_stream = Some(s.clone());
             s
         }
-    };
+    })
+}
+
+/// Queues on `stream`: the staged input's upload, the points' poison, `hash_to_g1` over
+/// the `n` messages and the points' download.
+fn queue(
+    gpu: &Device,
+    w: &mut Worker,
+    stream: &Arc<CudaStream>,
+    layout: &Layout,
+    n: usize,
+) -> Result<(), GpuError> {
     let base = w.bls.device.ptr();
-    let (d_records, d_data, d_out) = (base, base + data_off as u64, base + out_off as u64);
+    let (d_records, d_data, d_out) = (
+        base,
+        base + layout.data_off as u64,
+        base + layout.out_off as u64,
+    );
+    let (in_bytes, out_bytes) = (layout.in_bytes, layout.out_bytes);
     let n32 = n as u32;
-    // SAFETY: device ranges inside `device` (ensured above), host ranges inside the pinned
-    // buffers, untouched until `finish` synchronises the stream; arguments match the
-    // kernel.
-    let queued = unsafe {
+    // SAFETY: the device ranges lie inside the worker's BLS device buffer and the host
+    // ranges inside its pinned buffers (both ensured by `enqueue` for `layout`), untouched
+    // until `finish` (or `enqueue`, after an error) synchronises the stream; hash_to_g1
+    // takes (data, records, u32 n, out): device pointers and a u32, as pushed.
+    unsafe {
         let cu = stream.cu_stream();
         result::memcpy_htod_async(d_records, w.bls.host_in.slice(in_bytes), cu)
             .map_err(driver("upload messages"))
@@ -155,16 +229,7 @@ pub(crate) fn enqueue(
                 result::memcpy_dtoh_async(w.bls.host_out.slice_mut(out_bytes), d_out, cu)
                     .map_err(driver("download points"))
             })
-    };
-    if let Err(e) = queued {
-        // Nothing may still use the buffers when the error is returned.
-        let _ = stream.synchronize();
-        return Err(e);
     }
-    Ok(Pending {
-        n,
-        stream: Some(stream),
-    })
 }
 
 /// Waits for an enqueued hash and checks that every output is a well-formed encoding of a

@@ -188,12 +188,15 @@ pub fn entry_prefix(program: &KernelProgram) -> String {
 /// What a lookup found.
 #[derive(Debug)]
 pub enum Lookup {
+    /// The entry's cubin, checksum verified.
     Hit(Vec<u8>),
+    /// No entry for the key.
     Miss,
     /// The entry exists but fails its checksum (or cannot be read); the reason.
     Corrupt(String),
 }
 
+/// Reads the cache entry of `program` under `key` in `dir` and checks its checksum.
 pub fn load(dir: &Path, program: &KernelProgram, key: &str) -> Lookup {
     let path = entry_path(dir, program, key);
     let bytes = match std::fs::read(&path) {
@@ -227,11 +230,14 @@ pub fn store(dir: &Path, program: &KernelProgram, key: &str, cubin: &[u8]) -> st
 /// Where a usable cubin was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Origin {
+    /// The image's precompiled directory.
     Precompiled,
+    /// The writable on-disk cache.
     Cache,
 }
 
 impl Origin {
+    /// `precompiled` or `cache`: the load source's metric label.
     pub fn label(self) -> &'static str {
         match self {
             Origin::Precompiled => "precompiled",
@@ -243,16 +249,22 @@ impl Origin {
 /// A cubin to try loading, in lookup order.
 #[derive(Debug, Clone)]
 pub struct Candidate {
+    /// Which source it came from.
     pub origin: Origin,
+    /// The file it was read from.
     pub path: PathBuf,
+    /// Its bytes.
     pub cubin: Vec<u8>,
 }
 
 /// Why a source gave no cubin. `kind` is a short, bounded label for metrics.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skip {
+    /// The source skipped.
     pub origin: Origin,
+    /// Short label, e.g. `no_entry`, `corrupt`, `driver_too_old`, `rejected_by_driver`.
     pub kind: &'static str,
+    /// What was found, for the log.
     pub reason: String,
 }
 
@@ -265,7 +277,9 @@ impl std::fmt::Display for Skip {
 /// Where the cubins of one program may come from.
 #[derive(Debug, Clone, Copy)]
 pub struct Sources<'a> {
+    /// The precompiled directory, if configured.
     pub precompiled: Option<&'a Path>,
+    /// The writable cache directory, if any.
     pub writable: Option<&'a Path>,
 }
 
@@ -274,7 +288,9 @@ pub struct Sources<'a> {
 /// writable cache does not (it fills itself).
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// The cubins to load, first choice first.
     pub candidates: Vec<Candidate>,
+    /// The sources that gave none, and why.
     pub skipped: Vec<Skip>,
 }
 
@@ -402,8 +418,12 @@ pub(crate) fn count_skip(s: &Skip) {
 /// One counter of [`load_counts`].
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct LoadCount {
+    /// `precompiled`, `cache`, `compiled`, `refused_cached_only`, or a skipped source
+    /// (`skipped_precompiled`, `skipped_cache`).
     pub outcome: &'static str,
+    /// For skips, the skip's kind; else empty.
     pub reason: &'static str,
+    /// Programs counted since the process started.
     pub count: u64,
 }
 

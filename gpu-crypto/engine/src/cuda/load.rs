@@ -21,6 +21,8 @@ pub struct ProgramLoad {
     pub seconds: f64,
 }
 
+/// `program`'s module: the first cubin of the cache plan that the driver accepts, else
+/// (unless `mode` is cached-only) NVRTC's, which the writable cache then keeps.
 fn load_program(
     ctx: &Arc<CudaContext>,
     program: &KernelProgram,
@@ -40,63 +42,26 @@ fn load_program(
             writable: dir.as_deref(),
         },
     );
-    let mut skipped = plan.skipped;
-    for candidate in plan.candidates {
-        match ctx.load_module(cudarc::nvrtc::Ptx::from_binary(candidate.cubin)) {
-            Ok(module) => {
-                for s in &skipped {
-                    kernel_cache::count_skip(s);
-                    tracing::warn!(program = program.name, kind = s.kind, reason = %s,
-                        "kernel source skipped");
-                }
-                kernel_cache::count(candidate.origin.label(), "");
-                return Ok((
-                    module,
-                    ProgramLoad {
-                        program: program.name,
-                        source: candidate.origin.label().into(),
-                        seconds: start.elapsed().as_secs_f64(),
-                    },
-                ));
-            }
-            Err(e) => skipped.push(kernel_cache::Skip {
-                origin: candidate.origin,
-                kind: "rejected_by_driver",
-                reason: format!(
-                    "{}: cubin rejected by the driver: {e}",
-                    candidate.path.display()
-                ),
-            }),
+    let loaded = load_cubin(ctx, program, plan);
+    let skipped = match loaded {
+        Ok((module, origin)) => {
+            kernel_cache::count(origin.label(), "");
+            let load = ProgramLoad {
+                program: program.name,
+                source: origin.label().into(),
+                seconds: start.elapsed().as_secs_f64(),
+            };
+            return Ok((module, load));
         }
-    }
-    for s in &skipped {
-        kernel_cache::count_skip(s);
-        tracing::warn!(program = program.name, kind = s.kind, reason = %s, "kernel source skipped");
-    }
+        Err(skipped) => skipped,
+    };
     if mode == kernel_cache::KernelMode::CachedOnly {
         kernel_cache::count("refused_cached_only", "");
         return Err(GpuError::KernelNotPrecompiled(
             kernel_cache::cached_only_failure(program, arch, &skipped),
         ));
     }
-    let compiled = compile::compile_program(program, arch)?;
-    if !compiled.log.is_empty() {
-        tracing::warn!(program = program.name, log = %compiled.log, "NVRTC warnings");
-    }
-    let module = ctx
-        .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone()))
-        .map_err(driver("cuModuleLoadData"))?;
-    if let Some(dir) = &dir
-        && let Err(e) = kernel_cache::store(
-            dir,
-            program,
-            &kernel_cache::cache_key(program, arch, driver_version),
-            &compiled.cubin,
-        )
-    {
-        tracing::warn!(program = program.name, dir = %dir.display(), error = %e,
-            "could not write the kernel cache; the next start compiles again");
-    }
+    let module = compile_and_store(ctx, program, arch, driver_version, dir.as_deref())?;
     kernel_cache::count("compiled", "");
     let source = if skipped.is_empty() {
         "compiled".to_string()
@@ -112,6 +77,73 @@ fn load_program(
             seconds: start.elapsed().as_secs_f64(),
         },
     ))
+}
+
+/// Loads the plan's cubins in order until the driver accepts one: that module and where it
+/// came from, or every source skipped (the plan's own skips, then the cubins the driver
+/// rejected). The skips are counted and logged either way.
+fn load_cubin(
+    ctx: &Arc<CudaContext>,
+    program: &KernelProgram,
+    plan: kernel_cache::Plan,
+) -> Result<(Arc<CudaModule>, kernel_cache::Origin), Vec<kernel_cache::Skip>> {
+    let mut skipped = plan.skipped;
+    for candidate in plan.candidates {
+        match ctx.load_module(cudarc::nvrtc::Ptx::from_binary(candidate.cubin)) {
+            Ok(module) => {
+                report_skips(program, &skipped);
+                return Ok((module, candidate.origin));
+            }
+            Err(e) => skipped.push(kernel_cache::Skip {
+                origin: candidate.origin,
+                kind: "rejected_by_driver",
+                reason: format!(
+                    "{}: cubin rejected by the driver: {e}",
+                    candidate.path.display()
+                ),
+            }),
+        }
+    }
+    report_skips(program, &skipped);
+    Err(skipped)
+}
+
+/// Counts each skipped source and logs why it was skipped.
+fn report_skips(program: &KernelProgram, skipped: &[kernel_cache::Skip]) {
+    for s in skipped {
+        kernel_cache::count_skip(s);
+        tracing::warn!(program = program.name, kind = s.kind, reason = %s, "kernel source skipped");
+    }
+}
+
+/// Compiles `program` with NVRTC and loads it; the cubin goes into the writable cache
+/// `dir` when there is one (a failed write is logged: the next start compiles again).
+fn compile_and_store(
+    ctx: &Arc<CudaContext>,
+    program: &KernelProgram,
+    arch: &str,
+    driver_version: i32,
+    dir: Option<&std::path::Path>,
+) -> Result<Arc<CudaModule>, GpuError> {
+    let compiled = compile::compile_program(program, arch)?;
+    if !compiled.log.is_empty() {
+        tracing::warn!(program = program.name, log = %compiled.log, "NVRTC warnings");
+    }
+    let module = ctx
+        .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone()))
+        .map_err(driver("cuModuleLoadData"))?;
+    if let Some(dir) = dir
+        && let Err(e) = kernel_cache::store(
+            dir,
+            program,
+            &kernel_cache::cache_key(program, arch, driver_version),
+            &compiled.cubin,
+        )
+    {
+        tracing::warn!(program = program.name, dir = %dir.display(), error = %e,
+            "could not write the kernel cache; the next start compiles again");
+    }
+    Ok(module)
 }
 
 /// Every program of [`sources::PROGRAMS`], in parallel (NVRTC is single-threaded per

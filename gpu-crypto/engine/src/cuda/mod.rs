@@ -26,7 +26,7 @@ mod backend;
 pub mod bench;
 mod bls;
 mod buffers;
-pub mod compile;
+pub(crate) mod compile;
 mod decompress;
 mod device;
 mod error;
@@ -42,7 +42,7 @@ mod msm;
 mod msm_shared_u8;
 mod segments;
 mod sha256;
-pub mod sources;
+pub(crate) mod sources;
 mod worker;
 
 pub use backend::GpuBackend;

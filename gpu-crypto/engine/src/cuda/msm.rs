@@ -103,7 +103,7 @@ pub(super) enum Staging {
 /// MSM bench, `GPU_MSM_BENCH_SWEEP=1`; docs/msm.md): log2(n) - 2 up to 2^16 points, 14 at 2^17 to 2^19 (at 2^18, 13, 14 and
 /// 16 overlap within the runs' spread, 15 is slower), 16 above (at 2^20 16 beat 13, 14 and
 /// 15 by 7-19 %, at 2^22 14 and 15 by 14-18 %).
-pub fn window_bits(n: usize) -> u32 {
+pub(crate) fn window_bits(n: usize) -> u32 {
     if let Some(c) = std::env::var("GPU_CRYPTO_MSM_WINDOW_BITS")
         .ok()
         .and_then(|v| v.parse::<u32>().ok())
@@ -122,7 +122,7 @@ pub fn window_bits(n: usize) -> u32 {
 /// ceil(256 / c) windows whose widths (c - 1 for the lowest `narrow_windows`, c for the
 /// rest) sum to 256: scalars are below 2^255, so the top window's carry-adjusted signed digit
 /// never exceeds 2^(c-1), and its digits spread over all its buckets.
-pub fn window_count(c: u32) -> u32 {
+pub(crate) fn window_count(c: u32) -> u32 {
     256u32.div_ceil(c)
 }
 
@@ -134,8 +134,7 @@ fn window_width(w: u32, c: u32) -> u32 {
     if w < narrow_windows(c) { c - 1 } else { c }
 }
 
-/// Layout of one launch: byte offsets into the device buffer (the input part mirrors the
-/// pinned host buffer) and the sizes.
+/// Layout of one launch: the sizes, and byte offsets into the device buffer (`off`).
 struct Plan {
     n: usize,
     msms: usize,
@@ -157,25 +156,124 @@ struct Plan {
     /// Points per pipeline chunk (chunks end on piece boundaries, so one may exceed this by
     /// less than PIECE); `n` when the batch crosses in one piece of work.
     chunk_target: usize,
-    off_scalars: usize,
-    off_starts_in: usize,
-    off_points: usize,
+    off: Offsets,
+}
+
+/// Byte offsets of a launch's areas in the device buffer; the input part (up to
+/// `in_bytes`) mirrors the pinned host buffer.
+struct Offsets {
+    scalars: usize,
+    starts_in: usize,
+    points: usize,
     in_bytes: usize,
-    off_counts: usize,
-    off_starts: usize,
-    off_cursor: usize,
-    off_tile_sums: usize,
-    off_sorted: usize,
-    off_buckets: usize,
-    off_spills: usize,
-    off_spill_buckets: usize,
-    off_partials: usize,
+    counts: usize,
+    starts: usize,
+    cursor: usize,
+    tile_sums: usize,
+    sorted: usize,
+    buckets: usize,
+    spills: usize,
+    spill_buckets: usize,
+    partials: usize,
     device_bytes: usize,
 }
 
 /// Buckets of a batch of `msms` MSMs with c-bit windows.
 fn bucket_count(msms: usize, c: u32) -> u128 {
     ((msms as u128) * (window_count(c) as u128)) << (c - 1)
+}
+
+/// The window width of a batch of `msms` MSMs of at most `largest` points: many MSMs in
+/// one batch multiply the buckets, so the windows narrow until the bucket array fits
+/// MAX_BUCKET_BYTES (a batch of thousands of tiny MSMs would otherwise ask for gigabytes).
+fn batch_window_bits(msms: usize, largest: usize) -> u32 {
+    let mut c = window_bits(largest);
+    while c > 4 && bucket_count(msms, c) > (MAX_BUCKET_BYTES / BUCKET_BYTES) as u128 {
+        c -= 1;
+    }
+    c
+}
+
+/// The batch's bucket count, after checking that the buckets fit MAX_BUCKET_BYTES and
+/// that buckets and sort entries fit the kernels' 32-bit indices (`InputTooLarge` if not).
+fn checked_buckets(n: usize, msms: usize, c: u32) -> Result<usize, GpuError> {
+    let windows = window_count(c);
+    let half = 1u32 << (c - 1);
+    let too_large = || {
+        GpuError::InputTooLarge(format!(
+            "{n} points in {msms} MSMs exceed the kernels' 32-bit indices"
+        ))
+    };
+    if bucket_count(msms, c) * BUCKET_BYTES as u128 > MAX_BUCKET_BYTES as u128 {
+        return Err(GpuError::InputTooLarge(format!(
+            "{msms} MSMs in one batch need more than {MAX_BUCKET_BYTES} bytes of buckets"
+        )));
+    }
+    let buckets = msms
+        .checked_mul(windows as usize * half as usize)
+        .filter(|&k| k < u32::MAX as usize)
+        .ok_or_else(too_large)?;
+    n.checked_mul(windows as usize)
+        .filter(|&e| e < u32::MAX as usize && n < (1 << 31))
+        .ok_or_else(too_large)?;
+    Ok(buckets)
+}
+
+/// The reduction's shape for `all_windows` windows of `half` buckets and about
+/// `reduce_threads` threads: (buckets per thread, threads per block, blocks per window),
+/// with a power-of-two thread count per window.
+fn reduction(reduce_threads: usize, all_windows: usize, half: u32) -> (u32, u32, u32) {
+    let mut threads = (reduce_threads / all_windows.max(1)).clamp(1, half as usize);
+    threads = 1 << (usize::BITS - 1 - threads.leading_zeros()); // power of two
+    let seg_len = half / threads as u32;
+    let reduce_block = (threads as u32).min(REDUCE_THREADS_MAX);
+    let blocks_per_window = threads as u32 / reduce_block;
+    (seg_len, reduce_block, blocks_per_window)
+}
+
+impl Offsets {
+    /// Scalars and the MSM start table first: they cross (and are sorted) before the
+    /// points. `entries`: sort entries of the largest chunk; `spill_threads`: accumulation
+    /// threads (one spilled bucket each); `partials`: the reduction's partial sums.
+    fn new(
+        n: usize,
+        msms: usize,
+        buckets: usize,
+        tiles: usize,
+        entries: usize,
+        spill_threads: usize,
+        partials: usize,
+    ) -> Offsets {
+        let scalars = 0;
+        let starts_in = align_device(scalars + SCALAR_BYTES * n);
+        let points = align_device(starts_in + 4 * (msms + 1));
+        let in_bytes = points + POINT_BYTES * n;
+        let counts = align_device(in_bytes);
+        let starts = align_device(counts + 4 * buckets);
+        let cursor = align_device(starts + 4 * buckets);
+        let tile_sums = align_device(cursor + 4 * buckets);
+        let sorted = align_device(tile_sums + 4 * tiles);
+        let bucket_area = align_device(sorted + 4 * entries);
+        let spills = align_device(bucket_area + BUCKET_BYTES * buckets);
+        let spill_buckets = align_device(spills + BUCKET_BYTES * spill_threads);
+        let partials_at = align_device(spill_buckets + 4 * spill_threads);
+        Offsets {
+            scalars,
+            starts_in,
+            points,
+            in_bytes,
+            counts,
+            starts,
+            cursor,
+            tile_sums,
+            sorted,
+            buckets: bucket_area,
+            spills,
+            spill_buckets,
+            partials: partials_at,
+            device_bytes: partials_at + JACOBIAN_BYTES * partials,
+        }
+    }
 }
 
 impl Plan {
@@ -188,35 +286,10 @@ impl Plan {
     ) -> Result<Plan, GpuError> {
         let n: usize = msms.iter().map(|m| m.points.len()).sum();
         let largest = msms.iter().map(|m| m.points.len()).max().unwrap_or(0);
-        // Many MSMs in one batch multiply the buckets: narrow the windows until the bucket
-        // array fits MAX_BUCKET_BYTES (a batch of thousands of tiny MSMs would otherwise
-        // ask for gigabytes).
-        let mut c = window_bits(largest);
-        while c > 4 && bucket_count(msms.len(), c) > (MAX_BUCKET_BYTES / BUCKET_BYTES) as u128 {
-            c -= 1;
-        }
+        let c = batch_window_bits(msms.len(), largest);
         let windows = window_count(c);
         let half = 1u32 << (c - 1);
-        let too_large = || {
-            GpuError::InputTooLarge(format!(
-                "{n} points in {} MSMs exceed the kernels' 32-bit indices",
-                msms.len()
-            ))
-        };
-        if bucket_count(msms.len(), c) * BUCKET_BYTES as u128 > MAX_BUCKET_BYTES as u128 {
-            return Err(GpuError::InputTooLarge(format!(
-                "{} MSMs in one batch need more than {MAX_BUCKET_BYTES} bytes of buckets",
-                msms.len()
-            )));
-        }
-        let buckets = msms
-            .len()
-            .checked_mul(windows as usize * half as usize)
-            .filter(|&k| k < u32::MAX as usize)
-            .ok_or_else(too_large)?;
-        n.checked_mul(windows as usize)
-            .filter(|&e| e < u32::MAX as usize && n < (1 << 31))
-            .ok_or_else(too_large)?;
+        let buckets = checked_buckets(n, msms.len(), c)?;
         let chunk_target = if n > PIPELINE_MIN_POINTS {
             PIPELINE_MIN_POINTS.max(n.div_ceil(PIPELINE_MAX_CHUNKS))
         } else {
@@ -225,30 +298,20 @@ impl Plan {
         // Sort entries of the largest chunk (one chunk's sort is consumed before the next).
         let entries = n.min(chunk_target + PIECE) * windows as usize;
         let all_windows = msms.len() * windows as usize;
-        let mut threads = (reduce_threads / all_windows.max(1)).clamp(1, half as usize);
-        threads = 1 << (usize::BITS - 1 - threads.leading_zeros()); // power of two
-        let seg_len = half / threads as u32;
-        let reduce_block = (threads as u32).min(REDUCE_THREADS_MAX);
-        let blocks_per_window = threads as u32 / reduce_block;
-        let partials = all_windows * blocks_per_window as usize;
+        let (seg_len, reduce_block, blocks_per_window) =
+            reduction(reduce_threads, all_windows, half);
         let tiles = buckets.div_ceil(SCAN_TILE);
-
-        // Scalars and the MSM start table first: they cross (and are sorted) before the points.
-        let off_scalars = 0;
-        let off_starts_in = align_device(off_scalars + SCALAR_BYTES * n);
-        let off_points = align_device(off_starts_in + 4 * (msms.len() + 1));
-        let in_bytes = off_points + POINT_BYTES * n;
-        let off_counts = align_device(in_bytes);
-        let off_starts = align_device(off_counts + 4 * buckets);
-        let off_cursor = align_device(off_starts + 4 * buckets);
-        let off_tile_sums = align_device(off_cursor + 4 * buckets);
-        let off_sorted = align_device(off_tile_sums + 4 * tiles);
-        let off_buckets = align_device(off_sorted + 4 * entries);
         let accumulate_threads = accumulate_threads.max(1);
-        let off_spills = align_device(off_buckets + BUCKET_BYTES * buckets);
-        let off_spill_buckets = align_device(off_spills + BUCKET_BYTES * accumulate_threads);
-        let off_partials = align_device(off_spill_buckets + 4 * accumulate_threads);
-        let device_bytes = off_partials + JACOBIAN_BYTES * partials;
+        let partials = all_windows * blocks_per_window as usize;
+        let off = Offsets::new(
+            n,
+            msms.len(),
+            buckets,
+            tiles,
+            entries,
+            accumulate_threads,
+            partials,
+        );
         Ok(Plan {
             n,
             msms: msms.len(),
@@ -264,20 +327,7 @@ impl Plan {
             blocks_per_window,
             partials,
             chunk_target,
-            off_scalars,
-            off_starts_in,
-            off_points,
-            in_bytes,
-            off_counts,
-            off_starts,
-            off_cursor,
-            off_tile_sums,
-            off_sorted,
-            off_buckets,
-            off_spills,
-            off_spill_buckets,
-            off_partials,
-            device_bytes,
+            off,
         })
     }
 
@@ -636,18 +686,18 @@ impl DeviceAreas {
     fn new(base: u64, plan: &Plan) -> DeviceAreas {
         let at = |off: usize| base + off as u64;
         DeviceAreas {
-            scalars: at(plan.off_scalars),
-            starts_in: at(plan.off_starts_in),
-            points: at(plan.off_points),
-            counts: at(plan.off_counts),
-            starts: at(plan.off_starts),
-            cursor: at(plan.off_cursor),
-            tile_sums: at(plan.off_tile_sums),
-            sorted: at(plan.off_sorted),
-            buckets: at(plan.off_buckets),
-            spills: at(plan.off_spills),
-            spill_buckets: at(plan.off_spill_buckets),
-            partials: at(plan.off_partials),
+            scalars: at(plan.off.scalars),
+            starts_in: at(plan.off.starts_in),
+            points: at(plan.off.points),
+            counts: at(plan.off.counts),
+            starts: at(plan.off.starts),
+            cursor: at(plan.off.cursor),
+            tile_sums: at(plan.off.tile_sums),
+            sorted: at(plan.off.sorted),
+            buckets: at(plan.off.buckets),
+            spills: at(plan.off.spills),
+            spill_buckets: at(plan.off.spill_buckets),
+            partials: at(plan.off.partials),
             msms: plan.msms as u32,
             buckets_len: plan.buckets as u32,
             tiles: plan.tiles as u32,
@@ -701,6 +751,82 @@ struct Launches<'a> {
     marks: StreamMarks,
 }
 
+impl<'a> Launches<'a> {
+    /// Sizes the worker's MSM buffers for `plan` (`out_bytes` of partial sums), binds the
+    /// context, and marks the call's start on the worker's stream.
+    fn new(
+        gpu: &'a Device,
+        w: &mut Worker,
+        plan: &'a Plan,
+        staging: Staging,
+        out_bytes: usize,
+    ) -> Result<Launches<'a>, GpuError> {
+        w.msm.host_in.ensure(plan.off.in_bytes)?;
+        w.msm.host_out.ensure(out_bytes)?;
+        w.msm.device.ensure(plan.off.device_bytes)?;
+        let copy = w.msm.points_stream()?;
+        gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
+        let mut run = Launches {
+            plan,
+            k: &gpu.kernels.msm,
+            d: DeviceAreas::new(w.msm.device.ptr(), plan),
+            stream: w.stream.clone(),
+            copy,
+            staging,
+            // Timing events (GPU_CRYPTO_MSM_PROFILE=1 only).
+            marks: StreamMarks::new(profile_enabled()),
+        };
+        run.marks.mark(&run.stream, "start");
+        Ok(run)
+    }
+
+    /// Per chunk: stage on the host (the GPU meanwhile works on the chunk before), upload
+    /// on the copy stream, then on the worker's stream: wait for the upload, sort the
+    /// chunk's digits into buckets, add its points to the buckets. Returns the host
+    /// seconds from `t_start` to the last chunk staged.
+    ///
+    /// # Safety
+    /// `area` must be the pinned input buffer, holding `plan`'s input areas, and nothing
+    /// else may access it until the worker's stream is synchronised.
+    unsafe fn stream_chunks(
+        &mut self,
+        pieces: &[Piece<'_>],
+        chunks: &[(usize, usize, usize, usize)],
+        area: usize,
+        t_start: std::time::Instant,
+    ) -> Result<f64, GpuError> {
+        let plan = self.plan;
+        let mut t_staged = 0.0;
+        for (index, &(p0, p1, first, count)) in chunks.iter().enumerate() {
+            let chunk = Chunk {
+                index,
+                first,
+                count,
+            };
+            // SAFETY: the chunk's scalar and point ranges lie in the pinned buffer's areas
+            // of `plan` (the caller's contract); no copy reads them before their upload is
+            // issued below.
+            unsafe {
+                stage(
+                    &pieces[p0..p1],
+                    count,
+                    self.staging,
+                    Area(area + plan.off.scalars),
+                    Area(area + plan.off.points),
+                );
+            }
+            t_staged = t_start.elapsed().as_secs_f64();
+            // SAFETY: the chunk's ranges were fully written just above.
+            unsafe { self.upload_chunk(area, chunk)? };
+            self.sort_chunk(chunk)?;
+            self.accumulate_chunk(chunk)?;
+        }
+        Ok(t_staged)
+    }
+}
+
+/// The batch's MSMs: the buffers sized for the plan, then per chunk staged, uploaded,
+/// sorted and accumulated, then reduced, downloaded and combined on the host.
 fn run_staged(
     gpu: &Device,
     w: &mut Worker,
@@ -714,24 +840,9 @@ fn run_staged(
     let t_start = std::time::Instant::now();
     let staging = staging(gpu, w)?;
     let out_bytes = JACOBIAN_BYTES * plan.partials;
-    w.msm.host_in.ensure(plan.in_bytes)?;
-    w.msm.host_out.ensure(out_bytes)?;
-    w.msm.device.ensure(plan.device_bytes)?;
-    let copy = w.msm.points_stream()?;
-    gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
-    let mut run = Launches {
-        plan: &plan,
-        k: &gpu.kernels.msm,
-        d: DeviceAreas::new(w.msm.device.ptr(), &plan),
-        stream: w.stream.clone(),
-        copy,
-        staging,
-        // Timing events (GPU_CRYPTO_MSM_PROFILE=1 only).
-        marks: StreamMarks::new(profile_enabled()),
-    };
-    run.marks.mark(&run.stream, "start");
+    let mut run = Launches::new(gpu, w, &plan, staging, out_bytes)?;
 
-    let host = w.msm.host_in.slice_mut(plan.in_bytes);
+    let host = w.msm.host_in.slice_mut(plan.off.in_bytes);
     let pieces = pieces(msms);
     let chunks = chunks(
         &pieces,
@@ -743,34 +854,9 @@ fn run_staged(
     // pieces, written by rayon's workers), never through `host` again.
     let area = host.as_mut_ptr() as usize;
     run.clear(out_bytes)?;
-
-    // Per chunk: stage on the host (the GPU meanwhile works on the chunk before), upload on
-    // the copy stream, then on the worker's stream: wait for the upload, sort the chunk's
-    // digits into buckets, add its points to the buckets.
-    let mut t_staged = 0.0;
-    for (index, &(p0, p1, first, count)) in chunks.iter().enumerate() {
-        let chunk = Chunk {
-            index,
-            first,
-            count,
-        };
-        // SAFETY: the chunk's scalar and point ranges lie in the pinned buffer's areas of
-        // `plan`; no copy reads them before their upload is issued below.
-        unsafe {
-            stage(
-                &pieces[p0..p1],
-                count,
-                staging,
-                Area(area + plan.off_scalars),
-                Area(area + plan.off_points),
-            );
-        }
-        t_staged = t_start.elapsed().as_secs_f64();
-        // SAFETY: the chunk's ranges were fully written just above.
-        unsafe { run.upload_chunk(area, chunk)? };
-        run.sort_chunk(chunk)?;
-        run.accumulate_chunk(chunk)?;
-    }
+    // SAFETY: `area` is the pinned input, sized for `plan` above and reached by nothing
+    // else until the synchronisation below.
+    let t_staged = unsafe { run.stream_chunks(&pieces, &chunks, area, t_start)? };
     run.reduce_and_download(w.msm.host_out.slice_mut(out_bytes))?;
     run.stream.synchronize().map_err(driver("g1 msm"))?;
     let t_gpu = t_start.elapsed().as_secs_f64();
@@ -830,18 +916,18 @@ impl Launches<'_> {
         let plan = self.plan;
         let mut start = 0u32;
         for (b, m) in msms.iter().enumerate() {
-            host[plan.off_starts_in + 4 * b..plan.off_starts_in + 4 * b + 4]
+            host[plan.off.starts_in + 4 * b..plan.off.starts_in + 4 * b + 4]
                 .copy_from_slice(&start.to_le_bytes());
             start += m.points.len() as u32;
         }
-        let last = plan.off_starts_in + 4 * msms.len();
+        let last = plan.off.starts_in + 4 * msms.len();
         host[last..last + 4].copy_from_slice(&start.to_le_bytes());
         // SAFETY: device ranges follow `plan` inside `device` (ensured by the caller); the
         // host range is not written again before the final synchronisation.
         unsafe {
             result::memcpy_htod_async(
                 self.d.starts_in,
-                &host[plan.off_starts_in..last + 4],
+                &host[plan.off.starts_in..last + 4],
                 self.copy.cu_stream(),
             )
             .map_err(driver("upload MSM offsets"))?;
@@ -874,10 +960,10 @@ impl Launches<'_> {
     unsafe fn upload_chunk(&mut self, area: usize, chunk: Chunk) -> Result<(), GpuError> {
         let plan = self.plan;
         let (first, count) = (chunk.first, chunk.count);
-        let srange = plan.off_scalars + SCALAR_BYTES * first
-            ..plan.off_scalars + SCALAR_BYTES * (first + count);
+        let srange = plan.off.scalars + SCALAR_BYTES * first
+            ..plan.off.scalars + SCALAR_BYTES * (first + count);
         let prange =
-            plan.off_points + POINT_BYTES * first..plan.off_points + POINT_BYTES * (first + count);
+            plan.off.points + POINT_BYTES * first..plan.off.points + POINT_BYTES * (first + count);
         let ccu = self.copy.cu_stream();
         // SAFETY: the ranges were fully written (the caller's contract; the chunk's pieces
         // are contiguous in global order); the device ranges mirror them.

@@ -21,25 +21,25 @@ use ic_bls12_381::{G1Affine, G1Projective};
 use rayon::prelude::*;
 
 /// Must equal U8_PLANE_THREADS_MAX in the kernel source.
-pub const PLANE_THREADS_MAX: u32 = 128;
+pub(crate) const PLANE_THREADS_MAX: u32 = 128;
 const PLANE_THREADS_MIN: u32 = 32;
 /// Bit planes per row: the scalars' width.
 const PLANES: usize = 8;
 const XYZZ_BYTES: usize = 4 * 48;
 /// Bases of one call: the kernels index them with 32-bit integers, and the chunking
 /// proof needs 16 * 40 = 640; 2^20 keeps the base upload at 96 MiB.
-pub const MAX_BASES: usize = 1 << 20;
+pub(crate) const MAX_BASES: usize = 1 << 20;
 /// Rows of one call (8 blocks each in one grid dimension).
-pub const MAX_ROWS: usize = 1 << 20;
+pub(crate) const MAX_ROWS: usize = 1 << 20;
 /// Scalar bytes of one call (rows * bases): 256 MiB.
-pub const MAX_SCALAR_BYTES: usize = 1 << 28;
+pub(crate) const MAX_SCALAR_BYTES: usize = 1 << 28;
 /// Bases above which host staging runs on all cores.
 const PARALLEL_STAGING: usize = 4096;
 
 /// Threads per plane block for `n` bases: about four bases per thread (each thread's chain
 /// of mixed additions, then log2(threads) tree levels), a power of two within
 /// [PLANE_THREADS_MIN, PLANE_THREADS_MAX].
-pub fn plane_threads(n: usize) -> u32 {
+pub(crate) fn plane_threads(n: usize) -> u32 {
     let want = n.div_ceil(4).clamp(1, PLANE_THREADS_MAX as usize);
     (want.next_power_of_two() as u32).clamp(PLANE_THREADS_MIN, PLANE_THREADS_MAX)
 }
@@ -78,6 +78,39 @@ pub(crate) fn check_shape(n: usize, scalars: usize, rows: usize) -> Result<(), G
     Ok(())
 }
 
+/// Device layout of one call: bases, scalars (row-major bytes), plane sums, results; the
+/// pinned input mirrors the first two.
+struct Layout {
+    n: usize,
+    rows: usize,
+    off_scalars: usize,
+    in_bytes: usize,
+    off_planes: usize,
+    off_out: usize,
+    out_bytes: usize,
+}
+
+impl Layout {
+    fn new(n: usize, rows: usize) -> Layout {
+        let off_scalars = align_device(POINT_BYTES * n);
+        let in_bytes = off_scalars + rows * n;
+        let off_planes = align_device(in_bytes);
+        let off_out = align_device(off_planes + XYZZ_BYTES * PLANES * rows);
+        Layout {
+            n,
+            rows,
+            off_scalars,
+            in_bytes,
+            off_planes,
+            off_out,
+            out_bytes: JACOBIAN_BYTES * rows,
+        }
+    }
+}
+
+/// `rows` MSMs of 8-bit scalars over `bases` (result `k` = `sum_p scalars[k * n + p] *
+/// bases[p]`) with `threads` threads per plane block; the caller checked the call
+/// ([`check_call`]).
 pub(crate) fn run(
     gpu: &Device,
     w: &mut Worker,
@@ -89,20 +122,49 @@ pub(crate) fn run(
     let n = bases.len();
     let t_start = std::time::Instant::now();
     let staging = msm::staging(gpu, w)?;
-    // Device layout: bases, scalars (row-major bytes), plane sums, results; the host input
-    // buffer mirrors the first two.
-    let off_scalars = align_device(POINT_BYTES * n);
-    let in_bytes = off_scalars + rows * n;
-    let off_planes = align_device(in_bytes);
-    let off_out = align_device(off_planes + XYZZ_BYTES * PLANES * rows);
-    let out_bytes = JACOBIAN_BYTES * rows;
-    w.msm.host_in.ensure(in_bytes)?;
-    w.msm.host_out.ensure(out_bytes)?;
-    w.msm.device.ensure(off_out + out_bytes)?;
+    let layout = Layout::new(n, rows);
+    w.msm.host_in.ensure(layout.in_bytes)?;
+    w.msm.host_out.ensure(layout.out_bytes)?;
+    w.msm.device.ensure(layout.off_out + layout.out_bytes)?;
+    stage(w, bases, scalars, staging, &layout);
 
-    let host = w.msm.host_in.slice_mut(in_bytes);
-    let (host_bases, host_rest) = host.split_at_mut(off_scalars);
-    let host_scalars = &mut host_rest[..rows * n];
+    let t_staged = t_start.elapsed().as_secs_f64();
+    gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
+    // Timing events (GPU_CRYPTO_MSM_PROFILE=1 only).
+    let mut marks = StreamMarks::new(msm::profile_enabled());
+    launch(gpu, w, staging, &layout, threads, &mut marks)?;
+    let t_launched = t_start.elapsed().as_secs_f64();
+    w.stream.synchronize().map_err(driver("g1 msm shared u8"))?;
+    let t_gpu = t_start.elapsed().as_secs_f64();
+    let jacobians = w
+        .msm
+        .host_out
+        .slice(layout.out_bytes)
+        .chunks_exact(JACOBIAN_BYTES)
+        .map(msm::jacobian_from_gpu)
+        .collect::<Result<Vec<blst_p1>, GpuError>>()?;
+    let out = to_projective(&jacobians);
+    if marks.enabled() {
+        eprintln!(
+            "msm shared u8 profile: {rows} x {n}, {threads} threads, {staging:?}: host ms from the call's start: staged {:.3}, launched {:.3}, GPU done {:.3}, converted {:.3}; GPU ms: {}",
+            t_staged * 1e3,
+            t_launched * 1e3,
+            t_gpu * 1e3,
+            t_start.elapsed().as_secs_f64() * 1e3,
+            marks.report()
+        );
+    }
+    out
+}
+
+/// Writes the bases in the staging form and the scalar bytes into the pinned input (sized
+/// for `layout`), the identity's scalars zero in every row: its staged bytes are not a
+/// point, and it adds nothing to any sum, so no kernel adds it.
+fn stage(w: &mut Worker, bases: &[G1Affine], scalars: &[u8], staging: Staging, layout: &Layout) {
+    let n = layout.n;
+    let host = w.msm.host_in.slice_mut(layout.in_bytes);
+    let (host_bases, host_rest) = host.split_at_mut(layout.off_scalars);
+    let host_scalars = &mut host_rest[..layout.rows * n];
     let stage = |(p, pd): (&G1Affine, &mut [u8])| msm::stage_point(p, staging, pd);
     if n >= PARALLEL_STAGING {
         bases
@@ -116,8 +178,6 @@ pub(crate) fn run(
             .for_each(stage);
     }
     host_scalars.copy_from_slice(scalars);
-    // The identity's staged bytes are not a point: its scalars become zero in every row, so
-    // no kernel adds it (it adds nothing to any sum).
     let identities: Vec<usize> = (0..n)
         .filter(|&p| bool::from(bases[p].is_identity()))
         .collect();
@@ -128,30 +188,42 @@ pub(crate) fn run(
             }
         }
     }
+}
 
-    let t_staged = t_start.elapsed().as_secs_f64();
-    gpu.ctx.bind_to_thread().map_err(driver("bind context"))?;
+/// Queues on the worker's stream: the uploads, the results' poison, the points' conversion
+/// (encoded staging only), the plane and combine kernels, and the results' download; the
+/// caller synchronises.
+fn launch(
+    gpu: &Device,
+    w: &mut Worker,
+    staging: Staging,
+    layout: &Layout,
+    threads: u32,
+    marks: &mut StreamMarks,
+) -> Result<(), GpuError> {
+    let (n, rows) = (layout.n, layout.rows);
     let stream = w.stream.clone();
     let cu = stream.cu_stream();
-    // Timing events (GPU_CRYPTO_MSM_PROFILE=1 only).
-    let mut marks = StreamMarks::new(msm::profile_enabled());
     marks.mark(&stream, "start");
     let base = w.msm.device.ptr();
     let (d_bases, d_scalars, d_planes, d_out) = (
         base,
-        base + off_scalars as u64,
-        base + off_planes as u64,
-        base + off_out as u64,
+        base + layout.off_scalars as u64,
+        base + layout.off_planes as u64,
+        base + layout.off_out as u64,
     );
     let n32 = n as u32;
+    let (in_bytes, out_bytes) = (layout.in_bytes, layout.out_bytes);
     let host = w.msm.host_in.slice(in_bytes);
-    // SAFETY: the device ranges lie inside `device` (ensured above for the whole layout);
-    // the pinned input is not written and the pinned output not read before the
-    // synchronisation below. Kernel arguments match the kernels' signatures.
+    // SAFETY: the device ranges lie inside the worker's MSM device buffer (ensured by `run`
+    // for the whole layout) and the host ranges inside its pinned buffers; the pinned input
+    // is not written and the pinned output not read before `run` synchronises the stream.
+    // msm_load_points takes (points, u32 n), msm_u8_planes (bases, u32 n, scalars, planes)
+    // and msm_u8_combine (planes, out): device pointers and u32s, as pushed.
     unsafe {
         result::memcpy_htod_async(d_bases, &host[..POINT_BYTES * n], cu)
             .map_err(driver("upload bases"))?;
-        result::memcpy_htod_async(d_scalars, &host[off_scalars..in_bytes], cu)
+        result::memcpy_htod_async(d_scalars, &host[layout.off_scalars..in_bytes], cu)
             .map_err(driver("upload scalars"))?;
         // Poison: an unwritten result is not a canonical field element.
         result::memset_d8_async(d_out, 0xff, out_bytes, cu).map_err(driver("poison results"))?;
@@ -197,28 +269,7 @@ pub(crate) fn run(
             .map_err(driver("download results"))?;
     }
     marks.mark(&stream, "download");
-    let t_launched = t_start.elapsed().as_secs_f64();
-    stream.synchronize().map_err(driver("g1 msm shared u8"))?;
-    let t_gpu = t_start.elapsed().as_secs_f64();
-    let jacobians = w
-        .msm
-        .host_out
-        .slice(out_bytes)
-        .chunks_exact(JACOBIAN_BYTES)
-        .map(msm::jacobian_from_gpu)
-        .collect::<Result<Vec<blst_p1>, GpuError>>()?;
-    let out = to_projective(&jacobians);
-    if marks.enabled() {
-        eprintln!(
-            "msm shared u8 profile: {rows} x {n}, {threads} threads, {staging:?}: host ms from the call's start: staged {:.3}, launched {:.3}, GPU done {:.3}, converted {:.3}; GPU ms: {}",
-            t_staged * 1e3,
-            t_launched * 1e3,
-            t_gpu * 1e3,
-            t_start.elapsed().as_secs_f64() * 1e3,
-            marks.report()
-        );
-    }
-    out
+    Ok(())
 }
 
 /// Jacobian points from the GPU as ic_bls12_381 points: affine through one shared

@@ -6,7 +6,9 @@
 pub struct KernelProgram {
     /// Path under `kernels/`, e.g. `ops/g1_decompress.cu`.
     pub name: &'static str,
+    /// The program's CUDA source text.
     pub source: &'static str,
+    /// The kernels it defines, loaded by name.
     pub functions: &'static [&'static str],
 }
 
@@ -114,6 +116,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The throughput G1 decompression kernel (one thread per point).
 pub const G1_DECOMPRESS: KernelProgram = KernelProgram {
     name: "ops/g1_decompress.cu",
     source: include_str!("../../../../kernels/ops/g1_decompress.cu"),
@@ -157,6 +160,7 @@ pub const G1_DECOMPRESS_VARIANTS: KernelProgram = KernelProgram {
     functions: &["g1_decompress_lb1", "g1_decompress_lb3"],
 };
 
+/// SHA-256 of prefixed chunks, with its benchmark variants.
 pub const SHA256_PREFIXED: KernelProgram = KernelProgram {
     name: "ops/sha256_prefixed.cu",
     source: include_str!("../../../../kernels/ops/sha256_prefixed.cu"),
@@ -167,12 +171,14 @@ pub const SHA256_PREFIXED: KernelProgram = KernelProgram {
     ],
 };
 
+/// Fills device memory with pseudo-random words (bench input).
 pub const FILL_RANDOM: KernelProgram = KernelProgram {
     name: "ops/fill_random.cu",
     source: include_str!("../../../../kernels/ops/fill_random.cu"),
     functions: &["fill_random"],
 };
 
+/// The batched G1 Pippenger MSM's kernels (sort, accumulate, reduce).
 pub const G1_MSM: KernelProgram = KernelProgram {
     name: "msm/g1_msm.cu",
     source: include_str!("../../../../kernels/msm/g1_msm.cu"),

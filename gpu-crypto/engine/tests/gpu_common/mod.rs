@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 /// The opened GPU. Only tests marked `#[ignore = "needs a GPU: ..."]` call this, so a
 /// machine without a usable GPU runs them only when asked to (`--include-ignored`), and
 /// then they fail with the reason instead of passing without doing their work.
-pub fn gpu() -> Arc<GpuBackend> {
+pub(crate) fn gpu() -> Arc<GpuBackend> {
     static GPU: OnceLock<Result<Arc<GpuBackend>, String>> = OnceLock::new();
     let r = GPU.get_or_init(|| GpuBackend::open(0).map(Arc::new).map_err(|e| e.to_string()));
     match r {
@@ -23,7 +23,7 @@ pub fn gpu() -> Arc<GpuBackend> {
 
 /// An engine with every operation of a dealing verification on the GPU and no CPU
 /// fallback: a GPU error fails the call.
-pub fn nidkg_gpu_engine() -> gpu_crypto::Engine {
+pub(crate) fn nidkg_gpu_engine() -> gpu_crypto::Engine {
     use gpu_crypto::{BackendChoice, Engine, Fallback, NIDKG_OPERATIONS, Policy};
     gpu();
     let mut policy = Policy::cpu_only();
@@ -35,7 +35,7 @@ pub fn nidkg_gpu_engine() -> gpu_crypto::Engine {
 }
 
 /// Whether `engine` ran operation `op` on `on` at least once.
-pub fn ran(
+pub(crate) fn ran(
     engine: &gpu_crypto::Engine,
     op: gpu_crypto::Operation,
     on: gpu_crypto_api::stats::Executed,
@@ -49,19 +49,19 @@ pub fn ran(
 
 /// The NVRTC version found at run time. Only tests marked `#[ignore = "needs NVRTC: ..."]`
 /// call this; without NVRTC they fail with the reason.
-pub fn nvrtc() -> (i32, i32) {
+pub(crate) fn nvrtc() -> (i32, i32) {
     match gpu_crypto::kernels::nvrtc_version() {
         Ok(v) => v,
         Err(e) => panic!("this test needs NVRTC: {e}"),
     }
 }
 
-pub fn rng(seed: u64) -> ChaCha20Rng {
+pub(crate) fn rng(seed: u64) -> ChaCha20Rng {
     ChaCha20Rng::seed_from_u64(seed)
 }
 
 /// The modulus p, big-endian.
-pub const P_BE: [u8; 48] = [
+pub(crate) const P_BE: [u8; 48] = [
     0x1a, 0x01, 0x11, 0xea, 0x39, 0x7f, 0xe6, 0x9a, 0x4b, 0x1b, 0xa7, 0xb6, 0x43, 0x4b, 0xac, 0xd7,
     0x64, 0x77, 0x4b, 0x84, 0xf3, 0x85, 0x12, 0xbf, 0x67, 0x30, 0xd2, 0xa0, 0xf6, 0xb0, 0xf6, 0x24,
     0x1e, 0xab, 0xff, 0xfe, 0xb1, 0x53, 0xff, 0xff, 0xb9, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xaa, 0xab,
@@ -70,7 +70,7 @@ pub const P_BE: [u8; 48] = [
 /// Reference decompression with `DecodeError`'s precedence, built on ic_bls12_381 alone
 /// (`from_compressed_unchecked` and `is_torsion_free`), and checked against
 /// `from_compressed`'s accept set.
-pub fn reference_decompress(b: &[u8; 48]) -> Result<G1Affine, DecodeError> {
+pub(crate) fn reference_decompress(b: &[u8; 48]) -> Result<G1Affine, DecodeError> {
     let compressed = b[0] & 0x80 != 0;
     let infinity = b[0] & 0x40 != 0;
     let sort = b[0] & 0x20 != 0;
@@ -99,7 +99,7 @@ pub fn reference_decompress(b: &[u8; 48]) -> Result<G1Affine, DecodeError> {
 }
 
 /// Compressed encodings of random points of G1.
-pub fn valid_points(rng: &mut impl RngCore, n: usize) -> Vec<[u8; 48]> {
+pub(crate) fn valid_points(rng: &mut impl RngCore, n: usize) -> Vec<[u8; 48]> {
     let step = G1Projective::random(&mut *rng);
     let mut acc = G1Projective::random(&mut *rng);
     let mut proj = Vec::with_capacity(n);
@@ -114,7 +114,7 @@ pub fn valid_points(rng: &mut impl RngCore, n: usize) -> Vec<[u8; 48]> {
 
 /// Encodings with a canonical x that pass the flags: about half have no square root,
 /// nearly all the others are curve points outside the subgroup.
-pub fn random_x(rng: &mut impl RngCore, flags: u8) -> [u8; 48] {
+pub(crate) fn random_x(rng: &mut impl RngCore, flags: u8) -> [u8; 48] {
     let mut b = [0u8; 48];
     loop {
         rng.fill_bytes(&mut b);
@@ -130,7 +130,7 @@ pub fn random_x(rng: &mut impl RngCore, flags: u8) -> [u8; 48] {
 /// The adversarial corpus: every flag combination over x = 0, a valid x, x = p, x = p + 1,
 /// the largest 381-bit x, no-square-root and non-subgroup x; infinity with stray bits;
 /// random bytes. Each item is tagged with what it exercises.
-pub fn adversarial(rng: &mut ChaCha20Rng) -> Vec<(String, [u8; 48])> {
+pub(crate) fn adversarial(rng: &mut ChaCha20Rng) -> Vec<(String, [u8; 48])> {
     let mut out = Vec::new();
     let valid = valid_points(rng, 8);
     let mut p_plus_1 = P_BE;
@@ -196,7 +196,7 @@ pub fn adversarial(rng: &mut ChaCha20Rng) -> Vec<(String, [u8; 48])> {
     out
 }
 
-pub fn cpu_sha256(prefix: &[u8], chunk: &[u8]) -> [u8; 32] {
+pub(crate) fn cpu_sha256(prefix: &[u8], chunk: &[u8]) -> [u8; 32] {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     h.update(prefix);
@@ -206,14 +206,14 @@ pub fn cpu_sha256(prefix: &[u8], chunk: &[u8]) -> [u8; 32] {
 
 /// An owned BLS batch item (the engine takes borrowed ones: [`items`]).
 #[derive(Clone)]
-pub struct Owned {
-    pub signature: [u8; 48],
-    pub public_key: [u8; 96],
-    pub message: Vec<u8>,
-    pub scheme: BlsScheme,
+pub(crate) struct Owned {
+    pub(crate) signature: [u8; 48],
+    pub(crate) public_key: [u8; 96],
+    pub(crate) message: Vec<u8>,
+    pub(crate) scheme: BlsScheme,
 }
 
-pub fn items(batch: &[Owned]) -> Vec<BlsItem<'_>> {
+pub(crate) fn items(batch: &[Owned]) -> Vec<BlsItem<'_>> {
     batch
         .iter()
         .map(|o| BlsItem {
@@ -227,7 +227,7 @@ pub fn items(batch: &[Owned]) -> Vec<BlsItem<'_>> {
 
 /// A fresh seed from the OS unless `var` names one, printed so that a failure can be
 /// replayed.
-pub fn fresh_rng(var: &str, what: &str) -> ChaCha20Rng {
+pub(crate) fn fresh_rng(var: &str, what: &str) -> ChaCha20Rng {
     let seed = std::env::var(var)
         .ok()
         .and_then(|s| s.parse().ok())
@@ -240,13 +240,13 @@ pub fn fresh_rng(var: &str, what: &str) -> ChaCha20Rng {
 /// b_j * Q (index 0 is Q, index 1 repeats index 2, the last is the identity) and products
 /// of one to five pairs whose exponents cancel on Q (the identity of GT) or miss by one,
 /// some with identity points, plus the empty product and a product of one identity pair.
-pub struct PairingCases {
+pub(crate) struct PairingCases {
     pub g2: Vec<G2Affine>,
-    pub products: Vec<Vec<(G1Affine, usize)>>,
-    pub expected: Vec<bool>,
+    pub(crate) products: Vec<Vec<(G1Affine, usize)>>,
+    pub(crate) expected: Vec<bool>,
 }
 
-pub fn pairing_cases(rng: &mut (impl Rng + rand::CryptoRng), count: usize) -> PairingCases {
+pub(crate) fn pairing_cases(rng: &mut (impl Rng + rand::CryptoRng), count: usize) -> PairingCases {
     let b: Vec<Scalar> = (0..6).map(|_| nidkg::random_scalar(rng)).collect();
     let mut g2 = vec![G2Affine::generator()];
     g2.extend(b.iter().map(|b| G2Affine::from(G2Affine::generator() * b)));
