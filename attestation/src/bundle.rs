@@ -11,7 +11,8 @@ use crate::nvidia::{self, GpuEvidence};
 use crate::policy::Policy;
 use crate::report::{Check, Verdict};
 use crate::snp::amd::{ChainVerifier, SuppliedChain, parse_certs};
-use crate::snp_checks::{self, SnpContext};
+use crate::snp::raw::AttestationReport;
+use crate::snp_checks::{self, SnpContext, SnpOutcome};
 
 /// `format` of every bundle this crate writes.
 pub const BUNDLE_FORMAT: &str = "sovereign-node-attestation-bundle-v2";
@@ -52,16 +53,21 @@ pub enum CertificateSource {
 pub struct SnpCertificates {
     /// VCEK or VLEK certificate.
     pub vcek: String,
+    /// ASK (or ASVK) certificate, when the source supplied one.
     pub ask: Option<String>,
+    /// ARK certificate, when the source supplied one.
     pub ark: Option<String>,
+    /// Where the certificates came from.
     pub source: CertificateSource,
 }
 
+/// The SNP part of a bundle: the raw report and its AMD certificates.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SnpEvidence {
     /// The raw 1184-byte ATTESTATION_REPORT, lowercase hex.
     pub report: String,
+    /// The endorsement chain of the report.
     pub certificates: SnpCertificates,
 }
 
@@ -69,12 +75,15 @@ pub struct SnpEvidence {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Bundle {
+    /// Always [`BUNDLE_FORMAT`].
     pub format: String,
+    /// Where the SNP report came from.
     pub source: EvidenceSource,
     /// The verifier's nonce, 32 bytes, lowercase hex.
     pub nonce: String,
     /// The node's Ed25519 public key, 32 bytes, lowercase hex.
     pub node_public_key: String,
+    /// The SNP report and its certificates.
     pub snp: SnpEvidence,
     /// One entry per GPU whose evidence was collected, in NVML index order (the nvidia
     /// module's evidence).
@@ -94,7 +103,9 @@ pub struct Bundle {
 /// zeros: the node applied no bundle (image default, refused partition, development run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConfigBinding {
+    /// SHA-256 of the bundle's SHA256SUMS.
     pub bundle_digest: [u8; 32],
+    /// Ed25519 public key of the bundle's signer.
     pub signer: [u8; 32],
 }
 
@@ -105,6 +116,7 @@ impl ConfigBinding {
         signer: [0; 32],
     };
 
+    /// A binding of this bundle digest and signer.
     pub fn from_parts(bundle_digest: [u8; 32], signer: [u8; 32]) -> ConfigBinding {
         ConfigBinding {
             bundle_digest,
@@ -112,6 +124,7 @@ impl ConfigBinding {
         }
     }
 
+    /// Whether this is [`ConfigBinding::NONE`] (no bundle applied).
     pub fn is_none(&self) -> bool {
         *self == ConfigBinding::NONE
     }
@@ -156,6 +169,7 @@ impl<'de> Deserialize<'de> for ConfigBinding {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GpuFailure {
+    /// The GPU's NVML index.
     pub nvml_index: u32,
     /// The collection error, as text.
     pub error: String,
@@ -164,15 +178,19 @@ pub struct GpuFailure {
 /// First bytes of the GPU failure list in the GPU evidence digest (only when there is one).
 pub const GPU_FAILURES_TAG: &[u8] = b"sovereign-node-gpu-failures-v1";
 
+/// Why a bundle's JSON cannot be read.
 #[derive(Debug, Error)]
 pub enum BundleError {
+    /// Not JSON of the bundle schema.
     #[error("bundle is not valid JSON for format {BUNDLE_FORMAT}: {0}")]
     Json(String),
+    /// A `format` other than [`BUNDLE_FORMAT`].
     #[error("bundle format {0:?} is not {BUNDLE_FORMAT}")]
     Format(String),
 }
 
 impl Bundle {
+    /// Parses a bundle's JSON and checks its `format`.
     pub fn from_json(bytes: &[u8]) -> Result<Bundle, BundleError> {
         let b: Bundle =
             serde_json::from_slice(bytes).map_err(|e| BundleError::Json(e.to_string()))?;
@@ -296,29 +314,8 @@ pub fn verify_bundle(
     now: u64,
     expected: &ExpectedNode,
 ) -> Verdict {
-    let mut checks = Vec::new();
-
     // The nonce first: a stale bundle is rejected whatever else it holds.
-    let bundle_nonce = parse_nonce(&bundle.nonce);
-    checks.push(match bundle_nonce {
-        Some(n) if &n == expected_nonce => Check::pass(
-            "binding.nonce",
-            format!("bundle nonce {} = sent", bundle.nonce),
-        ),
-        Some(_) => Check::fail(
-            "binding.nonce",
-            format!(
-                "bundle nonce {} != sent {}",
-                bundle.nonce,
-                hex::encode(expected_nonce)
-            ),
-        ),
-        None => Check::fail(
-            "binding.nonce",
-            format!("bundle nonce {:?} is not 64 hex digits", bundle.nonce),
-        ),
-    });
-
+    let mut checks = vec![nonce_check(&bundle.nonce, expected_nonce)];
     let report_bytes = match hex::decode(bundle.snp.report.trim()) {
         Ok(b) => b,
         Err(e) => {
@@ -340,67 +337,134 @@ pub fn verify_bundle(
         },
         &mut checks,
     );
-
-    // Test evidence is only ever admitted through a test root the policy names, and a test root
-    // only ever admits evidence that says it is test evidence.
-    let is_test = bundle.source == EvidenceSource::Test;
-    checks.push(
-        match (is_test, outcome.is_test_root, outcome.product.is_some()) {
-            (_, _, false) => Check::fail(
-                "evidence.source",
-                format!("{:?} evidence; chain not anchored", bundle.source),
-            ),
-            (true, true, _) => Check::pass(
-                "evidence.source",
-                "TEST evidence, anchored at the test root this policy trusts",
-            ),
-            (false, false, _) => {
-                Check::pass("evidence.source", "SEV-SNP evidence anchored at AMD's root")
-            }
-            (true, false, _) => Check::fail(
-                "evidence.source",
-                "marked test evidence but chained to an AMD root",
-            ),
-            (false, true, _) => Check::fail(
-                "evidence.source",
-                "chained to the test root but not marked as test evidence",
-            ),
-        },
-    );
+    checks.push(evidence_source_check(bundle.source, &outcome));
 
     // Node key: well-formed, expected if registered, proven by a signature over the report.
     let node_key = hex::decode(bundle.node_public_key.trim())
         .ok()
         .and_then(|b| <[u8; 32]>::try_from(b).ok());
     let verifying_key = node_key.and_then(|k| VerifyingKey::from_bytes(&k).ok());
-    checks.push(match (&verifying_key, expected.node_public_key) {
+    checks.push(node_key_check(
+        &bundle.node_public_key,
+        verifying_key.as_ref(),
+        expected,
+    ));
+    checks.push(node_signature_check(
+        &bundle.node_signature,
+        verifying_key.as_ref(),
+        &report_bytes,
+    ));
+    checks.push(report_data_check(
+        bundle,
+        expected_nonce,
+        outcome.report.as_ref(),
+        node_key,
+    ));
+    if let Some(report) = &outcome.report {
+        checks.push(node_chip_id_check(report, expected));
+    }
+
+    config_checks(&bundle.config, policy, expected, &mut checks);
+    image_signer_check(
+        &bundle.config,
+        outcome.report.as_ref().map(|r| r.measurement()),
+        policy,
+        &mut checks,
+    );
+    gpu_checks(bundle, expected_nonce, policy, now, &mut checks);
+    Verdict::from_checks(checks)
+}
+
+/// `binding.nonce`: the bundle answers the nonce this verifier sent.
+fn nonce_check(bundle_nonce: &str, expected_nonce: &[u8; 32]) -> Check {
+    match parse_nonce(bundle_nonce) {
+        Some(n) if &n == expected_nonce => Check::pass(
+            "binding.nonce",
+            format!("bundle nonce {bundle_nonce} = sent"),
+        ),
+        Some(_) => Check::fail(
+            "binding.nonce",
+            format!(
+                "bundle nonce {bundle_nonce} != sent {}",
+                hex::encode(expected_nonce)
+            ),
+        ),
+        None => Check::fail(
+            "binding.nonce",
+            format!("bundle nonce {bundle_nonce:?} is not 64 hex digits"),
+        ),
+    }
+}
+
+/// `evidence.source`: test evidence is only ever admitted through a test root the policy
+/// names, and a test root only ever admits evidence that says it is test evidence.
+fn evidence_source_check(source: EvidenceSource, outcome: &SnpOutcome) -> Check {
+    let is_test = source == EvidenceSource::Test;
+    match (is_test, outcome.is_test_root, outcome.product.is_some()) {
+        (_, _, false) => Check::fail(
+            "evidence.source",
+            format!("{source:?} evidence; chain not anchored"),
+        ),
+        (true, true, _) => Check::pass(
+            "evidence.source",
+            "TEST evidence, anchored at the test root this policy trusts",
+        ),
+        (false, false, _) => {
+            Check::pass("evidence.source", "SEV-SNP evidence anchored at AMD's root")
+        }
+        (true, false, _) => Check::fail(
+            "evidence.source",
+            "marked test evidence but chained to an AMD root",
+        ),
+        (false, true, _) => Check::fail(
+            "evidence.source",
+            "chained to the test root but not marked as test evidence",
+        ),
+    }
+}
+
+/// `binding.node_key`: the bundle's node key is an Ed25519 key, the registered one if the
+/// node has one registered.
+fn node_key_check(
+    node_public_key: &str,
+    verifying_key: Option<&VerifyingKey>,
+    expected: &ExpectedNode,
+) -> Check {
+    match (verifying_key, expected.node_public_key) {
         (None, _) => Check::fail(
             "binding.node_key",
-            format!("{:?} is not an Ed25519 public key", bundle.node_public_key),
+            format!("{node_public_key:?} is not an Ed25519 public key"),
         ),
         (Some(_), None) => Check::skip(
             "binding.node_key",
-            format!("node key {}; none registered", bundle.node_public_key),
+            format!("node key {node_public_key}; none registered"),
         ),
         (Some(k), Some(want)) if k.as_bytes() == &want => Check::pass(
             "binding.node_key",
-            format!("node key {} is the registered one", bundle.node_public_key),
+            format!("node key {node_public_key} is the registered one"),
         ),
         (Some(_), Some(want)) => Check::fail(
             "binding.node_key",
             format!(
-                "node key {} != registered {}",
-                bundle.node_public_key,
+                "node key {node_public_key} != registered {}",
                 hex::encode(want)
             ),
         ),
-    });
-    let signature = hex::decode(bundle.node_signature.trim())
+    }
+}
+
+/// `binding.node_signature`: the node key signed the raw SNP report.
+fn node_signature_check(
+    node_signature: &str,
+    verifying_key: Option<&VerifyingKey>,
+    report_bytes: &[u8],
+) -> Check {
+    let signature = hex::decode(node_signature.trim())
         .ok()
         .and_then(|b| <[u8; 64]>::try_from(b).ok())
         .map(|b| Signature::from_bytes(&b));
-    checks.push(match (&verifying_key, signature) {
-        (Some(k), Some(sig)) => match k.verify(&node_signature_message(&report_bytes), &sig) {
+    match (verifying_key, signature) {
+        (Some(k), Some(sig)) => match k.verify(&node_signature_message(report_bytes), &sig) {
             Ok(()) => Check::pass(
                 "binding.node_signature",
                 "Ed25519 signature over the report verifies with the node key",
@@ -415,71 +479,73 @@ pub fn verify_bundle(
             "binding.node_signature",
             "node_signature is not 64 bytes of hex",
         ),
-    });
+    }
+}
 
-    // REPORT_DATA recomputed from the nonce we sent, the node key and the GPU evidence.
+/// `binding.report_data`: REPORT_DATA recomputed from the nonce we sent, the node key, the
+/// GPU evidence and the configuration binding.
+fn report_data_check(
+    bundle: &Bundle,
+    expected_nonce: &[u8; 32],
+    report: Option<&AttestationReport>,
+    node_key: Option<[u8; 32]>,
+) -> Check {
     let gpu_digest = gpu_digest(&bundle.gpus, &bundle.gpu_failures);
-    checks.push(match (&outcome.report, node_key) {
-        (Some(report), Some(key)) => {
-            let want = report_data(expected_nonce, &key, &gpu_digest, &bundle.config);
-            if report.report_data() == want {
-                Check::pass(
-                    "binding.report_data",
-                    format!(
-                        "REPORT_DATA = SHA-512(tag || nonce || node key || GPU digest {}... || config {}... || signer {}...)",
-                        hex::encode(&gpu_digest[..8]),
-                        hex::encode(&bundle.config.bundle_digest[..8]),
-                        hex::encode(&bundle.config.signer[..8])
-                    ),
-                )
-            } else {
-                Check::fail(
-                    "binding.report_data",
-                    format!(
-                        "REPORT_DATA {} != recomputed {}",
-                        hex::encode(report.report_data()),
-                        hex::encode(want)
-                    ),
-                )
-            }
+    let (report, key) = match (report, node_key) {
+        (Some(report), Some(key)) => (report, key),
+        (None, _) => {
+            return Check::fail("binding.report_data", "not evaluated: no parsable report");
         }
-        (None, _) => Check::fail("binding.report_data", "not evaluated: no parsable report"),
-        (_, None) => Check::fail("binding.report_data", "not evaluated: no valid node key"),
-    });
-    if let (Some(_), None) = (&outcome.report, &expected.chip_id) {
-        checks.push(Check::skip(
+        (_, None) => return Check::fail("binding.report_data", "not evaluated: no valid node key"),
+    };
+    let want = report_data(expected_nonce, &key, &gpu_digest, &bundle.config);
+    if report.report_data() == want {
+        Check::pass(
+            "binding.report_data",
+            format!(
+                "REPORT_DATA = SHA-512(tag || nonce || node key || GPU digest {}... || config {}... || signer {}...)",
+                hex::encode(&gpu_digest[..8]),
+                hex::encode(&bundle.config.bundle_digest[..8]),
+                hex::encode(&bundle.config.signer[..8])
+            ),
+        )
+    } else {
+        Check::fail(
+            "binding.report_data",
+            format!(
+                "REPORT_DATA {} != recomputed {}",
+                hex::encode(report.report_data()),
+                hex::encode(want)
+            ),
+        )
+    }
+}
+
+/// `identity.node_chip_id`: the report's chip id is the one registered for this node (an
+/// 8-byte Turin id is compared as a prefix).
+fn node_chip_id_check(report: &AttestationReport, expected: &ExpectedNode) -> Check {
+    let Some(want) = &expected.chip_id else {
+        return Check::skip(
             "identity.node_chip_id",
             "no chip id registered for this node",
-        ));
+        );
+    };
+    let chip = report.chip_id();
+    if chip.get(..want.len()) == Some(want.as_slice()) {
+        Check::pass(
+            "identity.node_chip_id",
+            "chip_id is the one registered for this node",
+        )
+    } else {
+        Check::fail(
+            "identity.node_chip_id",
+            format!(
+                "chip_id {} != registered {}",
+                hex::encode(chip),
+                hex::encode(want)
+            ),
+        )
     }
-    if let (Some(report), Some(want)) = (&outcome.report, &expected.chip_id) {
-        let chip = report.chip_id();
-        checks.push(if chip.get(..want.len()) == Some(want.as_slice()) {
-            Check::pass(
-                "identity.node_chip_id",
-                "chip_id is the one registered for this node",
-            )
-        } else {
-            Check::fail(
-                "identity.node_chip_id",
-                format!(
-                    "chip_id {} != registered {}",
-                    hex::encode(chip),
-                    hex::encode(want)
-                ),
-            )
-        });
-    }
-
-    config_checks(&bundle.config, policy, expected, &mut checks);
-    image_signer_check(
-        &bundle.config,
-        outcome.report.as_ref().map(|r| r.measurement()),
-        policy,
-        &mut checks,
-    );
-    gpu_checks(bundle, expected_nonce, policy, now, &mut checks);
-    Verdict::from_checks(checks)
 }
 
 /// The bundle's signer is one the node's image pins (its release manifest's

@@ -16,31 +16,50 @@ use crate::nvidia::GpuEvidence;
 use crate::snp::amd::{AmdCert, parse_certs};
 use crate::test_source::TestSigner;
 
+/// Why a node could not produce its evidence.
 #[derive(Debug, Error)]
 pub enum CollectError {
+    /// Not an SEV-SNP guest: no guest device.
     #[error("no SEV-SNP guest device: {path} is absent (not running in an SEV-SNP guest)")]
-    NoSevGuestDevice { path: &'static str },
+    NoSevGuestDevice {
+        /// The device path.
+        path: &'static str,
+    },
+    /// The guest device exists but cannot be opened.
     #[error("opening {path}: {source}")]
     SevGuestOpen {
+        /// The device path.
         path: &'static str,
+        /// The open error.
         source: std::io::Error,
     },
+    /// The extended report request to the firmware failed.
     #[error("SNP_GET_EXT_REPORT failed: {0}")]
     Firmware(String),
+    /// No endorsement certificate from the host or the cache directory.
     #[error(
         "no VCEK/VLEK: the host provided no certificate table and {0} holds none (put vcek.pem or vcek.der there, e.g. from `snpguest fetch vcek`)"
     )]
     NoVcek(String),
+    /// A host-provided or cached certificate that cannot be read or parsed.
     #[error("certificate {path}: {message}")]
-    Certificate { path: String, message: String },
+    Certificate {
+        /// Where it came from.
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// GPU evidence collection through NVML failed.
     #[cfg(feature = "collect")]
     #[error("GPU evidence: {0}")]
     Gpu(#[from] crate::nvidia::CollectError),
     /// [`GpuSource::External`] failed; the text says how (it names the GPU evidence).
     #[error("{0}")]
     GpuProcess(String),
+    /// The node key could not be used.
     #[error(transparent)]
     Identity(#[from] crate::identity::IdentityError),
+    /// The test evidence source could not build its report.
     #[error("SNP report from the test source: {0}")]
     TestSource(String),
 }
@@ -53,7 +72,9 @@ pub enum SnpSource {
     #[cfg(feature = "collect")]
     /// `/dev/sev-guest`; certificates from the extended report, else from `cert_cache`.
     Hardware {
+        /// The VMPL to request the report at.
         vmpl: u32,
+        /// Directory of cached VCEK/ASK/ARK files, for hosts that supply no certificates.
         cert_cache: Option<std::path::PathBuf>,
     },
     /// Generated reports signed by a test chain; marked `source: "test"`.
@@ -92,8 +113,11 @@ pub fn collect_gpus(nonce: &[u8; 32]) -> Result<(Vec<GpuEvidence>, Vec<GpuFailur
 
 /// Everything the agent needs to answer `GET /v1/attestation?nonce=`.
 pub struct Attester {
+    /// The node's Ed25519 key: signs the report and is bound into REPORT_DATA.
     pub node_key: SigningKey,
+    /// Where the SNP report comes from.
     pub snp: SnpSource,
+    /// Where GPU evidence comes from.
     pub gpu: GpuSource,
     /// The configuration bundle the node applied ([`ConfigBinding::NONE`] without one).
     pub config: ConfigBinding,

@@ -20,10 +20,13 @@ use crate::snp::amd::ChainVerifier;
 
 pub use crate::retry::MAX_BUNDLE_BYTES;
 
+/// What a fleet check concluded about one node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NodeStatus {
+    /// Every check passed.
     Admitted,
+    /// Some check failed.
     Rejected,
     /// No answer, a transport error, an HTTP error status, or a timeout.
     Unreachable,
@@ -31,19 +34,27 @@ pub enum NodeStatus {
     BadEvidence,
 }
 
+/// The outcome of one node's check.
 #[derive(Debug, Clone, Serialize)]
 pub struct NodeResult {
+    /// The node's name in NODES.toml.
     pub name: String,
+    /// The node agent's base URL.
     pub url: String,
+    /// Admitted, rejected, unreachable or with bad evidence.
     pub status: NodeStatus,
     /// Why the node was unreachable, its evidence unusable, or the failed checks.
     pub reason: String,
+    /// Time from the first request to the verdict, milliseconds.
     pub elapsed_ms: u64,
+    /// Every check, when the node's evidence was verified.
     pub verdict: Option<Verdict>,
 }
 
+/// How a fleet check runs.
 #[derive(Debug, Clone, Copy)]
 pub struct FleetOptions {
+    /// Nodes queried at once.
     pub concurrency: usize,
     /// Per node: the deadline of all its tries together, requests and bodies (a busy node
     /// is asked again within it, see [`crate::retry`]).

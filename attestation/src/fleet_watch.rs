@@ -41,6 +41,7 @@ use crate::snp::tcb::Product;
 pub const MAX_NODES: usize = 10_000;
 /// The shortest and longest interval `--every` accepts.
 pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
+/// See [`MIN_INTERVAL`].
 pub const MAX_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 /// Where the metrics are served unless told otherwise (the node agent uses 9420 and 9421).
 pub const DEFAULT_METRICS_LISTEN: &str = "127.0.0.1:9430";
@@ -51,12 +52,16 @@ const MAX_REASON_CHARS: usize = 200;
 /// Scrapes served at once; more connections are closed unanswered.
 const MAX_CONNECTIONS: usize = 16;
 
+/// Why text is not an `--every` interval.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum IntervalError {
+    /// No text.
     #[error("empty interval")]
     Empty,
+    /// Not numbers with units.
     #[error("{0:?}: expected a number followed by ms, s, m or h (e.g. 60s, 5m, 1m30s)")]
     Syntax(String),
+    /// Outside [`MIN_INTERVAL`]..=[`MAX_INTERVAL`].
     #[error("{0:?} is out of range ({MIN_INTERVAL:?} to {MAX_INTERVAL:?})")]
     Range(String),
 }
@@ -103,18 +108,38 @@ pub fn parse_interval(text: &str) -> Result<Duration, IntervalError> {
 /// Why a round's NODES.toml or policy was refused.
 #[derive(Debug, Error)]
 pub enum InputError {
+    /// NODES.toml is unusable.
     #[error(transparent)]
     Nodes(#[from] NodeListError),
+    /// The policy is unusable.
     #[error(transparent)]
     Policy(#[from] PolicyError),
+    /// More than [`MAX_NODES`] nodes.
     #[error("{path} lists {count} nodes; one verifier checks at most {MAX_NODES}")]
-    TooManyNodes { path: String, count: usize },
+    TooManyNodes {
+        /// The node list.
+        path: String,
+        /// How many nodes it lists.
+        count: usize,
+    },
+    /// Two entries with one name (the metrics key on it).
     #[error("{path} names node {name:?} twice")]
-    DuplicateNode { path: String, name: String },
+    DuplicateNode {
+        /// The node list.
+        path: String,
+        /// The repeated name.
+        name: String,
+    },
+    /// Inputs that cannot admit nodes, without the lab override ([`admission_gaps`]).
     #[error(
         "policy {path} cannot admit nodes: it lacks {missing} (--lab-policy overrides this in a lab)"
     )]
-    CannotAdmit { path: String, missing: String },
+    CannotAdmit {
+        /// The policy.
+        path: String,
+        /// What it and the node list lack, comma separated.
+        missing: String,
+    },
 }
 
 /// What keeps a policy and node list from admitting nodes in production: the policy's gaps
@@ -149,7 +174,9 @@ pub fn admission_gaps(policy: &Policy, nodes: &NodeList) -> Vec<String> {
 /// The files a round reads.
 #[derive(Debug, Clone)]
 pub struct Sources {
+    /// NODES.toml.
     pub nodes: PathBuf,
+    /// POLICY.toml.
     pub policy: PathBuf,
     /// Accept a policy or entries that cannot admit in production ([`admission_gaps`]).
     pub lab_policy: bool,
@@ -157,8 +184,11 @@ pub struct Sources {
 
 /// One round's inputs, read and accepted.
 pub struct Inputs {
+    /// The nodes to check.
     pub nodes: NodeList,
+    /// The policy to check them against.
     pub policy: Arc<Policy>,
+    /// A chain verifier trusting the policy's roots.
     pub chains: Arc<ChainVerifier>,
     /// What the lab override let through (empty for a production policy).
     pub lab_gaps: Vec<String>,
@@ -407,13 +437,18 @@ struct NodeMemory {
 /// What one round did, for the service's log.
 #[derive(Debug)]
 pub enum RoundReport {
+    /// The round checked every node.
     Checked {
+        /// Nodes checked.
         nodes: usize,
+        /// Nodes admitted.
         admitted: usize,
+        /// The round's duration.
         took: Duration,
         /// One line per node whose verdict or evidence changed (or not admitted at first).
         changes: Vec<String>,
     },
+    /// The round's inputs were refused; the last verdicts are kept.
     Refused(InputError),
 }
 
@@ -424,6 +459,7 @@ pub struct FleetWatch {
 }
 
 impl FleetWatch {
+    /// No verdicts yet; the metrics say rounds run every `interval`.
     pub fn new(interval: Duration) -> FleetWatch {
         FleetWatch {
             metrics: Arc::new(FleetMetrics::new(interval)),
@@ -431,6 +467,7 @@ impl FleetWatch {
         }
     }
 
+    /// The metrics the verdicts feed.
     pub fn metrics(&self) -> Arc<FleetMetrics> {
         self.metrics.clone()
     }
@@ -630,7 +667,9 @@ fn failed_checks(r: &NodeResult) -> Vec<String> {
 /// How rounds run: the interval between their starts, and `attest fleet`'s own options.
 #[derive(Debug, Clone, Copy)]
 pub struct WatchOptions {
+    /// Time between the starts of two rounds.
     pub interval: Duration,
+    /// Nodes queried at once.
     pub concurrency: usize,
     /// Per node, all its tries together.
     pub timeout: Duration,

@@ -25,23 +25,40 @@ use sha2::Sha256;
 use thiserror::Error;
 use zeroize::Zeroizing;
 
+/// Why the node key could not be derived or loaded.
 #[derive(Debug, Error)]
 pub enum IdentityError {
+    /// Not an SEV-SNP guest: no guest device.
     #[error("no SEV-SNP guest device: {path} is absent (not running in an SEV-SNP guest)")]
-    NoSevGuestDevice { path: &'static str },
+    NoSevGuestDevice {
+        /// The device path.
+        path: &'static str,
+    },
+    /// The guest device exists but cannot be opened.
     #[error("opening {path}: {source}")]
     SevGuestOpen {
+        /// The device path.
         path: &'static str,
+        /// The open error.
         source: std::io::Error,
     },
+    /// The report read for the committed TCB failed.
     #[error("SNP_GET_REPORT (to read the committed TCB) failed: {0}")]
     Report(String),
+    /// The firmware refused the key request.
     #[error("SNP_GET_DERIVED_KEY failed: {0}")]
     DerivedKey(String),
+    /// HKDF could not expand the derived key.
     #[error("HKDF-SHA256 expand: {0}")]
     Kdf(String),
+    /// The unsealed key file is unreadable, malformed or cannot be written.
     #[error("unsealed node key {path}: {message}")]
-    KeyFile { path: PathBuf, message: String },
+    KeyFile {
+        /// The key file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 #[cfg(feature = "collect")]
@@ -50,11 +67,17 @@ const SEV_GUEST: &str = "/dev/sev-guest";
 /// GUEST_FIELD_SELECT bits of `MSG_KEY_REQ` (SEV-SNP firmware ABI): what the firmware mixes
 /// into the derived key besides the root key and the VMPL.
 pub mod field {
+    /// The guest policy.
     pub const GUEST_POLICY: u64 = 1 << 0;
+    /// The image id of the ID block.
     pub const IMAGE_ID: u64 = 1 << 1;
+    /// The family id of the ID block.
     pub const FAMILY_ID: u64 = 1 << 2;
+    /// The launch measurement.
     pub const MEASUREMENT: u64 = 1 << 3;
+    /// The guest SVN.
     pub const GUEST_SVN: u64 = 1 << 4;
+    /// The TCB version of the request.
     pub const TCB_VERSION: u64 = 1 << 5;
 }
 
@@ -69,14 +92,19 @@ pub const ROOT_KEY_VCEK: u32 = 0;
 /// HKDF-SHA256 salt and info: the Ed25519 seed is bound to this purpose and version, so the
 /// same derived key used for anything else gives an unrelated value.
 pub const HKDF_SALT: &[u8] = b"sovereign-node/node-identity/v1";
+/// HKDF-SHA256 info (see [`HKDF_SALT`]).
 pub const HKDF_INFO: &[u8] = b"Ed25519 signing key seed";
 
 /// An `MSG_KEY_REQ` (message version 1) as the guest sends it to the firmware.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyRequest {
+    /// ROOT_KEY_SELECT: which root key the firmware derives from ([`ROOT_KEY_VCEK`]).
     pub root_key_select: u32,
+    /// GUEST_FIELD_SELECT: the [`field`] bits mixed in.
     pub guest_field_select: u64,
+    /// The VMPL mixed in; at least the requester's.
     pub vmpl: u32,
+    /// GUEST_SVN to mix in; must not exceed the guest's.
     pub guest_svn: u32,
     /// TCB_VERSION to mix in (raw 64-bit TCB_VERSION); must not exceed the committed TCB.
     pub tcb_version: u64,
@@ -139,7 +167,9 @@ pub fn node_key_from_derived_key(derived: &[u8; 32]) -> Result<SigningKey, Ident
 
 /// A sealed node key and the request it was derived with (reported in the status).
 pub struct SealedKey {
+    /// The node's Ed25519 key.
     pub key: SigningKey,
+    /// The request it was derived with.
     pub request: KeyRequest,
 }
 
@@ -181,7 +211,9 @@ pub const UNSEALED_LABEL: &str = "\
 /// Whether [`load_or_create_unsealed_key`] found the key or made it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyFileOrigin {
+    /// The file held a key.
     Loaded,
+    /// There was no file: a new key was written.
     Created,
 }
 

@@ -9,21 +9,42 @@ use thiserror::Error;
 /// What a verifier knows about the node it asked, beyond the policy (from NODES.toml).
 #[derive(Debug, Clone, Default)]
 pub struct ExpectedNode {
+    /// The registered chip id (64 bytes; Turin 8).
     pub chip_id: Option<Vec<u8>>,
+    /// The registered Ed25519 node public key.
     pub node_public_key: Option<[u8; 32]>,
     /// The digest of the node's planned configuration bundle (`provision enroll` takes it
     /// from the plan's bundle, `attest fleet` from NODES.toml).
     pub config_digest: Option<[u8; 32]>,
 }
 
+/// Why a node list cannot be used.
 #[derive(Debug, Error)]
 pub enum NodeListError {
+    /// The file could not be read.
     #[error("reading {path}: {message}")]
-    Read { path: String, message: String },
+    Read {
+        /// The file.
+        path: String,
+        /// The read error.
+        message: String,
+    },
+    /// Not TOML of the node list schema.
     #[error("{path} is not a valid node list: {message}")]
-    Toml { path: String, message: String },
+    Toml {
+        /// The file (or the name it was given as).
+        path: String,
+        /// The parser's error.
+        message: String,
+    },
+    /// An entry with a malformed or repeated value.
     #[error("node {name}: {message}")]
-    Entry { name: String, message: String },
+    Entry {
+        /// The entry's `name`.
+        name: String,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 /// NODES.toml: `[[node]]` entries with `name`, `url` and optionally the registered `chip_id`
@@ -31,17 +52,22 @@ pub enum NodeListError {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeList {
+    /// The `[[node]]` entries, in file order.
     #[serde(default)]
     pub node: Vec<NodeEntry>,
 }
 
+/// One `[[node]]` entry of NODES.toml.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeEntry {
+    /// The node's name, for verdicts and metrics.
     pub name: String,
     /// Base URL of the node agent, e.g. `http://10.0.0.5:9100`.
     pub url: String,
+    /// The registered chip id, hex.
     pub chip_id: Option<String>,
+    /// The registered Ed25519 node public key, hex.
     pub node_public_key: Option<String>,
     /// The digest of the node's planned configuration bundle (sn-config), hex: the node
     /// must run exactly this bundle (`config.bundle_digest`).
@@ -50,6 +76,7 @@ pub struct NodeEntry {
 }
 
 impl NodeList {
+    /// Reads and parses the node list at `path`.
     pub fn load(path: &Path) -> Result<NodeList, NodeListError> {
         let text = std::fs::read_to_string(path).map_err(|e| NodeListError::Read {
             path: path.display().to_string(),
@@ -58,6 +85,7 @@ impl NodeList {
         NodeList::parse(&text, &path.display().to_string())
     }
 
+    /// Parses node list text; `name` names it in errors.
     pub fn parse(text: &str, name: &str) -> Result<NodeList, NodeListError> {
         let list: NodeList = toml::from_str(text).map_err(|e| NodeListError::Toml {
             path: name.to_owned(),

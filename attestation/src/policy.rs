@@ -13,21 +13,49 @@ use thiserror::Error;
 use crate::snp::amd::{AmdCert, TrustAnchor, TrustStore, parse_certs};
 use crate::snp::tcb::{Product, TcbParts};
 
+/// Why a policy cannot be loaded: each error names the file or field at fault.
 #[derive(Debug, Error)]
 pub enum PolicyError {
+    /// A file the policy is or names could not be read.
     #[error("reading {path}: {source}")]
     Io {
+        /// The file, as resolved against the policy's directory.
         path: PathBuf,
+        /// The read error.
         source: std::io::Error,
     },
+    /// The policy text is not TOML of the policy schema.
     #[error("policy {path} is not valid TOML for this schema: {message}")]
-    Toml { path: PathBuf, message: String },
+    Toml {
+        /// The policy file.
+        path: PathBuf,
+        /// The parser's error.
+        message: String,
+    },
+    /// A field's value is malformed or contradicts another field.
     #[error("{field}: {message}")]
-    Value { field: String, message: String },
+    Value {
+        /// The field, e.g. `identity.measurements[0]`.
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A release manifest the policy names is unusable.
     #[error("release manifest {path}: {message}")]
-    Manifest { path: PathBuf, message: String },
+    Manifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The test root certificate file is unusable.
     #[error("certificate {path}: {message}")]
-    Cert { path: PathBuf, message: String },
+    Cert {
+        /// The certificate file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 /// Why a report's TCB cannot be compared with the policy's minimum.
@@ -40,8 +68,11 @@ pub enum TcbMinimumError {
         listed.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
     )]
     ProductNotListed {
+        /// The report's processor product.
         product: Product,
+        /// The `[tcb]` table the minimum would be in.
         section: &'static str,
+        /// The products the policy does set minimums for.
         listed: Vec<Product>,
     },
 }
@@ -50,7 +81,9 @@ pub enum TcbMinimumError {
 /// manifest records them, for the image of one launch measurement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImagePins {
+    /// The image's expected launch measurement (48 bytes).
     pub measurement: Vec<u8>,
+    /// The Ed25519 keys of the signers the image pins.
     pub config_signers: Vec<[u8; 32]>,
     /// The manifest's path, for the check's detail.
     pub manifest: String,
@@ -66,25 +99,33 @@ pub struct ReferencedFile {
     pub field: String,
     /// The path as the policy writes it.
     pub path: PathBuf,
+    /// The file's contents.
     pub bytes: Vec<u8>,
 }
 
+/// POLICY.toml as written: every section, before values are checked and files loaded.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyFile {
+    /// `[report]`: which endorsement keys may sign.
     #[serde(default)]
     pub report: ReportSection,
+    /// `[guest_policy]`: the guest policy bits and values required.
     #[serde(default)]
     pub guest_policy: GuestPolicySection,
+    /// `[tcb]`: TCB and firmware minimums.
     #[serde(default)]
     pub tcb: TcbSection,
+    /// `[identity]`: the allow-lists of launch identity and chip ids.
     #[serde(default)]
     pub identity: IdentitySection,
+    /// `[trust]`: a test root and a CRL.
     #[serde(default)]
     pub trust: TrustSection,
     /// `count` (GPUs required), the rest is the nvidia module's `GpuPolicy`.
     #[serde(default)]
     pub gpu: toml::Table,
+    /// `[config]`: the configuration signers.
     #[serde(default)]
     pub config: ConfigSection,
 }
@@ -98,6 +139,7 @@ pub struct ConfigSection {
     pub signers: Vec<String>,
 }
 
+/// `[report]`: which endorsement keys may sign.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReportSection {
@@ -110,25 +152,34 @@ fn yes() -> bool {
     true
 }
 
+/// `[guest_policy]`: the guest policy bits and values required; debug and migration agent are
+/// refused whatever it says.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GuestPolicySection {
+    /// Whether the guest may allow SMT (default true).
     #[serde(default = "yes")]
     pub allow_smt: bool,
+    /// The guest must run on a single socket (SINGLE_SOCKET).
     #[serde(default)]
     pub require_single_socket: bool,
+    /// Whether the guest may allow CXL memory (default true).
     #[serde(default = "yes")]
     pub allow_cxl: bool,
+    /// The guest must demand AES-256-XTS memory encryption.
     #[serde(default)]
     pub require_aes_256_xts: bool,
+    /// The guest must demand RAPL disabled.
     #[serde(default)]
     pub require_rapl_disabled: bool,
+    /// The guest must demand ciphertext hiding.
     #[serde(default)]
     pub require_ciphertext_hiding: bool,
     /// Minimum ABI the guest policy must demand of the firmware, "major.minor".
     pub min_abi: Option<String>,
     /// VMPLs the report may come from, e.g. [0].
     pub vmpl: Option<Vec<u32>>,
+    /// Minimum guest SVN.
     pub min_guest_svn: Option<u32>,
 }
 
@@ -148,26 +199,37 @@ impl Default for GuestPolicySection {
     }
 }
 
+/// A TCB minimum of one product, compared field by field (security patch levels).
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcbMinimum {
+    /// Minimum bootloader SPL.
     pub bootloader: u8,
+    /// Minimum PSP OS (TEE) SPL.
     pub tee: u8,
+    /// Minimum SNP firmware SPL.
     pub snp: u8,
+    /// Minimum microcode SPL.
     pub microcode: u8,
+    /// Minimum FMC SPL; Turin only.
     pub fmc: Option<u8>,
 }
 
+/// `[tcb]`: the TCB minimum per product, and the minimum SEV firmware.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcbSection {
+    /// Minimum TCB of Milan reports.
     pub milan: Option<TcbMinimum>,
+    /// Minimum TCB of Genoa reports.
     pub genoa: Option<TcbMinimum>,
+    /// Minimum TCB of Turin reports.
     pub turin: Option<TcbMinimum>,
     /// Minimum SEV firmware (current and committed), "major.minor" or "major.minor.build".
     pub min_firmware: Option<String>,
 }
 
+/// `[identity]`: the launch identity and chip ids a report may carry (hex values).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IdentitySection {
@@ -177,16 +239,21 @@ pub struct IdentitySection {
     /// Image release manifests whose expected measurement is allowed too.
     #[serde(default)]
     pub release_manifests: Vec<PathBuf>,
+    /// Required HOST_DATA (hex, 32 bytes).
     pub host_data: Option<String>,
+    /// Allowed ID key digests (hex, 48 bytes).
     #[serde(default)]
     pub id_key_digests: Vec<String>,
+    /// Allowed author key digests (hex, 48 bytes).
     #[serde(default)]
     pub author_key_digests: Vec<String>,
     /// The launch must carry no author key (AUTHOR_KEY_EN clear, digest all zeros): the
     /// image's ID block is signed by the ID key alone. Exclusive with `author_key_digests`.
     #[serde(default)]
     pub require_no_author_key: bool,
+    /// Required family id (hex, 16 bytes).
     pub family_id: Option<String>,
+    /// Required image id (hex, 16 bytes).
     pub image_id: Option<String>,
     /// Registered chip ids (hex, 64 bytes; Turin: 8).
     #[serde(default)]
@@ -195,6 +262,7 @@ pub struct IdentitySection {
     pub registered_nodes: Option<PathBuf>,
 }
 
+/// `[trust]`: trust beyond AMD's pinned roots, and revocation.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TrustSection {
@@ -209,34 +277,56 @@ pub struct TrustSection {
 /// A policy with every file it names loaded and every hex value decoded.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
+    /// Endorsement keys that may sign ("vcek", "vlek"); empty: both.
     pub signing_keys: Vec<String>,
+    /// Whether the guest may allow SMT.
     pub allow_smt: bool,
+    /// The guest must run on a single socket.
     pub require_single_socket: bool,
+    /// Whether the guest may allow CXL memory.
     pub allow_cxl: bool,
+    /// The guest must demand AES-256-XTS memory encryption.
     pub require_aes_256_xts: bool,
+    /// The guest must demand RAPL disabled.
     pub require_rapl_disabled: bool,
+    /// The guest must demand ciphertext hiding.
     pub require_ciphertext_hiding: bool,
+    /// Minimum ABI (major, minor) the guest policy must demand.
     pub min_abi: Option<(u8, u8)>,
+    /// VMPLs a report may come from; `None`: any.
     pub vmpl: Option<Vec<u32>>,
+    /// Minimum guest SVN.
     pub min_guest_svn: Option<u32>,
+    /// TCB minimum per product; empty: no minimum.
     pub tcb_minimum: Vec<(Product, TcbParts)>,
+    /// Minimum SEV firmware (major, minor, build).
     pub min_firmware: Option<(u8, u8, Option<u8>)>,
     /// (measurement, where it came from)
     pub measurements: Vec<(Vec<u8>, String)>,
     /// For each measurement taken from a release manifest, the configuration signers that
     /// image pins.
     pub image_pins: Vec<ImagePins>,
+    /// Required HOST_DATA (32 bytes).
     pub host_data: Option<Vec<u8>>,
+    /// Allowed ID key digests (48 bytes each); empty: any.
     pub id_key_digests: Vec<Vec<u8>>,
+    /// Allowed author key digests (48 bytes each); empty: any.
     pub author_key_digests: Vec<Vec<u8>>,
+    /// The launch must carry no author key.
     pub require_no_author_key: bool,
+    /// Required family id (16 bytes).
     pub family_id: Option<Vec<u8>>,
+    /// Required image id (16 bytes).
     pub image_id: Option<Vec<u8>>,
+    /// Registered chip ids (64 bytes; Turin 8); empty: any.
     pub chip_ids: Vec<Vec<u8>>,
+    /// The test root the policy trusts besides AMD's.
     pub test_root: Option<TrustAnchor>,
+    /// An AMD CRL (DER) to check the chain against.
     pub crl: Option<Vec<u8>>,
     /// Number of GPUs the node must present evidence for; unset: whatever the bundle has.
     pub gpu_count: Option<usize>,
+    /// The `[gpu]` rules of each GPU's evidence.
     pub gpu: crate::nvidia::GpuPolicy,
     /// Signers of the configuration bundles a node may run (`[config] signers`).
     pub config_signers: Vec<[u8; 32]>,
@@ -259,6 +349,7 @@ impl Policy {
         p
     }
 
+    /// Loads the policy at `path`; relative paths in it resolve against its directory.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
         let text = read(path)?;
         let text = String::from_utf8(text).map_err(|e| PolicyError::Toml {
@@ -279,22 +370,11 @@ impl Policy {
         Ok(policy)
     }
 
+    /// Checks every value of a parsed policy file and loads the files it names; relative
+    /// paths resolve against `base`. Errors name the field, in the order the fields are
+    /// checked.
     pub fn resolve(file: PolicyFile, base: &Path) -> Result<Policy, PolicyError> {
-        let at = |p: &Path| {
-            if p.is_absolute() {
-                p.to_owned()
-            } else {
-                base.join(p)
-            }
-        };
-        for k in &file.report.signing_keys {
-            if k != "vcek" && k != "vlek" {
-                return Err(value_err(
-                    "report.signing_keys",
-                    format!("unknown key type {k:?}"),
-                ));
-            }
-        }
+        check_signing_keys(&file.report.signing_keys)?;
         let g = &file.guest_policy;
         let min_abi = g
             .min_abi
@@ -308,35 +388,7 @@ impl Policy {
             .as_deref()
             .map(|s| parse_version(s, "tcb.min_firmware"))
             .transpose()?;
-        let mut tcb_minimum = Vec::new();
-        for (product, min) in [
-            (Product::Milan, file.tcb.milan),
-            (Product::Genoa, file.tcb.genoa),
-            (Product::Turin, file.tcb.turin),
-        ] {
-            if let Some(m) = min {
-                let fmc = match product {
-                    Product::Turin => m.fmc,
-                    _ if m.fmc.is_some() => {
-                        return Err(value_err(
-                            "tcb",
-                            format!("{product} has no FMC security patch level"),
-                        ));
-                    }
-                    _ => None,
-                };
-                tcb_minimum.push((
-                    product,
-                    TcbParts {
-                        fmc,
-                        bootloader: m.bootloader,
-                        tee: m.tee,
-                        snp: m.snp,
-                        microcode: m.microcode,
-                    },
-                ));
-            }
-        }
+        let tcb_minimum = tcb_minimums(&file.tcb)?;
         let id = &file.identity;
         if id.require_no_author_key && !id.author_key_digests.is_empty() {
             return Err(value_err(
@@ -344,126 +396,16 @@ impl Policy {
                 "cannot be set together with identity.author_key_digests (which require one)",
             ));
         }
-        let mut measurements = Vec::new();
-        for (i, m) in id.measurements.iter().enumerate() {
-            measurements.push((
-                hex_field(m, 48, &format!("identity.measurements[{i}]"))?,
-                "policy".to_string(),
-            ));
-        }
         let mut referenced_files = Vec::new();
-        let mut image_pins = Vec::new();
-        for (i, manifest) in id.release_manifests.iter().enumerate() {
-            let path = at(manifest);
-            let bytes = read(&path)?;
-            let manifest_pins = parse_release_manifest(&path, &bytes)?;
-            for m in &manifest_pins.launch_digests {
-                measurements.push((m.clone(), format!("manifest {}", path.display())));
-                image_pins.push(ImagePins {
-                    measurement: m.clone(),
-                    config_signers: manifest_pins.config_signers.clone(),
-                    manifest: path.display().to_string(),
-                });
-            }
-            referenced_files.push(ReferencedFile {
-                field: format!("identity.release_manifests[{i}]"),
-                path: manifest.clone(),
-                bytes,
-            });
-        }
-        let mut chip_ids = Vec::new();
-        for (i, c) in id.chip_ids.iter().enumerate() {
-            chip_ids.push(chip_id_field(c, &format!("identity.chip_ids[{i}]"))?);
-        }
-        if let Some(nodes) = &id.registered_nodes {
-            let path = at(nodes);
-            let bytes = read(&path)?;
-            let text = String::from_utf8(bytes.clone()).map_err(|e| PolicyError::Value {
-                field: "identity.registered_nodes".into(),
-                message: format!("{}: {e}", path.display()),
-            })?;
-            let list =
-                crate::nodes::NodeList::parse(&text, &path.display().to_string()).map_err(|e| {
-                    PolicyError::Value {
-                        field: "identity.registered_nodes".into(),
-                        message: e.to_string(),
-                    }
-                })?;
-            referenced_files.push(ReferencedFile {
-                field: "identity.registered_nodes".into(),
-                path: nodes.clone(),
-                bytes,
-            });
-            for node in list.node {
-                if let Some(c) = node.chip_id {
-                    chip_ids.push(chip_id_field(
-                        &c,
-                        &format!("{}: node {}", path.display(), node.name),
-                    )?);
-                }
-            }
-        }
-        let test_root = match &file.trust.test_root_ark {
-            None => None,
-            Some(p) => {
-                let path = at(p);
-                let bytes = read(&path)?;
-                referenced_files.push(ReferencedFile {
-                    field: "trust.test_root_ark".into(),
-                    path: p.clone(),
-                    bytes: bytes.clone(),
-                });
-                let certs = parse_certs(&bytes).map_err(|e| PolicyError::Cert {
-                    path: path.clone(),
-                    message: e.to_string(),
-                })?;
-                let ark: AmdCert = certs
-                    .into_iter()
-                    .find(|c| c.subject() == c.issuer())
-                    .ok_or_else(|| PolicyError::Cert {
-                        path: path.clone(),
-                        message: "no self-signed root certificate".into(),
-                    })?;
-                Some(TrustAnchor {
-                    product: file.trust.test_root_product.unwrap_or(Product::Milan),
-                    ark,
-                    intermediates: vec![],
-                    is_test: true,
-                })
-            }
-        };
-        let crl = match &file.trust.crl {
-            None => None,
-            Some(p) => {
-                let bytes = read(&at(p))?;
-                referenced_files.push(ReferencedFile {
-                    field: "trust.crl".into(),
-                    path: p.clone(),
-                    bytes: bytes.clone(),
-                });
-                Some(bytes)
-            }
-        };
-        let mut gpu_table = file.gpu.clone();
-        let gpu_count = match gpu_table.remove("count") {
-            None => None,
-            Some(v) => Some(
-                v.as_integer()
-                    .and_then(|n| usize::try_from(n).ok())
-                    .ok_or_else(|| value_err("gpu.count", format!("{v} is not a count")))?,
-            ),
-        };
-        let gpu: crate::nvidia::GpuPolicy = toml::Value::Table(gpu_table)
-            .try_into()
-            .map_err(|e: toml::de::Error| value_err("gpu", e.to_string()))?;
-        let mut config_signers = Vec::new();
-        for (i, k) in file.config.signers.iter().enumerate() {
-            let field = format!("config.signers[{i}]");
-            hex_field(k, 32, &field)?;
-            let key = ed25519_public_key(k)
-                .ok_or_else(|| value_err(&field, "not an Ed25519 public key"))?;
-            config_signers.push(key);
-        }
+        let AllowedMeasurements {
+            measurements,
+            image_pins,
+        } = allowed_measurements(id, base, &mut referenced_files)?;
+        let chip_ids = registered_chip_ids(id, base, &mut referenced_files)?;
+        let test_root = test_root(&file.trust, base, &mut referenced_files)?;
+        let crl = crl(&file.trust, base, &mut referenced_files)?;
+        let (gpu_count, gpu) = gpu_policy(&file.gpu)?;
+        let config_signers = config_signers(&file.config)?;
         Ok(Policy {
             signing_keys: file.report.signing_keys.clone(),
             allow_smt: g.allow_smt,
@@ -479,32 +421,16 @@ impl Policy {
             min_firmware,
             measurements,
             image_pins,
-            host_data: id
-                .host_data
-                .as_deref()
-                .map(|h| hex_field(h, 32, "identity.host_data"))
-                .transpose()?,
-            id_key_digests: id
-                .id_key_digests
-                .iter()
-                .map(|h| hex_field(h, 48, "identity.id_key_digests"))
-                .collect::<Result<_, _>>()?,
-            author_key_digests: id
-                .author_key_digests
-                .iter()
-                .map(|h| hex_field(h, 48, "identity.author_key_digests"))
-                .collect::<Result<_, _>>()?,
+            host_data: optional_hex(id.host_data.as_deref(), 32, "identity.host_data")?,
+            id_key_digests: hex_list(&id.id_key_digests, 48, "identity.id_key_digests")?,
+            author_key_digests: hex_list(
+                &id.author_key_digests,
+                48,
+                "identity.author_key_digests",
+            )?,
             require_no_author_key: id.require_no_author_key,
-            family_id: id
-                .family_id
-                .as_deref()
-                .map(|h| hex_field(h, 16, "identity.family_id"))
-                .transpose()?,
-            image_id: id
-                .image_id
-                .as_deref()
-                .map(|h| hex_field(h, 16, "identity.image_id"))
-                .transpose()?,
+            family_id: optional_hex(id.family_id.as_deref(), 16, "identity.family_id")?,
+            image_id: optional_hex(id.image_id.as_deref(), 16, "identity.image_id")?,
             chip_ids,
             test_root,
             crl,
@@ -600,6 +526,251 @@ pub fn policy_digest(text: &[u8], files: &[ReferencedFile]) -> [u8; 32] {
         put(&mut h, &f.bytes);
     }
     h.finalize().into()
+}
+
+/// `p` as written in the policy, resolved against the policy's directory `base`.
+fn at(base: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_owned()
+    } else {
+        base.join(p)
+    }
+}
+
+/// `report.signing_keys` names only "vcek" and "vlek".
+fn check_signing_keys(keys: &[String]) -> Result<(), PolicyError> {
+    for k in keys {
+        if k != "vcek" && k != "vlek" {
+            return Err(value_err(
+                "report.signing_keys",
+                format!("unknown key type {k:?}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `[tcb]` minimums per product; only Turin has an FMC level.
+fn tcb_minimums(tcb: &TcbSection) -> Result<Vec<(Product, TcbParts)>, PolicyError> {
+    let mut tcb_minimum = Vec::new();
+    for (product, min) in [
+        (Product::Milan, tcb.milan),
+        (Product::Genoa, tcb.genoa),
+        (Product::Turin, tcb.turin),
+    ] {
+        if let Some(m) = min {
+            let fmc = match product {
+                Product::Turin => m.fmc,
+                _ if m.fmc.is_some() => {
+                    return Err(value_err(
+                        "tcb",
+                        format!("{product} has no FMC security patch level"),
+                    ));
+                }
+                _ => None,
+            };
+            tcb_minimum.push((
+                product,
+                TcbParts {
+                    fmc,
+                    bootloader: m.bootloader,
+                    tee: m.tee,
+                    snp: m.snp,
+                    microcode: m.microcode,
+                },
+            ));
+        }
+    }
+    Ok(tcb_minimum)
+}
+
+/// The launch measurements a policy allows, each with where it came from, and the signers
+/// pinned by the images of those taken from release manifests.
+struct AllowedMeasurements {
+    measurements: Vec<(Vec<u8>, String)>,
+    image_pins: Vec<ImagePins>,
+}
+
+/// The allowed launch measurements: the policy's own list, then each release manifest's
+/// launch digests (recorded with the signers that image pins). Each manifest read is added
+/// to `referenced_files`.
+fn allowed_measurements(
+    id: &IdentitySection,
+    base: &Path,
+    referenced_files: &mut Vec<ReferencedFile>,
+) -> Result<AllowedMeasurements, PolicyError> {
+    let mut measurements = Vec::new();
+    for (i, m) in id.measurements.iter().enumerate() {
+        measurements.push((
+            hex_field(m, 48, &format!("identity.measurements[{i}]"))?,
+            "policy".to_string(),
+        ));
+    }
+    let mut image_pins = Vec::new();
+    for (i, manifest) in id.release_manifests.iter().enumerate() {
+        let path = at(base, manifest);
+        let bytes = read(&path)?;
+        let manifest_pins = parse_release_manifest(&path, &bytes)?;
+        for m in &manifest_pins.launch_digests {
+            measurements.push((m.clone(), format!("manifest {}", path.display())));
+            image_pins.push(ImagePins {
+                measurement: m.clone(),
+                config_signers: manifest_pins.config_signers.clone(),
+                manifest: path.display().to_string(),
+            });
+        }
+        referenced_files.push(ReferencedFile {
+            field: format!("identity.release_manifests[{i}]"),
+            path: manifest.clone(),
+            bytes,
+        });
+    }
+    Ok(AllowedMeasurements {
+        measurements,
+        image_pins,
+    })
+}
+
+/// The registered chip ids: `identity.chip_ids`, then the `chip_id` of every node in
+/// `identity.registered_nodes` (that file is added to `referenced_files`).
+fn registered_chip_ids(
+    id: &IdentitySection,
+    base: &Path,
+    referenced_files: &mut Vec<ReferencedFile>,
+) -> Result<Vec<Vec<u8>>, PolicyError> {
+    let mut chip_ids = Vec::new();
+    for (i, c) in id.chip_ids.iter().enumerate() {
+        chip_ids.push(chip_id_field(c, &format!("identity.chip_ids[{i}]"))?);
+    }
+    let Some(nodes) = &id.registered_nodes else {
+        return Ok(chip_ids);
+    };
+    let path = at(base, nodes);
+    let bytes = read(&path)?;
+    let text = String::from_utf8(bytes.clone()).map_err(|e| PolicyError::Value {
+        field: "identity.registered_nodes".into(),
+        message: format!("{}: {e}", path.display()),
+    })?;
+    let list = crate::nodes::NodeList::parse(&text, &path.display().to_string()).map_err(|e| {
+        PolicyError::Value {
+            field: "identity.registered_nodes".into(),
+            message: e.to_string(),
+        }
+    })?;
+    referenced_files.push(ReferencedFile {
+        field: "identity.registered_nodes".into(),
+        path: nodes.clone(),
+        bytes,
+    });
+    for node in list.node {
+        if let Some(c) = node.chip_id {
+            chip_ids.push(chip_id_field(
+                &c,
+                &format!("{}: node {}", path.display(), node.name),
+            )?);
+        }
+    }
+    Ok(chip_ids)
+}
+
+/// The test root `trust.test_root_ark` names: the file's self-signed certificate (the file
+/// is added to `referenced_files`).
+fn test_root(
+    trust: &TrustSection,
+    base: &Path,
+    referenced_files: &mut Vec<ReferencedFile>,
+) -> Result<Option<TrustAnchor>, PolicyError> {
+    let Some(p) = &trust.test_root_ark else {
+        return Ok(None);
+    };
+    let path = at(base, p);
+    let bytes = read(&path)?;
+    referenced_files.push(ReferencedFile {
+        field: "trust.test_root_ark".into(),
+        path: p.clone(),
+        bytes: bytes.clone(),
+    });
+    let certs = parse_certs(&bytes).map_err(|e| PolicyError::Cert {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
+    let ark: AmdCert = certs
+        .into_iter()
+        .find(|c| c.subject() == c.issuer())
+        .ok_or_else(|| PolicyError::Cert {
+            path: path.clone(),
+            message: "no self-signed root certificate".into(),
+        })?;
+    Ok(Some(TrustAnchor {
+        product: trust.test_root_product.unwrap_or(Product::Milan),
+        ark,
+        intermediates: vec![],
+        is_test: true,
+    }))
+}
+
+/// The CRL file `trust.crl` names, as read (added to `referenced_files`).
+fn crl(
+    trust: &TrustSection,
+    base: &Path,
+    referenced_files: &mut Vec<ReferencedFile>,
+) -> Result<Option<Vec<u8>>, PolicyError> {
+    let Some(p) = &trust.crl else {
+        return Ok(None);
+    };
+    let bytes = read(&at(base, p))?;
+    referenced_files.push(ReferencedFile {
+        field: "trust.crl".into(),
+        path: p.clone(),
+        bytes: bytes.clone(),
+    });
+    Ok(Some(bytes))
+}
+
+/// The `[gpu]` table: its `count`, and the rest as the GPU evidence policy.
+fn gpu_policy(
+    table: &toml::Table,
+) -> Result<(Option<usize>, crate::nvidia::GpuPolicy), PolicyError> {
+    let mut gpu_table = table.clone();
+    let gpu_count = match gpu_table.remove("count") {
+        None => None,
+        Some(v) => Some(
+            v.as_integer()
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| value_err("gpu.count", format!("{v} is not a count")))?,
+        ),
+    };
+    let gpu: crate::nvidia::GpuPolicy = toml::Value::Table(gpu_table)
+        .try_into()
+        .map_err(|e: toml::de::Error| value_err("gpu", e.to_string()))?;
+    Ok((gpu_count, gpu))
+}
+
+/// `config.signers`: each 64 hex digits and an Ed25519 public key.
+fn config_signers(config: &ConfigSection) -> Result<Vec<[u8; 32]>, PolicyError> {
+    let mut config_signers = Vec::new();
+    for (i, k) in config.signers.iter().enumerate() {
+        let field = format!("config.signers[{i}]");
+        hex_field(k, 32, &field)?;
+        let key =
+            ed25519_public_key(k).ok_or_else(|| value_err(&field, "not an Ed25519 public key"))?;
+        config_signers.push(key);
+    }
+    Ok(config_signers)
+}
+
+/// [`hex_field`] of an optional value.
+fn optional_hex(
+    text: Option<&str>,
+    len: usize,
+    field: &str,
+) -> Result<Option<Vec<u8>>, PolicyError> {
+    text.map(|h| hex_field(h, len, field)).transpose()
+}
+
+/// [`hex_field`] of each value of a list, all under the same field name.
+fn hex_list(texts: &[String], len: usize, field: &str) -> Result<Vec<Vec<u8>>, PolicyError> {
+    texts.iter().map(|h| hex_field(h, len, field)).collect()
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, PolicyError> {

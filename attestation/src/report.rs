@@ -2,10 +2,13 @@
 
 use serde::Serialize;
 
+/// A check's result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// The values satisfy the rule.
     Pass,
+    /// The values break the rule (or could not be evaluated): the verdict rejects.
     Fail,
     /// Not applicable or not configured (e.g. an allow-list the policy leaves empty).
     Skip,
@@ -14,13 +17,16 @@ pub enum Outcome {
 /// One named check, e.g. `snp.report.version` or `gpu.0.cc_mode`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Check {
+    /// Dotted check name, stable across releases (golden outputs and alerts key on it).
     pub name: String,
+    /// Whether the check passed, failed or was skipped.
     pub outcome: Outcome,
     /// The values compared, or why the check was skipped or failed.
     pub detail: String,
 }
 
 impl Check {
+    /// A passed check.
     pub fn pass(name: impl Into<String>, detail: impl Into<String>) -> Check {
         Check {
             name: name.into(),
@@ -29,6 +35,7 @@ impl Check {
         }
     }
 
+    /// A failed check.
     pub fn fail(name: impl Into<String>, detail: impl Into<String>) -> Check {
         Check {
             name: name.into(),
@@ -37,6 +44,7 @@ impl Check {
         }
     }
 
+    /// A skipped check: not applicable or not configured.
     pub fn skip(name: impl Into<String>, detail: impl Into<String>) -> Check {
         Check {
             name: name.into(),
@@ -52,10 +60,12 @@ pub struct Verdict {
     /// True when no check failed. Skipped checks do not reject; they are listed so that the
     /// reader sees what the policy left unconstrained.
     pub admitted: bool,
+    /// Every check run, in the order run.
     pub checks: Vec<Check>,
 }
 
 impl Verdict {
+    /// The verdict of `checks`: admitted when there is at least one check and none failed.
     pub fn from_checks(checks: Vec<Check>) -> Verdict {
         Verdict {
             admitted: !checks.is_empty() && checks.iter().all(|c| c.outcome != Outcome::Fail),
@@ -63,10 +73,12 @@ impl Verdict {
         }
     }
 
+    /// The checks that failed, in order.
     pub fn failed(&self) -> impl Iterator<Item = &Check> {
         self.checks.iter().filter(|c| c.outcome == Outcome::Fail)
     }
 
+    /// The first check named `name`.
     pub fn check(&self, name: &str) -> Option<&Check> {
         self.checks.iter().find(|c| c.name == name)
     }

@@ -46,6 +46,7 @@ pub struct RetryPolicy {
     pub deadline: Duration,
     /// The backoff before the second try; it doubles per try up to `max_backoff`.
     pub first_backoff: Duration,
+    /// The longest backoff (a `Retry-After` may ask for longer, within the deadline).
     pub max_backoff: Duration,
 }
 
@@ -79,8 +80,15 @@ impl RetryPolicy {
 /// Why one try got no evidence.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
 pub enum FetchError {
+    /// The node's URL does not parse.
     #[error("bad URL {url:?}: {message}")]
-    BadUrl { url: String, message: String },
+    BadUrl {
+        /// The URL as given.
+        url: String,
+        /// The parser's error.
+        message: String,
+    },
+    /// A URL scheme other than http.
     #[error("unsupported URL scheme in {0:?} (http only)")]
     Scheme(String),
     /// No connection (refused, no route, connect timeout).
@@ -89,16 +97,20 @@ pub enum FetchError {
     /// The connection failed after it was made (closed or reset before the answer).
     #[error("request failed: {0}")]
     Transport(String),
+    /// The answer's body could not be read (or exceeds the size limit).
     #[error("reading the answer: {0}")]
     Body(String),
+    /// An HTTP status other than 200.
     #[error("HTTP {status}: {body}")]
     Status {
+        /// The status.
         status: StatusCode,
         /// The start of the answer's text.
         body: String,
         /// `Retry-After` in seconds, when the answer had one.
         retry_after: Option<Duration>,
     },
+    /// The deadline passed before an answer.
     #[error("no answer within {0:?}")]
     Deadline(Duration),
 }
@@ -130,8 +142,11 @@ impl FetchError {
 /// A bundle's bytes and the nonce of the try that fetched them.
 #[derive(Debug, Clone)]
 pub struct Evidence {
+    /// The nonce the bundle must answer.
     pub nonce: [u8; 32],
+    /// The answer's body: the bundle's JSON, unverified.
     pub body: Bytes,
+    /// How many tries it took.
     pub tries: u32,
 }
 
@@ -139,8 +154,11 @@ pub struct Evidence {
 #[derive(Debug, Clone, Error)]
 #[error("{error}{}", if *tries > 1 { format!(" (after {tries} tries)") } else { String::new() })]
 pub struct FetchFailed {
+    /// The last try's error.
     pub error: FetchError,
+    /// The last try's nonce.
     pub nonce: [u8; 32],
+    /// How many tries were made.
     pub tries: u32,
 }
 

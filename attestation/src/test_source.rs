@@ -32,14 +32,23 @@ use crate::snp::amd::{
 use crate::snp::raw::{AttestationReport, FirmwareVersion, ReportBuilder};
 use crate::snp::tcb::{Product, TcbParts};
 
+/// Why the test evidence source could not be set up.
 #[derive(Debug, Error)]
 pub enum TestSourceError {
+    /// RSA key generation or signing failed.
     #[error("generating the test RSA key: {0}")]
     Rsa(String),
+    /// A certificate or CRL could not be encoded.
     #[error("encoding a test certificate: {0}")]
     Der(String),
+    /// The seed file is unreadable, malformed or cannot be written.
     #[error("test seed file {path}: {message}")]
-    Seed { path: String, message: String },
+    Seed {
+        /// The seed file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 fn der_err(e: impl std::fmt::Display) -> TestSourceError {
@@ -49,16 +58,25 @@ fn der_err(e: impl std::fmt::Display) -> TestSourceError {
 /// What goes into a generated VCEK. Tests clear or change fields to build invalid certificates.
 #[derive(Debug, Clone)]
 pub struct VcekSpec {
+    /// The productName extension; `None` leaves it out.
     pub product_name: Option<String>,
+    /// The TCB the SPL extensions certify.
     pub tcb: TcbParts,
     /// Which SPL extensions to include (all by default).
     pub include_bl: bool,
+    /// Include teeSPL.
     pub include_tee: bool,
+    /// Include snpSPL.
     pub include_snp: bool,
+    /// Include ucodeSPL.
     pub include_ucode: bool,
+    /// Include fmcSPL (Turin).
     pub include_fmc: bool,
+    /// The hwID extension (a VCEK's chip id); `None` leaves it out.
     pub hw_id: Option<Vec<u8>>,
+    /// The cspID extension (a VLEK's provider); `None` leaves it out.
     pub csp_id: Option<String>,
+    /// The subject CN, e.g. "SEV-VCEK" (a "SEV-VLEK" CN makes it a VLEK).
     pub subject_cn: String,
     /// Put the ASK's RSA key in the VCEK instead of the P-384 key (tests: wrong key type).
     pub rsa_key_instead: bool,
@@ -66,19 +84,24 @@ pub struct VcekSpec {
     pub extra_extensions: Vec<(der::asn1::ObjectIdentifier, Vec<u8>)>,
     /// Unix seconds.
     pub not_before: u64,
+    /// Unix seconds.
     pub not_after: u64,
 }
 
 /// 2024-01-01 and 2049-01-01: inside UTCTime's range, covering any test run.
 pub const TEST_NOT_BEFORE: u64 = 1_704_067_200;
+/// 2049-01-01 (see [`TEST_NOT_BEFORE`]).
 pub const TEST_NOT_AFTER: u64 = 2_493_072_000;
 
 /// An RSA authority pair: ARK (self-signed) and ASK (signed by the ARK).
 pub struct TestAuthority {
+    /// The product whose layout its reports use.
     pub product: Product,
     ark_key: rsa::RsaPrivateKey,
     ask_key: rsa::RsaPrivateKey,
+    /// The self-signed test ARK.
     pub ark: AmdCert,
+    /// The test ASK, signed by the ARK.
     pub ask: AmdCert,
     rng: std::sync::Mutex<ChaCha20Rng>,
 }
@@ -304,6 +327,7 @@ impl TestAuthority {
     pub fn ark_key(&self) -> &rsa::RsaPrivateKey {
         &self.ark_key
     }
+    /// The ASK's private key (tests sign deliberately wrong VCEKs with it).
     pub fn ask_key(&self) -> &rsa::RsaPrivateKey {
         &self.ask_key
     }
@@ -364,10 +388,14 @@ impl TestAuthority {
 
 /// The test evidence source: an authority, a VCEK and the platform it pretends to be.
 pub struct TestSigner {
+    /// The ARK and ASK.
     pub authority: TestAuthority,
     vcek_key: p384::ecdsa::SigningKey,
+    /// The VCEK, signed by the ASK.
     pub vcek: AmdCert,
+    /// The chip id the VCEK certifies and the reports carry.
     pub chip_id: [u8; 64],
+    /// The TCB the VCEK certifies and the reports carry.
     pub tcb: TcbParts,
     /// Report fields the signer starts from for every report (measurement, policy, ...).
     pub template: ReportBuilder,
@@ -384,6 +412,7 @@ impl TestSigner {
         TestSigner::from_seed_for(seed, Product::Milan)
     }
 
+    /// A signer of `product`'s layout derived from `seed`.
     pub fn from_seed_for(seed: [u8; 32], product: Product) -> Result<TestSigner, TestSourceError> {
         let mut rng = ChaCha20Rng::from_seed(seed);
         let mut chip_id = [0u8; 64];
@@ -480,6 +509,7 @@ impl TestSigner {
         }
     }
 
+    /// The product whose layout the reports use.
     pub fn product(&self) -> Product {
         self.authority.product
     }
@@ -489,6 +519,7 @@ impl TestSigner {
         self.sign_with(builder, &self.vcek_key)
     }
 
+    /// Sign `builder` with `key` instead of the VCEK's (tests: wrong signer).
     pub fn sign_with(
         &self,
         builder: &mut ReportBuilder,
@@ -513,6 +544,7 @@ impl TestSigner {
         self.sign(&mut b)
     }
 
+    /// The VCEK's private key.
     pub fn vcek_signing_key(&self) -> &p384::ecdsa::SigningKey {
         &self.vcek_key
     }

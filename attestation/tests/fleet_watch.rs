@@ -279,6 +279,8 @@ fn fleet_every_serves_verdicts_sees_evidence_change_and_stops_on_sigterm() {
     // SIGTERM: a clean stop, status 0, within a second.
     let mut svc = svc;
     let pid = svc.child.id() as libc::pid_t;
+    // SAFETY: kill(2) takes plain integers and touches no memory of this process; `pid` is
+    // the service child this test spawned and has not reaped yet.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
     let sent = Instant::now();
     let status = loop {

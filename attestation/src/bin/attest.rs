@@ -222,29 +222,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             node_key,
             nonce,
             ark_out,
-        } => {
-            use attestation::collect::{Attester, GpuSource, SnpSource};
-            use attestation::identity::load_or_create_unsealed_key;
-            use attestation::test_source::TestSigner;
-            let nonce =
-                parse_nonce(&nonce).ok_or_else(|| anyhow!("--nonce must be 64 hex digits"))?;
-            let signer = TestSigner::from_seed(TestSigner::load_or_create_seed(&seed)?)?;
-            if let Some(path) = ark_out {
-                std::fs::write(&path, signer.ark_pem())
-                    .with_context(|| format!("writing {}", path.display()))?;
-            }
-            let attester = Attester {
-                node_key: load_or_create_unsealed_key(&node_key)?.0,
-                snp: SnpSource::Test(Box::new(signer)),
-                gpu: GpuSource::None,
-                config: attestation::bundle::ConfigBinding::NONE,
-            };
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&attester.attest(&nonce)?)?
-            );
-            Ok(true)
-        }
+        } => test_evidence(&seed, &node_key, &nonce, ark_out.as_deref()),
         Command::Verify {
             evidence,
             policy,
@@ -254,12 +232,6 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             config_digest,
             common,
         } => {
-            let now = common.now()?;
-            let nonce =
-                parse_nonce(&nonce).ok_or_else(|| anyhow!("--nonce must be 64 hex digits"))?;
-            let policy = Policy::load(&policy)?;
-            let bundle = Bundle::from_json(&read(&evidence)?)
-                .with_context(|| format!("evidence {}", evidence.display()))?;
             let entry = NodeEntry {
                 name: "cli".into(),
                 url: String::new(),
@@ -267,11 +239,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 node_public_key: node_key,
                 config_digest,
             };
-            let expected: ExpectedNode = entry.expected()?;
-            let chains = ChainVerifier::new(policy.trust_store());
-            let v = verify_bundle(&bundle, &nonce, &policy, &chains, now, &expected);
-            print_verdict(&v, common.json)?;
-            Ok(v.admitted)
+            verify(&evidence, &policy, &nonce, &entry, &common)
         }
         Command::VerifyReport {
             report,
@@ -279,45 +247,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             certs,
             policy,
             common,
-        } => {
-            let now = common.now()?;
-            let policy = match policy {
-                Some(p) => Policy::load(&p)?,
-                None => Policy::default_policy(),
-            };
-            let report = load_report(&report)?;
-            let others = certs
-                .as_deref()
-                .map(certs_dir)
-                .transpose()?
-                .unwrap_or_default();
-            // An unparsable VCEK is reported as a failed check, not as unusable input.
-            let chain = parse_certs(&read(&vcek)?)
-                .map_err(|e| format!("{}: {e}", vcek.display()))
-                .and_then(|mut c| {
-                    if c.is_empty() {
-                        Err("no certificate".into())
-                    } else {
-                        Ok(c.remove(0))
-                    }
-                })
-                .map(|v| SuppliedChain::from_certs(v, others));
-            let chains = ChainVerifier::new(policy.trust_store());
-            let mut checks = Vec::new();
-            snp_checks::verify_report(
-                &report,
-                chain,
-                &SnpContext {
-                    policy: &policy,
-                    chains: &chains,
-                    now,
-                },
-                &mut checks,
-            );
-            let v = Verdict::from_checks(checks);
-            print_verdict(&v, common.json)?;
-            Ok(v.admitted)
-        }
+        } => verify_report(&report, &vcek, certs.as_deref(), policy.as_deref(), &common),
         Command::Fleet {
             nodes,
             policy,
@@ -336,23 +266,110 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             let timeout = Duration::from_millis(timeout_ms);
             match every {
                 Some(interval) => {
-                    if common.json || common.time.is_some() {
-                        return Err(anyhow!(
-                            "--every serves metrics at the current time: --json and --time apply to a single check"
-                        ));
-                    }
                     let opts = WatchOptions {
                         interval,
                         concurrency,
                         timeout,
                     };
-                    watch_fleet(&sources, opts, metrics_listen)?;
-                    Ok(true)
+                    watch_fleet(&sources, opts, metrics_listen, &common)
                 }
                 None => check_fleet(&sources, concurrency, timeout, &common),
             }
         }
     }
+}
+
+/// `attest test-evidence`: a bundle from the test evidence source, printed as JSON.
+fn test_evidence(
+    seed: &Path,
+    node_key: &Path,
+    nonce: &str,
+    ark_out: Option<&Path>,
+) -> anyhow::Result<bool> {
+    use attestation::collect::{Attester, GpuSource, SnpSource};
+    use attestation::identity::load_or_create_unsealed_key;
+    use attestation::test_source::TestSigner;
+    let nonce = parse_nonce(nonce).ok_or_else(|| anyhow!("--nonce must be 64 hex digits"))?;
+    let signer = TestSigner::from_seed(TestSigner::load_or_create_seed(seed)?)?;
+    if let Some(path) = ark_out {
+        std::fs::write(path, signer.ark_pem())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let attester = Attester {
+        node_key: load_or_create_unsealed_key(node_key)?.0,
+        snp: SnpSource::Test(Box::new(signer)),
+        gpu: GpuSource::None,
+        config: attestation::bundle::ConfigBinding::NONE,
+    };
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&attester.attest(&nonce)?)?
+    );
+    Ok(true)
+}
+
+/// `attest verify`: one bundle against the nonce sent and the node as `entry` registers it.
+fn verify(
+    evidence: &Path,
+    policy: &Path,
+    nonce: &str,
+    entry: &NodeEntry,
+    common: &Common,
+) -> anyhow::Result<bool> {
+    let now = common.now()?;
+    let nonce = parse_nonce(nonce).ok_or_else(|| anyhow!("--nonce must be 64 hex digits"))?;
+    let policy = Policy::load(policy)?;
+    let bundle = Bundle::from_json(&read(evidence)?)
+        .with_context(|| format!("evidence {}", evidence.display()))?;
+    let expected: ExpectedNode = entry.expected()?;
+    let chains = ChainVerifier::new(policy.trust_store());
+    let v = verify_bundle(&bundle, &nonce, &policy, &chains, now, &expected);
+    print_verdict(&v, common.json)?;
+    Ok(v.admitted)
+}
+
+/// `attest verify-report`: a raw SNP report with its VCEK/VLEK and optional ASK/ARK
+/// directory, under the policy given or the default one.
+fn verify_report(
+    report: &Path,
+    vcek: &Path,
+    certs: Option<&Path>,
+    policy: Option<&Path>,
+    common: &Common,
+) -> anyhow::Result<bool> {
+    let now = common.now()?;
+    let policy = match policy {
+        Some(p) => Policy::load(p)?,
+        None => Policy::default_policy(),
+    };
+    let report = load_report(report)?;
+    let others = certs.map(certs_dir).transpose()?.unwrap_or_default();
+    // An unparsable VCEK is reported as a failed check, not as unusable input.
+    let chain = parse_certs(&read(vcek)?)
+        .map_err(|e| format!("{}: {e}", vcek.display()))
+        .and_then(|mut c| {
+            if c.is_empty() {
+                Err("no certificate".into())
+            } else {
+                Ok(c.remove(0))
+            }
+        })
+        .map(|v| SuppliedChain::from_certs(v, others));
+    let chains = ChainVerifier::new(policy.trust_store());
+    let mut checks = Vec::new();
+    snp_checks::verify_report(
+        &report,
+        chain,
+        &SnpContext {
+            policy: &policy,
+            chains: &chains,
+            now,
+        },
+        &mut checks,
+    );
+    let v = Verdict::from_checks(checks);
+    print_verdict(&v, common.json)?;
+    Ok(v.admitted)
 }
 
 /// `attest fleet`: one check of every node, its verdicts printed.
@@ -404,8 +421,19 @@ fn warn_or_refuse_lab(sources: &Sources, missing: &[String], verdicts: &str) -> 
 }
 
 /// `attest fleet --every`: rounds until SIGTERM or SIGINT. Inputs that are bad at start are
-/// unusable input (2); later rounds refuse a bad file and keep the last verdicts.
-fn watch_fleet(sources: &Sources, opts: WatchOptions, listen: SocketAddr) -> anyhow::Result<()> {
+/// unusable input (2), as are `--json` and `--time` (a single check's options); later rounds
+/// refuse a bad file and keep the last verdicts.
+fn watch_fleet(
+    sources: &Sources,
+    opts: WatchOptions,
+    listen: SocketAddr,
+    common: &Common,
+) -> anyhow::Result<bool> {
+    if common.json || common.time.is_some() {
+        return Err(anyhow!(
+            "--every serves metrics at the current time: --json and --time apply to a single check"
+        ));
+    }
     let first = sources.load()?;
     warn_or_refuse_lab(sources, &first.lab_gaps, "the verdicts served are")?;
     if opts.timeout >= opts.interval {
@@ -432,7 +460,7 @@ fn watch_fleet(sources: &Sources, opts: WatchOptions, listen: SocketAddr) -> any
     // A verification still running on a blocking thread is not waited for long.
     runtime.shutdown_timeout(Duration::from_millis(500));
     eprintln!("attest: stopped");
-    Ok(())
+    Ok(true)
 }
 
 /// Completes on SIGTERM or SIGINT; the handlers are installed before it returns.

@@ -42,100 +42,176 @@ pub const OID_TCG_DICE_TCB_INFO_ALIAS: ObjectIdentifier =
     ObjectIdentifier::new_unwrap("2.23.133.5.4.1.1");
 const FWID_LEN: usize = 48;
 
+/// Why a GPU's certificate chain is refused. `position` counts from the leaf (0).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ChainError {
+    /// No certificate at all.
     #[error("certificate chain is empty or not PEM")]
     Empty,
+    /// A PEM block that is not a DER certificate.
     #[error("certificate {position} does not decode: {reason}")]
-    Decode { position: usize, reason: String },
+    Decode {
+        /// Position in the chain.
+        position: usize,
+        /// The decoder's error.
+        reason: String,
+    },
+    /// Bytes other than NUL padding after the last certificate.
     #[error("text after the last certificate: {count} bytes")]
-    TrailingText { count: usize },
+    TrailingText {
+        /// How many bytes follow it.
+        count: usize,
+    },
+    /// Fewer than two certificates: no leaf below the root.
     #[error(
         "certificate chain must have at least the signing (leaf) certificate and the root, has {count}"
     )]
-    TooShort { count: usize },
+    TooShort {
+        /// How many certificates the chain has.
+        count: usize,
+    },
+    /// The last certificate is not the pinned NVIDIA root.
     #[error(
         "chain ends in {found} (SHA-256 {fingerprint}), not the pinned NVIDIA Device Identity CA"
     )]
-    RootNotPinned { found: String, fingerprint: String },
+    RootNotPinned {
+        /// Subject of the last certificate.
+        found: String,
+        /// SHA-256 of its DER, hex.
+        fingerprint: String,
+    },
+    /// A certificate's issuer is not the next certificate's subject.
     #[error(
         "certificate {position} ({subject}) names issuer {issuer}, but the next certificate is {next}"
     )]
     IssuerMismatch {
+        /// Position of the certificate.
         position: usize,
+        /// Its subject.
         subject: String,
+        /// The issuer it names.
         issuer: String,
+        /// Subject of the next certificate.
         next: String,
     },
+    /// A signature algorithm other than ecdsa-with-SHA384.
     #[error(
         "certificate {position} ({subject}) is not signed with ecdsa-with-SHA384 (found {found})"
     )]
     Algorithm {
+        /// Position of the certificate.
         position: usize,
+        /// Its subject.
         subject: String,
+        /// The algorithm OID it names.
         found: String,
     },
+    /// A public key that is not P-384.
     #[error("certificate {position} ({subject}) has no P-384 public key: {reason}")]
     PublicKey {
+        /// Position of the certificate.
         position: usize,
+        /// Its subject.
         subject: String,
+        /// Why the key does not parse.
         reason: String,
     },
+    /// A signature that does not verify under the next certificate's key.
     #[error("signature of certificate {position} ({subject}) does not verify under {issuer}")]
     Signature {
+        /// Position of the signed certificate.
         position: usize,
+        /// Its subject.
         subject: String,
+        /// Subject of the issuer whose key was used.
         issuer: String,
     },
+    /// An issuing certificate that is not a CA (basicConstraints, keyUsage).
     #[error("certificate {position} ({subject}) issues certificates but is not a CA: {reason}")]
     NotCa {
+        /// Position of the issuing certificate.
         position: usize,
+        /// Its subject.
         subject: String,
+        /// Which extension says so.
         reason: String,
     },
+    /// More CA certificates below a CA than its path length constraint allows.
     #[error(
         "certificate {position} ({subject}): path length constraint {limit} exceeded by {below} CA certificates below it"
     )]
     PathLength {
+        /// Position of the constrained CA.
         position: usize,
+        /// Its subject.
         subject: String,
+        /// Its pathLenConstraint.
         limit: u8,
+        /// CA certificates between it and the leaf.
         below: usize,
     },
+    /// A leaf that is a CA or may not sign (keyUsage digitalSignature).
     #[error("leaf certificate ({subject}) cannot sign reports: {reason}")]
-    LeafUsage { subject: String, reason: String },
+    LeafUsage {
+        /// The leaf's subject.
+        subject: String,
+        /// What its extensions say.
+        reason: String,
+    },
+    /// A critical extension this verifier does not process.
     #[error("certificate {position} ({subject}) has unsupported critical extension {oid}")]
     CriticalExtension {
+        /// Position of the certificate.
         position: usize,
+        /// Its subject.
         subject: String,
+        /// The extension's OID.
         oid: String,
     },
 }
 
+/// A certificate of the chain not valid at the verification time.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ValidityError {
+    /// The time is before notBefore.
     #[error("certificate {position} ({subject}) is not yet valid: not before {not_before}")]
     NotYetValid {
+        /// Position in the chain (leaf 0).
         position: usize,
+        /// The certificate's subject.
         subject: String,
+        /// Its notBefore.
         not_before: String,
     },
+    /// The time is after notAfter.
     #[error("certificate {position} ({subject}) has expired: not after {not_after}")]
     Expired {
+        /// Position in the chain (leaf 0).
         position: usize,
+        /// The certificate's subject.
         subject: String,
+        /// Its notAfter.
         not_after: String,
     },
 }
 
+/// Why the signing certificate's FWID cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum FwidError {
+    /// Neither DICE extension is present.
     #[error(
         "FWID extension (2.23.133.5.4.1 or 2.23.133.5.4.1.1) not found in the signing certificate"
     )]
     Missing,
+    /// A DICE extension that does not decode, or holds no 48-byte FWID.
     #[error("FWID extension {oid} malformed: {reason}")]
-    Malformed { oid: String, reason: String },
+    Malformed {
+        /// The extension's OID.
+        oid: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Two extensions naming different FWIDs.
     #[error("signing certificate carries two different FWIDs")]
     Conflicting,
 }
@@ -259,93 +335,121 @@ pub fn verify_chain(certs: &[Certificate], root: &Certificate) -> Result<String,
             fingerprint: fingerprint(last),
         });
     }
+    check_critical_extensions(certs)?;
+    for (position, pair) in certs.windows(2).enumerate() {
+        let [child, issuer] = pair else { continue };
+        check_link(position, child, issuer)?;
+    }
+    let leaf = certs.first().ok_or(ChainError::Empty)?;
+    check_leaf(leaf)?;
 
+    let subjects: Vec<String> = certs.iter().map(subject_name).collect();
+    Ok(format!(
+        "{} certificates, each signed (ecdsa-with-SHA384) by the next, ending in the pinned root: {}",
+        certs.len(),
+        subjects.join(" <- ")
+    ))
+}
+
+/// X.509 requires refusing unknown critical extensions. NVIDIA's chain marks only keyUsage
+/// and basicConstraints critical.
+fn check_critical_extensions(certs: &[Certificate]) -> Result<(), ChainError> {
     for (position, cert) in certs.iter().enumerate() {
-        if let Some(extensions) = &cert.tbs_certificate.extensions {
-            // X.509 requires refusing unknown critical extensions. NVIDIA's chain marks only
-            // these two critical.
-            if let Some(ext) = extensions.iter().find(|ext| {
-                ext.critical && ext.extn_id != KEY_USAGE && ext.extn_id != BASIC_CONSTRAINTS
-            }) {
-                return Err(ChainError::CriticalExtension {
-                    position,
-                    subject: subject_name(cert),
-                    oid: ext.extn_id.to_string(),
+        let Some(extensions) = &cert.tbs_certificate.extensions else {
+            continue;
+        };
+        if let Some(ext) = extensions.iter().find(|ext| {
+            ext.critical && ext.extn_id != KEY_USAGE && ext.extn_id != BASIC_CONSTRAINTS
+        }) {
+            return Err(ChainError::CriticalExtension {
+                position,
+                subject: subject_name(cert),
+                oid: ext.extn_id.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// One link of the chain: `child` (at `position`) names `issuer` as its issuer, `issuer` is
+/// a CA allowed to sign at this depth, and its key signed `child` (ECDSA P-384 SHA-384).
+fn check_link(
+    position: usize,
+    child: &Certificate,
+    issuer: &Certificate,
+) -> Result<(), ChainError> {
+    if child.tbs_certificate.issuer != issuer.tbs_certificate.subject {
+        return Err(ChainError::IssuerMismatch {
+            position,
+            subject: subject_name(child),
+            issuer: child.tbs_certificate.issuer.to_string(),
+            next: subject_name(issuer),
+        });
+    }
+    check_issuer_is_ca(position, issuer)?;
+    let issuer_position = position + 1;
+    let algorithm = &child.signature_algorithm;
+    if algorithm.oid != ECDSA_WITH_SHA384
+        || child.tbs_certificate.signature.oid != ECDSA_WITH_SHA384
+    {
+        return Err(ChainError::Algorithm {
+            position,
+            subject: subject_name(child),
+            found: algorithm.oid.to_string(),
+        });
+    }
+    let key = verifying_key(issuer, issuer_position)?;
+    let bad_signature = || ChainError::Signature {
+        position,
+        subject: subject_name(child),
+        issuer: subject_name(issuer),
+    };
+    let tbs = child
+        .tbs_certificate
+        .to_der()
+        .map_err(|_| bad_signature())?;
+    let signature_bytes = child.signature.as_bytes().ok_or_else(bad_signature)?;
+    let signature = Signature::from_der(signature_bytes).map_err(|_| bad_signature())?;
+    key.verify_digest(Sha384::new_with_prefix(&tbs), &signature)
+        .map_err(|_| bad_signature())
+}
+
+/// The issuer of the certificate at `position` is a CA (basicConstraints cA, keyUsage
+/// keyCertSign when present) whose path length constraint admits the `position` CA
+/// certificates between it and the leaf.
+fn check_issuer_is_ca(position: usize, issuer: &Certificate) -> Result<(), ChainError> {
+    let issuer_position = position + 1;
+    let not_ca = |reason: &str| ChainError::NotCa {
+        position: issuer_position,
+        subject: subject_name(issuer),
+        reason: reason.to_owned(),
+    };
+    match basic_constraints(issuer) {
+        Ok(Some(bc)) if bc.ca => {
+            if let Some(limit) = bc.path_len_constraint
+                && position > usize::from(limit)
+            {
+                return Err(ChainError::PathLength {
+                    position: issuer_position,
+                    subject: subject_name(issuer),
+                    limit,
+                    below: position,
                 });
             }
         }
+        Ok(_) => return Err(not_ca("basicConstraints absent or cA false")),
+        Err(e) => return Err(not_ca(&format!("basicConstraints malformed: {e}"))),
     }
-
-    for (position, pair) in certs.windows(2).enumerate() {
-        let [child, issuer] = pair else { continue };
-        let issuer_position = position + 1;
-        if child.tbs_certificate.issuer != issuer.tbs_certificate.subject {
-            return Err(ChainError::IssuerMismatch {
-                position,
-                subject: subject_name(child),
-                issuer: child.tbs_certificate.issuer.to_string(),
-                next: subject_name(issuer),
-            });
-        }
-        let not_ca = |reason: &str| ChainError::NotCa {
-            position: issuer_position,
-            subject: subject_name(issuer),
-            reason: reason.to_owned(),
-        };
-        match basic_constraints(issuer) {
-            Ok(Some(bc)) if bc.ca => {
-                // `position` CA certificates lie between this issuer and the leaf.
-                if let Some(limit) = bc.path_len_constraint
-                    && position > usize::from(limit)
-                {
-                    return Err(ChainError::PathLength {
-                        position: issuer_position,
-                        subject: subject_name(issuer),
-                        limit,
-                        below: position,
-                    });
-                }
-            }
-            Ok(_) => return Err(not_ca("basicConstraints absent or cA false")),
-            Err(e) => return Err(not_ca(&format!("basicConstraints malformed: {e}"))),
-        }
-        match key_usage(issuer) {
-            Ok(Some(ku)) if !ku.key_cert_sign() => {
-                return Err(not_ca("keyUsage lacks keyCertSign"));
-            }
-            Ok(_) => {}
-            Err(e) => return Err(not_ca(&format!("keyUsage malformed: {e}"))),
-        }
-
-        let algorithm = &child.signature_algorithm;
-        if algorithm.oid != ECDSA_WITH_SHA384
-            || child.tbs_certificate.signature.oid != ECDSA_WITH_SHA384
-        {
-            return Err(ChainError::Algorithm {
-                position,
-                subject: subject_name(child),
-                found: algorithm.oid.to_string(),
-            });
-        }
-        let key = verifying_key(issuer, issuer_position)?;
-        let bad_signature = || ChainError::Signature {
-            position,
-            subject: subject_name(child),
-            issuer: subject_name(issuer),
-        };
-        let tbs = child
-            .tbs_certificate
-            .to_der()
-            .map_err(|_| bad_signature())?;
-        let signature_bytes = child.signature.as_bytes().ok_or_else(bad_signature)?;
-        let signature = Signature::from_der(signature_bytes).map_err(|_| bad_signature())?;
-        key.verify_digest(Sha384::new_with_prefix(&tbs), &signature)
-            .map_err(|_| bad_signature())?;
+    match key_usage(issuer) {
+        Ok(Some(ku)) if !ku.key_cert_sign() => Err(not_ca("keyUsage lacks keyCertSign")),
+        Ok(_) => Ok(()),
+        Err(e) => Err(not_ca(&format!("keyUsage malformed: {e}"))),
     }
+}
 
-    // The report is signed by the leaf, so it must be a signing end entity, not a CA: a chain
-    // with the leaf cut off (trustee's hopper case 4) is otherwise still a valid chain.
-    let leaf = certs.first().ok_or(ChainError::Empty)?;
+/// The report is signed by the leaf, so it must be a signing end entity, not a CA: a chain
+/// with the leaf cut off (trustee's hopper case 4) is otherwise still a valid chain.
+fn check_leaf(leaf: &Certificate) -> Result<(), ChainError> {
     let leaf_err = |reason: String| ChainError::LeafUsage {
         subject: subject_name(leaf),
         reason,
@@ -361,13 +465,7 @@ pub fn verify_chain(certs: &[Certificate], root: &Certificate) -> Result<String,
         Err(e) => return Err(leaf_err(format!("keyUsage malformed: {e}"))),
     }
     verifying_key(leaf, 0)?;
-
-    let subjects: Vec<String> = certs.iter().map(subject_name).collect();
-    Ok(format!(
-        "{} certificates, each signed (ecdsa-with-SHA384) by the next, ending in the pinned root: {}",
-        certs.len(),
-        subjects.join(" <- ")
-    ))
+    Ok(())
 }
 
 /// Every certificate's validity window must contain `now`.

@@ -8,9 +8,9 @@
 
 use std::mem;
 
-use nvml_wrapper::Nvml;
 use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
 use nvml_wrapper::structs::device::ConfidentialComputeGpuCapabilities;
+use nvml_wrapper::{Device, Nvml};
 use nvml_wrapper_sys::bindings::{
     NVML_CC_SYSTEM_DEVTOOLS_MODE_ON, NVML_CC_SYSTEM_ENVIRONMENT_PROD,
     NVML_CC_SYSTEM_ENVIRONMENT_SIM, NVML_CC_SYSTEM_ENVIRONMENT_UNAVAILABLE,
@@ -21,34 +21,48 @@ use thiserror::Error;
 
 use super::{CcState, GpuDevice, GpuEvidence};
 
+/// Why GPU evidence could not be collected.
 #[derive(Debug, Error)]
 pub enum CollectError {
+    /// libnvidia-ml could not be loaded or initialised.
     #[error("NVML is not available (no NVIDIA driver or libnvidia-ml.so): {0}")]
     NvmlUnavailable(#[source] NvmlError),
+    /// NVML lists no device.
     #[error("NVML reports no GPU")]
     NoGpu,
+    /// The system's GPUs cannot run confidential computing.
     #[error(
         "the GPUs of this system are not confidential-computing capable (NVML CC capabilities)"
     )]
     NotCcCapable,
+    /// Confidential computing is off.
     #[error(
         "confidential computing is off on this system (NVML ccFeature disabled); no CC attestation report can be taken"
     )]
     CcDisabled,
+    /// An NVML call failed.
     #[error("NVML {call} failed{}: {source}", gpu.map(|i| format!(" for GPU {i}")).unwrap_or_default())]
     Nvml {
+        /// The NVML function.
         call: &'static str,
+        /// The GPU's NVML index, for a per-device call.
         gpu: Option<u32>,
+        /// NVML's error.
         #[source]
         source: NvmlError,
     },
+    /// NVML reported more bytes than its buffer holds.
     #[error(
         "NVML {call} for GPU {gpu} returned length {length}, larger than its {capacity}-byte buffer"
     )]
     BadLength {
+        /// The NVML function.
         call: &'static str,
+        /// The GPU's NVML index.
         gpu: u32,
+        /// The length NVML reported.
         length: u32,
+        /// The buffer's size in bytes.
         capacity: usize,
     },
 }
@@ -117,6 +131,7 @@ pub fn collect(nonce: &[u8; 32]) -> Result<Vec<GpuEvidence>, CollectError> {
 pub struct DeviceCollection {
     /// NVML index of the GPU.
     pub nvml_index: u32,
+    /// Its evidence, or why it could not be collected.
     pub evidence: Result<GpuEvidence, CollectError>,
 }
 
@@ -181,7 +196,20 @@ fn device_evidence(
     let device = nvml
         .device_by_index(index)
         .map_err(nvml_err("nvmlDeviceGetHandleByIndex", Some(index)))?;
-    let info = GpuDevice {
+    let info = device_info(nvml, &device, index)?;
+    let attestation_report = attestation_report(nvml, &device, index, nonce)?;
+    let certificate_chain = certificate_chain(nvml, &device, index)?;
+    Ok(GpuEvidence {
+        device: info,
+        attestation_report,
+        certificate_chain,
+        cc_state: cc_state.clone(),
+    })
+}
+
+/// NVML's description of GPU `index`.
+fn device_info(nvml: &Nvml, device: &Device, index: u32) -> Result<GpuDevice, CollectError> {
+    Ok(GpuDevice {
         nvml_index: index,
         name: device
             .name()
@@ -201,8 +229,16 @@ fn device_evidence(
         driver_version: nvml
             .sys_driver_version()
             .map_err(nvml_err("nvmlSystemGetDriverVersion", Some(index)))?,
-    };
+    })
+}
 
+/// The GPU's CC attestation report over `nonce`, through the raw NVML symbol.
+fn attestation_report(
+    nvml: &Nvml,
+    device: &Device,
+    index: u32,
+    nonce: [u8; 32],
+) -> Result<Vec<u8>, CollectError> {
     const REPORT_CALL: &str = "nvmlDeviceGetConfComputeGpuAttestationReport";
     let report_sym = nvml_sym(
         nvml.lib()
@@ -228,33 +264,31 @@ fn device_evidence(
     // NVML may count zero padding after the signature; evidence ends at the signature (the
     // verifier refuses anything after it). A report that does not parse is sent as NVML gave
     // it, for the verifier to name what is wrong.
-    let attestation_report =
+    Ok(
         match super::spdm::AttestationReport::trim_nvml_padding(&attestation_report) {
             Ok(trimmed) => trimmed.to_vec(),
             Err(_) => attestation_report,
-        };
+        },
+    )
+}
 
+/// The GPU's attestation certificate chain (PEM text), through the raw NVML symbol.
+fn certificate_chain(nvml: &Nvml, device: &Device, index: u32) -> Result<Vec<u8>, CollectError> {
     const CERT_CALL: &str = "nvmlDeviceGetConfComputeGpuCertificate";
     let cert_sym = nvml_sym(nvml.lib().nvmlDeviceGetConfComputeGpuCertificate.as_ref())
         .map_err(nvml_err(CERT_CALL, Some(index)))?;
-    // SAFETY: as above (9 KiB struct of unsigned ints and byte arrays).
+    // SAFETY: C struct of unsigned ints and byte arrays (all-zero valid), boxed (9 KiB);
+    // the handle is valid while `device` (and `nvml`) live, which spans the call.
     let certificate = unsafe {
         let mut certificate: Box<nvmlConfComputeGpuCertificate_t> = Box::new(mem::zeroed());
         nvml_try(cert_sym(device.handle(), &mut *certificate))
             .map_err(nvml_err(CERT_CALL, Some(index)))?;
         certificate
     };
-    let certificate_chain = checked_prefix(
+    checked_prefix(
         &certificate.attestationCertChain,
         certificate.attestationCertChainSize,
         CERT_CALL,
         index,
-    )?;
-
-    Ok(GpuEvidence {
-        device: info,
-        attestation_report,
-        certificate_chain,
-        cc_state: cc_state.clone(),
-    })
+    )
 }

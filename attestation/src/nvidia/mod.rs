@@ -69,11 +69,17 @@ pub struct GpuEvidence {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GpuDevice {
+    /// NVML device index.
     pub nvml_index: u32,
+    /// Product name, e.g. "NVIDIA H200".
     pub name: String,
+    /// Device UUID ("GPU-...").
     pub uuid: String,
+    /// PCI bus id, e.g. "00000000:01:00.0".
     pub pci_bus_id: String,
+    /// Architecture as NVML names it (e.g. "Hopper"), or why it is unknown.
     pub architecture: String,
+    /// The system's NVIDIA driver version.
     pub driver_version: String,
 }
 
@@ -114,6 +120,7 @@ pub struct GpuPolicy {
     pub measurements: Vec<ReferenceMeasurement>,
 }
 
+/// The values one measurement block may hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReferenceMeasurement {
@@ -145,11 +152,13 @@ impl<'de> Deserialize<'de> for HexBytes {
 mod hex_bytes {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&hex::encode(bytes))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<u8>, D::Error> {
         let text = String::deserialize(deserializer)?;
         hex::decode(text.trim()).map_err(serde::de::Error::custom)
     }
@@ -160,11 +169,13 @@ mod base64_bytes {
     use base64::engine::general_purpose::STANDARD;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&STANDARD.encode(bytes))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<u8>, D::Error> {
         let text = String::deserialize(deserializer)?;
         STANDARD
             .decode(text.trim())
@@ -174,17 +185,29 @@ mod base64_bytes {
 
 /// Check names, relative to `gpu.<index>.`.
 pub mod check_name {
+    /// The report parses as an SPDM GET_MEASUREMENTS exchange.
     pub const REPORT_PARSE: &str = "report.parse";
+    /// The request carries the expected nonce.
     pub const NONCE: &str = "report.nonce";
+    /// The report's signature verifies under the leaf key.
     pub const SIGNATURE: &str = "report.signature";
+    /// The chain ends in the pinned NVIDIA root, each link signed.
     pub const CERT_CHAIN: &str = "cert_chain";
+    /// Every certificate is valid at the verification time.
     pub const CERT_VALIDITY: &str = "cert_chain.validity";
+    /// OCSP revocation status (always skipped, offline).
     pub const CERT_REVOCATION: &str = "cert_chain.revocation";
+    /// The leaf's FWID equals the report's.
     pub const FWID: &str = "fwid";
+    /// CC mode is on.
     pub const CC_MODE: &str = "cc_mode";
+    /// CC dev-tools mode is off.
     pub const DEV_TOOLS_MODE: &str = "dev_tools_mode";
+    /// The driver version is among the policy's.
     pub const DRIVER_VERSION: &str = "driver_version";
+    /// The VBIOS version is among the policy's.
     pub const VBIOS_VERSION: &str = "vbios_version";
+    /// The measurements equal the policy's reference values.
     pub const MEASUREMENTS: &str = "measurements";
 }
 
@@ -222,94 +245,151 @@ pub fn verify(
         Err(e) => Check::fail(name(check_name::REPORT_PARSE), e.to_string()),
     });
     let report = report.ok();
-    const NO_REPORT: &str = "not evaluated: the report did not parse";
+    checks.push(nonce_check(
+        name(check_name::NONCE),
+        report.as_ref(),
+        expected_nonce,
+    ));
+    let chain = certs::parse_pem_chain(&evidence.certificate_chain);
+    let signature_check = signature_check(
+        name(check_name::SIGNATURE),
+        &evidence.attestation_report,
+        report.as_ref(),
+        &chain,
+    );
+    let signature_ok = signature_check.outcome == crate::report::Outcome::Pass;
+    checks.push(signature_check);
+    checks.push(chain_check(name(check_name::CERT_CHAIN), &chain));
+    checks.push(chain_validity_check(
+        name(check_name::CERT_VALIDITY),
+        &chain,
+        now,
+    ));
+    checks.push(Check::skip(
+        name(check_name::CERT_REVOCATION),
+        "OCSP status of the GPU certificates needs NVIDIA's OCSP responder; this verifier runs \
+         offline (the chain's validity and pinned root are still checked)",
+    ));
+    checks.push(fwid_check(name(check_name::FWID), report.as_ref(), &chain));
+    checks.push(cc_mode_check(name(check_name::CC_MODE), &evidence.cc_state));
+    checks.push(dev_tools_mode_check(
+        name(check_name::DEV_TOOLS_MODE),
+        &evidence.cc_state,
+    ));
+    reference_checks(index, report.as_ref(), policy, signature_ok, &mut checks);
+    checks
+}
 
-    checks.push(match &report {
+const NO_REPORT: &str = "not evaluated: the report did not parse";
+
+/// `report.nonce`: the SPDM request carries the nonce the verifier expects for this GPU.
+fn nonce_check(
+    name: String,
+    report: Option<&AttestationReport>,
+    expected_nonce: &[u8; 32],
+) -> Check {
+    match report {
         Some(report) if &report.request.nonce == expected_nonce => Check::pass(
-            name(check_name::NONCE),
+            name,
             format!("request nonce {}", hex::encode(report.request.nonce)),
         ),
         Some(report) => Check::fail(
-            name(check_name::NONCE),
+            name,
             format!(
                 "request nonce {}, expected {}",
                 hex::encode(report.request.nonce),
                 hex::encode(expected_nonce)
             ),
         ),
-        None => Check::fail(name(check_name::NONCE), NO_REPORT),
-    });
+        None => Check::fail(name, NO_REPORT),
+    }
+}
 
-    let chain = certs::parse_pem_chain(&evidence.certificate_chain);
+/// `report.signature`: the report's signature under the chain's leaf key (`raw` is the
+/// report as the node sent it).
+fn signature_check(
+    name: String,
+    raw: &[u8],
+    report: Option<&AttestationReport>,
+    chain: &Result<Vec<x509_cert::Certificate>, certs::ChainError>,
+) -> Check {
+    match (report, chain) {
+        (None, _) => Check::fail(name, NO_REPORT),
+        (Some(_), Err(e)) => Check::fail(name, format!("no signing key: certificate chain: {e}")),
+        (Some(report), Ok(chain)) => match verify_report_signature(raw, report, chain) {
+            Ok(detail) => Check::pass(name, detail),
+            Err(detail) => Check::fail(name, detail),
+        },
+    }
+}
 
-    let signature_check = match (&report, &chain) {
-        (None, _) => Check::fail(name(check_name::SIGNATURE), NO_REPORT),
-        (Some(_), Err(e)) => Check::fail(
-            name(check_name::SIGNATURE),
-            format!("no signing key: certificate chain: {e}"),
-        ),
-        (Some(report), Ok(chain)) => {
-            match verify_report_signature(&evidence.attestation_report, report, chain) {
-                Ok(detail) => Check::pass(name(check_name::SIGNATURE), detail),
-                Err(detail) => Check::fail(name(check_name::SIGNATURE), detail),
-            }
-        }
-    };
-    let signature_ok = signature_check.outcome == crate::report::Outcome::Pass;
-    checks.push(signature_check);
-
-    checks.push(match (&chain, certs::pinned_root()) {
+/// `cert_chain`: the chain's structure and signatures up to the pinned NVIDIA root.
+fn chain_check(
+    name: String,
+    chain: &Result<Vec<x509_cert::Certificate>, certs::ChainError>,
+) -> Check {
+    match (chain, certs::pinned_root()) {
         (Ok(chain), Ok(root)) => match certs::verify_chain(chain, &root) {
-            Ok(detail) => Check::pass(name(check_name::CERT_CHAIN), detail),
-            Err(e) => Check::fail(name(check_name::CERT_CHAIN), e.to_string()),
+            Ok(detail) => Check::pass(name, detail),
+            Err(e) => Check::fail(name, e.to_string()),
         },
-        (Err(e), _) => Check::fail(name(check_name::CERT_CHAIN), e.to_string()),
-        (_, Err(e)) => Check::fail(name(check_name::CERT_CHAIN), e.to_string()),
-    });
+        (Err(e), _) => Check::fail(name, e.to_string()),
+        (_, Err(e)) => Check::fail(name, e.to_string()),
+    }
+}
 
-    checks.push(match &chain {
+/// `cert_chain.validity`: every certificate of the chain is valid at `now`.
+fn chain_validity_check(
+    name: String,
+    chain: &Result<Vec<x509_cert::Certificate>, certs::ChainError>,
+    now: SystemTime,
+) -> Check {
+    match chain {
         Ok(chain) => match certs::check_validity(chain, now) {
-            Ok(detail) => Check::pass(name(check_name::CERT_VALIDITY), detail),
-            Err(e) => Check::fail(name(check_name::CERT_VALIDITY), e.to_string()),
+            Ok(detail) => Check::pass(name, detail),
+            Err(e) => Check::fail(name, e.to_string()),
         },
-        Err(e) => Check::fail(
-            name(check_name::CERT_VALIDITY),
-            format!("not evaluated: certificate chain: {e}"),
-        ),
-    });
+        Err(e) => Check::fail(name, format!("not evaluated: certificate chain: {e}")),
+    }
+}
 
-    checks.push(Check::skip(
-        name(check_name::CERT_REVOCATION),
-        "OCSP status of the GPU certificates needs NVIDIA's OCSP responder; this verifier runs \
-         offline (the chain's validity and pinned root are still checked)",
-    ));
-
-    checks.push(fwid_check(name(check_name::FWID), report.as_ref(), &chain));
-
-    let cc = &evidence.cc_state;
-    checks.push(if cc.cc_enabled {
+/// `cc_mode`: NVML reported the CC feature enabled.
+fn cc_mode_check(name: String, cc: &CcState) -> Check {
+    if cc.cc_enabled {
         Check::pass(
-            name(check_name::CC_MODE),
+            name,
             format!("NVML: CC feature enabled, environment {}", cc.environment),
         )
     } else {
         Check::fail(
-            name(check_name::CC_MODE),
+            name,
             format!("NVML: CC feature disabled (environment {})", cc.environment),
         )
-    });
-    checks.push(if cc.dev_tools_mode {
+    }
+}
+
+/// `dev_tools_mode`: NVML reported CC dev-tools mode off.
+fn dev_tools_mode_check(name: String, cc: &CcState) -> Check {
+    if cc.dev_tools_mode {
         Check::fail(
-            name(check_name::DEV_TOOLS_MODE),
+            name,
             "NVML: CC dev-tools mode is on (GPU debugging and profiling allowed)",
         )
     } else {
-        Check::pass(
-            name(check_name::DEV_TOOLS_MODE),
-            "NVML: CC dev-tools mode off",
-        )
-    });
+        Check::pass(name, "NVML: CC dev-tools mode off")
+    }
+}
 
+/// The report's driver and VBIOS versions and measurements against the policy's reference
+/// values, named `gpu.<index>.`.
+fn reference_checks(
+    index: usize,
+    report: Option<&AttestationReport>,
+    policy: &GpuPolicy,
+    signature_ok: bool,
+    checks: &mut Vec<Check>,
+) {
+    let name = |what: &str| format!("gpu.{index}.{what}");
     let unsigned_note = if signature_ok {
         ""
     } else {
@@ -318,25 +398,23 @@ pub fn verify(
     checks.push(version_check(
         name(check_name::DRIVER_VERSION),
         "driver",
-        report.as_ref().map(|r| r.driver_version()),
+        report.map(|r| r.driver_version()),
         &policy.driver_versions,
         unsigned_note,
     ));
     checks.push(version_check(
         name(check_name::VBIOS_VERSION),
         "VBIOS",
-        report.as_ref().map(|r| r.vbios_version()),
+        report.map(|r| r.vbios_version()),
         &policy.vbios_versions,
         unsigned_note,
     ));
     checks.push(measurements_check(
         name(check_name::MEASUREMENTS),
-        report.as_ref(),
+        report,
         &policy.measurements,
         unsigned_note,
     ));
-
-    checks
 }
 
 fn describe_report(report: &AttestationReport) -> String {

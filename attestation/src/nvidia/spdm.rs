@@ -36,6 +36,7 @@ pub const GET_MEASUREMENTS: u8 = 0xE0;
 pub const MEASUREMENTS: u8 = 0x60;
 /// Request length: header 4, nonce 32, SlotIDParam 1.
 pub const REQUEST_LEN: usize = 37;
+/// Length of the requester's and the responder's nonce.
 pub const NONCE_LEN: usize = 32;
 /// ECDSA P-384 raw signature, r‖s (the GPU negotiates TPM_ALG_ECDSA_ECC_NIST_P384).
 pub const SIGNATURE_LEN: usize = 96;
@@ -44,18 +45,31 @@ const DMTF_MEASUREMENT_SPEC: u8 = 0x01;
 
 /// NVIDIA opaque-data field types (nvtrust `OpaqueDataType`, trustee `OpaqueDataType`).
 pub mod opaque_type {
+    /// Driver version text.
     pub const DRIVER_VERSION: u16 = 3;
+    /// GPU information.
     pub const GPU_INFO: u16 = 4;
+    /// VBIOS version.
     pub const VBIOS_VERSION: u16 = 6;
+    /// NVDEC0 status.
     pub const NVDEC0_STATUS: u16 = 11;
+    /// Measurement counts (MSRSCNT).
     pub const MSRSCNT: u16 = 12;
+    /// Chip SKU.
     pub const CHIP_SKU: u16 = 15;
+    /// Project.
     pub const PROJECT: u16 = 17;
+    /// Project SKU.
     pub const PROJECT_SKU: u16 = 18;
+    /// The firmware id (FWID) the DICE leaf certificate must match.
     pub const FWID: u16 = 20;
+    /// Protected PCIe status.
     pub const PROTECTED_PCIE_STATUS: u16 = 21;
+    /// Version of the opaque data layout.
     pub const OPAQUE_DATA_VERSION: u16 = 34;
+    /// Chip information.
     pub const CHIP_INFO: u16 = 35;
+    /// Feature flags.
     pub const FEATURE_FLAG: u16 = 36;
 
     /// nvtrust's name for a field type, for details and diagnostics.
@@ -99,61 +113,120 @@ pub mod opaque_type {
 /// Why a report did not parse. Offsets are into the whole report (request included).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ReportError {
+    /// The report ends inside a field.
     #[error(
         "report truncated in {field}: needs {needed} bytes at offset {offset}, {available} left"
     )]
     Truncated {
+        /// The field being read.
         field: &'static str,
+        /// Where it starts.
         offset: usize,
+        /// Its length.
         needed: usize,
+        /// The bytes left at `offset`.
         available: usize,
     },
+    /// An SPDM version other than 1.1.
     #[error("{message}: SPDM version {found:#04x}, expected 0x11")]
-    UnsupportedVersion { message: &'static str, found: u8 },
+    UnsupportedVersion {
+        /// Which message (request or response).
+        message: &'static str,
+        /// The version byte found.
+        found: u8,
+    },
+    /// A request or response code other than GET_MEASUREMENTS or MEASUREMENTS.
     #[error("{message}: request/response code {found:#04x}, expected {expected:#04x}")]
     UnexpectedCode {
+        /// Which message (request or response).
         message: &'static str,
+        /// The code found.
         found: u8,
+        /// The code expected.
         expected: u8,
     },
+    /// A measurement block in a layout other than DMTF's.
     #[error(
         "measurement block {position} (index {index}) uses specification {spec:#04x}, only DMTF (0x01) is supported"
     )]
     NonDmtfBlock {
+        /// Position of the block in the record.
         position: usize,
+        /// Its measurement index.
         index: u8,
+        /// Its MeasurementSpecification.
         spec: u8,
     },
+    /// A DMTF value whose size disagrees with its block's.
     #[error(
         "measurement block {position}: DMTF value size {value_size} + 3 != block size {block_size}"
     )]
     BlockSizeMismatch {
+        /// Position of the block in the record.
         position: usize,
+        /// The block's declared size.
         block_size: usize,
+        /// The DMTF value's declared size.
         value_size: usize,
     },
+    /// Bytes in the measurement record after its declared blocks.
     #[error("measurement record has {extra} bytes after its {blocks} declared blocks")]
-    RecordTrailingBytes { blocks: usize, extra: usize },
+    RecordTrailingBytes {
+        /// Blocks declared.
+        blocks: usize,
+        /// Bytes left over.
+        extra: usize,
+    },
+    /// Two blocks with one measurement index.
     #[error("measurement index {index} appears twice")]
-    DuplicateMeasurementIndex { index: u8 },
+    DuplicateMeasurementIndex {
+        /// The repeated index.
+        index: u8,
+    },
+    /// Opaque data ending with a partial TLV header.
     #[error("opaque data: {extra} trailing bytes cannot hold a type/length header")]
-    OpaqueTrailingBytes { extra: usize },
+    OpaqueTrailingBytes {
+        /// Bytes left over.
+        extra: usize,
+    },
+    /// Two opaque fields of one type.
     #[error("opaque data field {field_type} ({name}) appears twice")]
-    DuplicateOpaqueField { field_type: u16, name: &'static str },
+    DuplicateOpaqueField {
+        /// The repeated type.
+        field_type: u16,
+        /// Its name (see [`opaque_type::name`]).
+        name: &'static str,
+    },
+    /// A request that did not ask for a signed response.
     #[error("GET_MEASUREMENTS request param1 {param1:#04x} did not ask for a signature (bit 0)")]
-    UnsignedRequest { param1: u8 },
+    UnsignedRequest {
+        /// The request's param1.
+        param1: u8,
+    },
+    /// Bytes after the signature.
     #[error("{count} bytes after the signature (the signature ends the report)")]
-    TrailingData { count: usize },
+    TrailingData {
+        /// How many.
+        count: usize,
+    },
+    /// NVML's padding after the signature holds non-zero bytes.
     #[error("{count} bytes after the signature are not zero padding")]
-    TrailingNonZero { count: usize },
+    TrailingNonZero {
+        /// How many bytes follow the signature.
+        count: usize,
+    },
 }
 
 /// The GET_MEASUREMENTS request the verifier's nonce travelled in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MeasurementsRequest {
+    /// Param1: bit 0 asks for a signature.
     pub param1: u8,
+    /// Param2: which measurements (0xFF: all).
     pub param2: u8,
+    /// The verifier's nonce.
     pub nonce: [u8; NONCE_LEN],
+    /// SlotIDParam: the certificate slot of the signing key.
     pub slot_id_param: u8,
 }
 
@@ -165,31 +238,42 @@ pub struct MeasurementBlock {
     pub index: u8,
     /// DMTFSpecMeasurementValueType: bit 7 set = raw bit stream, else digest; bits 6:0 the kind.
     pub value_type: u8,
+    /// The measurement value (a digest or a raw bit stream).
     pub value: Vec<u8>,
 }
 
 /// One NVIDIA opaque-data TLV (type u16 LE, length u16 LE, value).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpaqueField {
+    /// The field's type (see [`opaque_type`]).
     pub field_type: u16,
+    /// The field's bytes.
     pub value: Vec<u8>,
 }
 
 /// The MEASUREMENTS response, signature separated out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MeasurementsResponse {
+    /// Param1 of the response (number of measurement indices when asked for).
     pub param1: u8,
+    /// Param2 of the response.
     pub param2: u8,
+    /// The measurement blocks, in order.
     pub blocks: Vec<MeasurementBlock>,
+    /// The GPU's nonce.
     pub responder_nonce: [u8; NONCE_LEN],
+    /// The opaque-data fields, in order.
     pub opaque: Vec<OpaqueField>,
+    /// ECDSA P-384 signature r‖s over the request and the response up to it.
     pub signature: [u8; SIGNATURE_LEN],
 }
 
 /// A parsed GPU attestation report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttestationReport {
+    /// The request the verifier's nonce travelled in.
     pub request: MeasurementsRequest,
+    /// The signed response.
     pub response: MeasurementsResponse,
     /// Length of the signed span: request ‖ response up to (excluding) the signature.
     pub signed_len: usize,

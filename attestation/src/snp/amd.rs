@@ -17,42 +17,70 @@ use x509_cert::Certificate;
 use super::tcb::{Product, TcbParts};
 use crate::report::Check;
 
+/// RSASSA-PSS, AMD's certificate signature algorithm (RFC 4055).
 pub const OID_RSASSA_PSS: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.1.10");
+/// rsaEncryption (PKCS #1).
 pub const OID_RSA_ENCRYPTION: ObjectIdentifier =
     ObjectIdentifier::new_unwrap("1.2.840.113549.1.1.1");
+/// SHA-384 (NIST).
 pub const OID_SHA384: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.16.840.1.101.3.4.2.2");
+/// MGF1 mask generation (PKCS #1).
 pub const OID_MGF1: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.1.8");
+/// id-ecPublicKey (RFC 5480).
 pub const OID_EC_PUBLIC_KEY: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.2.1");
+/// The NIST P-384 curve (secp384r1).
 pub const OID_SECP384R1: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.132.0.34");
 
 /// AMD VCEK/VLEK extensions (AMD KDS specification 57230).
 pub mod oid {
     use der::asn1::ObjectIdentifier;
+    /// structVersion: the version of the extension layout.
     pub const STRUCT_VERSION: ObjectIdentifier =
         ObjectIdentifier::new_unwrap("1.3.6.1.4.1.3704.1.1");
+    /// productName, e.g. "Milan-B0".
     pub const PRODUCT_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.3704.1.2");
+    /// blSPL: bootloader security patch level.
     pub const BL_SPL: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.3704.1.3.1");
+    /// teeSPL: PSP OS security patch level.
     pub const TEE_SPL: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.3704.1.3.2");
+    /// snpSPL: SNP firmware security patch level.
     pub const SNP_SPL: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.3704.1.3.3");
+    /// ucodeSPL: microcode patch level.
     pub const UCODE_SPL: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.3704.1.3.8");
+    /// fmcSPL: FMC security patch level (Turin).
     pub const FMC_SPL: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.3704.1.3.9");
+    /// hwID: the chip id the VCEK certifies.
     pub const HW_ID: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.3704.1.4");
+    /// cspID: the cloud provider a VLEK was issued to.
     pub const CSP_ID: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.3704.1.5");
 }
 
+/// Why bytes are not a usable AMD certificate.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum CertError {
+    /// Not DER of an X.509 certificate.
     #[error("certificate is not valid DER X.509: {0}")]
     Der(String),
+    /// A PEM block that does not decode.
     #[error("PEM block is malformed: {0}")]
     Pem(String),
+    /// Input without any certificate.
     #[error("no certificate found in input")]
     Empty,
+    /// An AMD extension that is present but malformed.
     #[error("VCEK/VLEK extension {oid} is malformed: {reason}")]
-    Extension { oid: String, reason: String },
+    Extension {
+        /// The extension's OID.
+        oid: String,
+        /// What is wrong with its value.
+        reason: String,
+    },
+    /// A public key of the wrong algorithm or encoding.
     #[error("certificate public key is not {expected}: {reason}")]
     Key {
+        /// The key type expected, e.g. "RSA".
         expected: &'static str,
+        /// Why the key does not parse as one.
         reason: String,
     },
 }
@@ -65,6 +93,7 @@ pub struct AmdCert {
 }
 
 impl AmdCert {
+    /// Parses one DER certificate, refusing trailing bytes.
     pub fn from_der(der: &[u8]) -> Result<AmdCert, CertError> {
         let cert = Certificate::from_der(der).map_err(|e| CertError::Der(e.to_string()))?;
         // The signed part must be cut from the input itself; also reject trailing bytes there.
@@ -75,18 +104,23 @@ impl AmdCert {
         })
     }
 
+    /// The DER the certificate was parsed from.
     pub fn der(&self) -> &[u8] {
         &self.der
     }
+    /// The parsed certificate.
     pub fn cert(&self) -> &Certificate {
         &self.cert
     }
+    /// The subject name, RFC 4514 text.
     pub fn subject(&self) -> String {
         self.cert.tbs_certificate.subject.to_string()
     }
+    /// The issuer name, RFC 4514 text.
     pub fn issuer(&self) -> String {
         self.cert.tbs_certificate.issuer.to_string()
     }
+    /// SHA-256 of the DER, lowercase hex.
     pub fn fingerprint(&self) -> String {
         hex::encode(Sha256::digest(&self.der))
     }
@@ -94,6 +128,7 @@ impl AmdCert {
     pub fn tbs_bytes(&self) -> &[u8] {
         tbs_raw(&self.der).unwrap_or(&[])
     }
+    /// notBefore and notAfter, seconds since the Unix epoch.
     pub fn validity_unix(&self) -> (u64, u64) {
         let v = &self.cert.tbs_certificate.validity;
         (
@@ -101,6 +136,7 @@ impl AmdCert {
             v.not_after.to_unix_duration().as_secs(),
         )
     }
+    /// The serial number, lowercase hex.
     pub fn serial_hex(&self) -> String {
         hex::encode(self.cert.tbs_certificate.serial_number.as_bytes())
     }
@@ -232,21 +268,51 @@ pub fn parse_certs(bytes: &[u8]) -> Result<Vec<AmdCert>, CertError> {
 /// Whether the endorsement key is per chip (VCEK) or per cloud provider (VLEK).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum EndorsementKind {
+    /// Versioned Chip Endorsement Key: certifies one chip at one TCB.
     Vcek,
+    /// Versioned Loaded Endorsement Key: certifies a cloud provider's key.
     Vlek,
+}
+
+impl EndorsementKind {
+    /// The kind of endorsement key `cert` certifies (a VLEK's subject says SEV-VLEK).
+    fn of(cert: &AmdCert) -> EndorsementKind {
+        if cert.subject().contains("SEV-VLEK") {
+            EndorsementKind::Vlek
+        } else {
+            EndorsementKind::Vcek
+        }
+    }
+
+    /// "VCEK" or "VLEK", as check details write it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            EndorsementKind::Vcek => "VCEK",
+            EndorsementKind::Vlek => "VLEK",
+        }
+    }
 }
 
 /// The AMD extensions of a VCEK/VLEK. Absent extensions are `None`, never defaulted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EndorsementExtensions {
+    /// structVersion.
     pub struct_version: Option<u32>,
+    /// productName, e.g. "Milan-B0".
     pub product_name: Option<String>,
+    /// blSPL: bootloader security patch level.
     pub bl_spl: Option<u8>,
+    /// teeSPL: PSP OS security patch level.
     pub tee_spl: Option<u8>,
+    /// snpSPL: SNP firmware security patch level.
     pub snp_spl: Option<u8>,
+    /// ucodeSPL: microcode patch level.
     pub ucode_spl: Option<u8>,
+    /// fmcSPL: FMC security patch level (Turin only).
     pub fmc_spl: Option<u8>,
+    /// hwID: the chip id a VCEK certifies (64 bytes; Turin 8).
     pub hw_id: Option<Vec<u8>>,
+    /// cspID: the cloud provider a VLEK was issued to.
     pub csp_id: Option<String>,
 }
 
@@ -269,6 +335,7 @@ fn decode_ia5(oid: ObjectIdentifier, value: &[u8]) -> Result<String, CertError> 
 }
 
 impl EndorsementExtensions {
+    /// Reads the AMD extensions of `cert`; an extension that is present but malformed is an error.
     pub fn from_cert(cert: &AmdCert) -> Result<EndorsementExtensions, CertError> {
         let mut out = EndorsementExtensions::default();
         let Some(exts) = cert.cert.tbs_certificate.extensions.as_ref() else {
@@ -320,8 +387,11 @@ impl EndorsementExtensions {
 /// (ASK for VCEKs, ASVK for VLEKs).
 #[derive(Clone, Debug)]
 pub struct TrustAnchor {
+    /// The processor product whose reports this root endorses.
     pub product: Product,
+    /// The ARK: the self-signed AMD root key certificate.
     pub ark: AmdCert,
+    /// The ASKs and ASVKs the ARK signed.
     pub intermediates: Vec<AmdCert>,
     /// A generated test root (test evidence source); only trusted when a policy names it.
     pub is_test: bool,
@@ -385,14 +455,17 @@ impl TrustStore {
         TrustStore { anchors }
     }
 
+    /// A store trusting nothing.
     pub fn empty() -> TrustStore {
         TrustStore { anchors: vec![] }
     }
 
+    /// Trusts `anchor` too.
     pub fn add(&mut self, anchor: TrustAnchor) {
         self.anchors.push(anchor);
     }
 
+    /// The trusted roots.
     pub fn anchors(&self) -> &[TrustAnchor] {
         &self.anchors
     }
@@ -402,8 +475,11 @@ impl TrustStore {
 /// the ASK and ARK that came with it (extended report, certs dir, KDS cert_chain).
 #[derive(Clone, Debug)]
 pub struct SuppliedChain {
+    /// The VCEK or VLEK certificate.
     pub vcek: AmdCert,
+    /// The ASK (or ASVK) supplied with it, if any.
     pub ask: Option<AmdCert>,
+    /// The ARK supplied with it, if any.
     pub ark: Option<AmdCert>,
     /// Supplied certificates that are neither this chain's ARK nor the issuer of its VCEK
     /// (another product's ASK, a second root, a leaf): the verifier reports them as a
@@ -577,17 +653,24 @@ fn verify_rsa_pss(issuer: &AmdCert, subject: &AmdCert) -> Result<(), String> {
 /// (VCEK, ASK, ARK) triple, so a verifier seeing the same node again skips the RSA work.
 #[derive(Clone, Debug)]
 pub struct ChainResult {
+    /// The chain checks, in order.
     pub checks: Vec<Check>,
+    /// The product of the anchoring root; `None`: not anchored.
     pub product: Option<Product>,
+    /// Whether the anchoring root is a test root.
     pub is_test_root: bool,
+    /// The endorsement key that verifies reports, when the chain is anchored and the key usable.
     pub vcek_key: Option<ReportKey>,
+    /// The certificate's AMD extensions, or why they are unavailable.
     pub extensions: Result<EndorsementExtensions, String>,
+    /// VCEK or VLEK.
     pub kind: EndorsementKind,
     /// (name, not_before, not_after) of each certificate in the chain, for the time check.
     pub validity: Vec<(&'static str, u64, u64)>,
 }
 
 impl ChainResult {
+    /// Whether no chain check failed.
     pub fn ok(&self) -> bool {
         self.checks
             .iter()
@@ -603,6 +686,7 @@ pub struct ChainVerifier {
 }
 
 impl ChainVerifier {
+    /// A verifier trusting `trust`, with an empty cache.
     pub fn new(trust: TrustStore) -> ChainVerifier {
         ChainVerifier {
             trust,
@@ -610,10 +694,12 @@ impl ChainVerifier {
         }
     }
 
+    /// The roots this verifier trusts.
     pub fn trust(&self) -> &TrustStore {
         &self.trust
     }
 
+    /// The chain checks of `chain`, from the cache when this chain was verified before.
     pub fn verify(&self, chain: &SuppliedChain) -> Arc<ChainResult> {
         let mut h = Sha256::new();
         let listed = [Some(&chain.vcek), chain.ask.as_ref(), chain.ark.as_ref()];
@@ -642,51 +728,12 @@ impl ChainVerifier {
     fn verify_uncached(&self, chain: &SuppliedChain) -> ChainResult {
         let mut checks = Vec::new();
         let vcek = &chain.vcek;
-        let kind = if vcek.subject().contains("SEV-VLEK") {
-            EndorsementKind::Vlek
-        } else {
-            EndorsementKind::Vcek
-        };
-        let name_ek = match kind {
-            EndorsementKind::Vcek => "VCEK",
-            EndorsementKind::Vlek => "VLEK",
-        };
-
-        // Which pinned root: the supplied ARK must equal a pinned one byte for byte; without a
-        // supplied ARK, the root whose intermediate issued this VCEK.
-        let supplied_ask = chain.ask.as_ref();
-        let anchor = self.trust.anchors.iter().find(|a| {
-            let ark_ok = chain.ark.as_ref().is_none_or(|ark| ark.der == a.ark.der);
-            let ask_issuer_ok = match supplied_ask {
-                Some(ask) => ask.issuer() == a.ark.subject(),
-                None => a.intermediates.iter().any(|i| i.subject() == vcek.issuer()),
-            };
-            ark_ok && ask_issuer_ok
-        });
+        let kind = EndorsementKind::of(vcek);
+        let name_ek = kind.name();
         if !chain.unused.is_empty() {
-            let list: Vec<String> = chain
-                .unused
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{} (issuer {}, sha256 {})",
-                        c.subject(),
-                        c.issuer(),
-                        c.fingerprint()
-                    )
-                })
-                .collect();
-            checks.push(Check::fail(
-                "snp.chain.supplied_certificates",
-                format!(
-                    "{} supplied certificate(s) are neither the ARK nor the issuer of this {name_ek} ({}): {}",
-                    list.len(),
-                    vcek.issuer(),
-                    list.join("; ")
-                ),
-            ));
+            checks.push(unused_certificates_check(chain, name_ek));
         }
-        let Some(anchor) = anchor else {
+        let Some(anchor) = self.anchor_for(chain) else {
             let detail = unanchored_reason(&self.trust, chain, name_ek);
             checks.push(Check::fail("snp.chain.ark_pinned", detail));
             return ChainResult {
@@ -699,21 +746,7 @@ impl ChainVerifier {
                 validity: vec![],
             };
         };
-        let origin = if chain.ark.is_some() {
-            "supplied ARK matches"
-        } else {
-            "using"
-        };
-        checks.push(Check::pass(
-            "snp.chain.ark_pinned",
-            format!(
-                "{origin} pinned {}{} ARK {} (sha256 {})",
-                if anchor.is_test { "TEST " } else { "" },
-                anchor.product,
-                anchor.ark.subject(),
-                anchor.ark.fingerprint()
-            ),
-        ));
+        checks.push(ark_pinned_check(anchor, chain.ark.is_some()));
         let ark = &anchor.ark;
         match verify_rsa_pss(ark, ark) {
             Ok(()) => checks.push(Check::pass(
@@ -722,8 +755,7 @@ impl ChainVerifier {
             )),
             Err(e) => checks.push(Check::fail("snp.chain.ark_self_signed", e)),
         }
-
-        let ask = supplied_ask.or_else(|| {
+        let ask = chain.ask.as_ref().or_else(|| {
             anchor
                 .intermediates
                 .iter()
@@ -738,34 +770,8 @@ impl ChainVerifier {
             Some(ask) => {
                 let (nb, na) = ask.validity_unix();
                 validity.push(("ASK", nb, na));
-                match verify_rsa_pss(ark, ask) {
-                    Ok(()) => checks.push(Check::pass(
-                        "snp.chain.ask_signature",
-                        format!(
-                            "{} signed by {} (RSA-PSS SHA-384)",
-                            ask.subject(),
-                            ark.subject()
-                        ),
-                    )),
-                    Err(e) => checks.push(Check::fail(
-                        "snp.chain.ask_signature",
-                        format!("{} by {}: {e}", ask.subject(), ark.subject()),
-                    )),
-                }
-                match verify_rsa_pss(ask, vcek) {
-                    Ok(()) => checks.push(Check::pass(
-                        "snp.chain.vcek_signature",
-                        format!("{name_ek} signed by {} (RSA-PSS SHA-384)", ask.subject()),
-                    )),
-                    Err(e) => checks.push(Check::fail(
-                        "snp.chain.vcek_signature",
-                        format!(
-                            "{name_ek} issuer {} by {}: {e}",
-                            vcek.issuer(),
-                            ask.subject()
-                        ),
-                    )),
-                }
+                checks.push(ask_signature_check(ark, ask));
+                checks.push(vcek_signature_check(ask, vcek, name_ek));
             }
         }
         let (nb, na) = vcek.validity_unix();
@@ -787,6 +793,103 @@ impl ChainVerifier {
             kind,
             validity,
         }
+    }
+
+    /// Which pinned root: the supplied ARK must equal a pinned one byte for byte; without a
+    /// supplied ARK, the root whose intermediate issued this VCEK.
+    fn anchor_for(&self, chain: &SuppliedChain) -> Option<&TrustAnchor> {
+        self.trust.anchors.iter().find(|a| {
+            let ark_ok = chain.ark.as_ref().is_none_or(|ark| ark.der == a.ark.der);
+            let ask_issuer_ok = match &chain.ask {
+                Some(ask) => ask.issuer() == a.ark.subject(),
+                None => a
+                    .intermediates
+                    .iter()
+                    .any(|i| i.subject() == chain.vcek.issuer()),
+            };
+            ark_ok && ask_issuer_ok
+        })
+    }
+}
+
+/// `snp.chain.supplied_certificates`: fails, listing the supplied certificates the chain
+/// does not use.
+fn unused_certificates_check(chain: &SuppliedChain, name_ek: &str) -> Check {
+    let list: Vec<String> = chain
+        .unused
+        .iter()
+        .map(|c| {
+            format!(
+                "{} (issuer {}, sha256 {})",
+                c.subject(),
+                c.issuer(),
+                c.fingerprint()
+            )
+        })
+        .collect();
+    Check::fail(
+        "snp.chain.supplied_certificates",
+        format!(
+            "{} supplied certificate(s) are neither the ARK nor the issuer of this {name_ek} ({}): {}",
+            list.len(),
+            chain.vcek.issuer(),
+            list.join("; ")
+        ),
+    )
+}
+
+/// `snp.chain.ark_pinned` (passed): the pinned root the chain is anchored at.
+fn ark_pinned_check(anchor: &TrustAnchor, ark_supplied: bool) -> Check {
+    let origin = if ark_supplied {
+        "supplied ARK matches"
+    } else {
+        "using"
+    };
+    Check::pass(
+        "snp.chain.ark_pinned",
+        format!(
+            "{origin} pinned {}{} ARK {} (sha256 {})",
+            if anchor.is_test { "TEST " } else { "" },
+            anchor.product,
+            anchor.ark.subject(),
+            anchor.ark.fingerprint()
+        ),
+    )
+}
+
+/// `snp.chain.ask_signature`: the ARK signed the ASK (or ASVK).
+fn ask_signature_check(ark: &AmdCert, ask: &AmdCert) -> Check {
+    match verify_rsa_pss(ark, ask) {
+        Ok(()) => Check::pass(
+            "snp.chain.ask_signature",
+            format!(
+                "{} signed by {} (RSA-PSS SHA-384)",
+                ask.subject(),
+                ark.subject()
+            ),
+        ),
+        Err(e) => Check::fail(
+            "snp.chain.ask_signature",
+            format!("{} by {}: {e}", ask.subject(), ark.subject()),
+        ),
+    }
+}
+
+/// `snp.chain.vcek_signature`: the ASK signed the VCEK (or VLEK, `name_ek`).
+fn vcek_signature_check(ask: &AmdCert, vcek: &AmdCert, name_ek: &str) -> Check {
+    match verify_rsa_pss(ask, vcek) {
+        Ok(()) => Check::pass(
+            "snp.chain.vcek_signature",
+            format!("{name_ek} signed by {} (RSA-PSS SHA-384)", ask.subject()),
+        ),
+        Err(e) => Check::fail(
+            "snp.chain.vcek_signature",
+            format!(
+                "{name_ek} issuer {} by {}: {e}",
+                vcek.issuer(),
+                ask.subject()
+            ),
+        ),
     }
 }
 

@@ -7,14 +7,19 @@ use serde::{Deserialize, Serialize};
 /// AMD EPYC generations with SEV-SNP whose AMD root keys are pinned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Product {
+    /// Zen 3 (EPYC 7003).
     Milan,
+    /// Zen 4 (EPYC 9004).
     Genoa,
+    /// Zen 5 (EPYC 9005).
     Turin,
 }
 
 impl Product {
+    /// Every product, in generation order.
     pub const ALL: [Product; 3] = [Product::Milan, Product::Genoa, Product::Turin];
 
+    /// The product's name: "Milan", "Genoa" or "Turin".
     pub fn name(self) -> &'static str {
         match self {
             Product::Milan => "Milan",
@@ -51,9 +56,13 @@ impl std::fmt::Display for Product {
 pub struct TcbParts {
     /// Turin and later only.
     pub fmc: Option<u8>,
+    /// Bootloader security patch level.
     pub bootloader: u8,
+    /// PSP OS (TEE) security patch level.
     pub tee: u8,
+    /// SNP firmware security patch level.
     pub snp: u8,
+    /// Microcode patch level.
     pub microcode: u8,
 }
 
@@ -89,6 +98,7 @@ impl TcbParts {
         }
     }
 
+    /// The raw 64-bit TCB value of these parts in `product`'s layout.
     pub fn encode(&self, product: Product) -> u64 {
         let mut b = [0u8; 8];
         match product {
