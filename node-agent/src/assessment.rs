@@ -220,36 +220,37 @@ pub fn assess(
 }
 
 /// The assessment's metric families: profile, readiness, image and SEV-SNP state.
-pub fn encode_metrics(n: &NodeAssessment, f: &mut FamilyWriter) -> fmt::Result {
-    f.gauge(
+pub fn encode_metrics(node: &NodeAssessment, families: &mut FamilyWriter) -> fmt::Result {
+    families.gauge(
         "sovereign_profile_info",
         "The hardware profile the agent runs the node with, and how it was chosen.",
         None,
         &one(
             vec![
-                ("profile", n.profile.clone()),
-                ("selection", n.selection.clone()),
+                ("profile", node.profile.clone()),
+                ("selection", node.selection.clone()),
             ],
             1.0,
         ),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_profile_mismatches",
         "Differences between the machine and the selected profile.",
         None,
-        &one(vec![], n.mismatches.len() as f64),
+        &one(vec![], node.mismatches.len() as f64),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_node_ready",
         "Whether the node is fit to run the replica under its profile (readiness).",
         None,
-        &one(vec![], flag(n.ready)),
+        &one(vec![], flag(node.ready)),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_readiness_check_passed",
         "Result of each readiness check.",
         None,
-        &n.readiness
+        &node
+            .readiness
             .iter()
             .map(|c| {
                 (
@@ -259,37 +260,39 @@ pub fn encode_metrics(n: &NodeAssessment, f: &mut FamilyWriter) -> fmt::Result {
             })
             .collect::<Vec<_>>(),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_image_info",
         "The sovereign-node image version the node runs (absent off the image).",
         None,
-        &n.image
+        &node
+            .image
             .version
             .iter()
             .map(|v| (vec![("version", v.clone())], 1.0))
             .collect::<Vec<_>>(),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_image_optional_input_present",
         "Whether the image was built with the optional input (replica, NVIDIA driver).",
         None,
-        &n.image
+        &node
+            .image
             .optional_inputs
             .iter()
             .map(|i| (vec![("input", i.name.clone())], flag(i.present)))
             .collect::<Vec<_>>(),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_sev_snp_active",
         "Whether SEV-SNP protects this node (from the probe).",
         None,
-        &one(vec![], flag(n.sev_snp.active)),
+        &one(vec![], flag(node.sev_snp.active)),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_sev_guest_device_present",
         "Whether /dev/sev-guest (attestation reports) is present.",
         None,
-        &one(vec![], flag(n.sev_snp.guest_device)),
+        &one(vec![], flag(node.sev_snp.guest_device)),
     )?;
     Ok(())
 }

@@ -136,16 +136,42 @@ pub fn node_collectors(
     let cost = CostTracker::new(CostParams::new(&node.cost, &config.cost));
     let expects_gpu = !node.facts.gpus.gpus.is_empty() || node.runtime.crypto.wants_gpu();
     let pools = crate::pinning::plan_from_runtime(&node.runtime, &config.pinning.thread_patterns)?;
-    let mut c = Collectors::new(
+    let mut collectors = Collectors::new(
         clock.clone(),
         node,
         crypto,
         cost,
         config.cost.cpu_seconds_per_item.clone(),
     )?;
+    set_gpu_source(&mut collectors, nvml, expects_gpu);
+    let powercap = config.root.join("sys/class/powercap");
+    if powercap.is_dir() {
+        collectors.rapl = Some(crate::collect::rapl::RaplReader::new(&config.root));
+    } else {
+        collectors.disable(
+            "cpu_energy",
+            format!("{} does not exist (no RAPL)", powercap.display()),
+        );
+    }
+    if config.replica.metrics_url.is_empty() {
+        collectors.disable("replica", "replica.metrics_url is empty");
+    } else {
+        let scraper = crate::collect::replica::ReplicaScraper::new(
+            &config.replica.metrics_url,
+            Duration::from_secs_f64(config.replica.scrape_timeout_seconds),
+        )?;
+        collectors.replica_url = config.replica.metrics_url.clone();
+        collectors.replica = Some(ReplicaSource::Http(Box::new(scraper)));
+    }
+    let pinning = pinning_loop(config, pools, clock, &mut collectors);
+    Ok((collectors, pinning))
+}
 
-    // NVML's availability is what the probe's child found; samples come from a child each.
-    let nvml_absent = match &c.node.facts.gpus.nvml {
+/// The GPU collector's source: NVML samples from a child each (with the kernel log's
+/// Xids) where the probe's child found NVML; otherwise a source failing with the reason
+/// where the node should have a GPU, or the collector disabled where it needs none.
+fn set_gpu_source(collectors: &mut Collectors, nvml: &NvmlMode, expects_gpu: bool) {
+    let nvml_absent = match &collectors.node.facts.gpus.nvml {
         NvmlStatus::Available { .. } => None,
         NvmlStatus::Absent { reason } => Some(reason.clone()),
     };
@@ -153,7 +179,7 @@ pub fn node_collectors(
         (NvmlMode::Child(child), None) => {
             use crate::collect::xid::{KMSG, XidWatcher};
             let xid = XidWatcher::start(Path::new(KMSG));
-            c.gpu = Some(Box::new(crate::collect::gpu::ChildGpuSource::new(
+            collectors.gpu = Some(Box::new(crate::collect::gpu::ChildGpuSource::new(
                 child.clone(),
                 xid,
             )));
@@ -165,66 +191,56 @@ pub fn node_collectors(
             });
             if expects_gpu {
                 // Keep the collector, failing, so the missing GPU shows as gpu up=0.
-                c.gpu = Some(Box::new(UnavailableGpu(format!("NVML: {reason}"))));
+                collectors.gpu = Some(Box::new(UnavailableGpu(format!("NVML: {reason}"))));
             } else {
-                c.disable(
+                collectors.disable(
                     "gpu",
                     format!("NVML not available ({reason}) and the profile uses no GPU"),
                 );
             }
         }
     }
+}
 
-    let powercap = config.root.join("sys/class/powercap");
-    if powercap.is_dir() {
-        c.rapl = Some(crate::collect::rapl::RaplReader::new(&config.root));
-    } else {
-        c.disable(
-            "cpu_energy",
-            format!("{} does not exist (no RAPL)", powercap.display()),
-        );
-    }
-
-    if config.replica.metrics_url.is_empty() {
-        c.disable("replica", "replica.metrics_url is empty");
-    } else {
-        let scraper = crate::collect::replica::ReplicaScraper::new(
-            &config.replica.metrics_url,
-            Duration::from_secs_f64(config.replica.scrape_timeout_seconds),
-        )?;
-        c.replica_url = config.replica.metrics_url.clone();
-        c.replica = Some(ReplicaSource::Http(Box::new(scraper)));
-    }
-
-    let mut pinning = None;
-    if !config.pinning.enabled {
-        c.pinning_disabled_reason = Some("pinning.enabled = false".into());
-        c.disable("pinning", "pinning.enabled = false");
+/// The pinning loop over the profile's `pools`, its board given to the collectors; `None`
+/// (and the "pinning" collector disabled with the reason) when pinning is off or the
+/// profile pins nothing.
+fn pinning_loop(
+    config: &Config,
+    pools: Vec<crate::pinning::PoolPlan>,
+    clock: Arc<dyn Clock>,
+    collectors: &mut Collectors,
+) -> Option<PinningLoop> {
+    let off = if !config.pinning.enabled {
+        Some("pinning.enabled = false")
     } else if pools.is_empty() {
-        let reason = "the profile gives no pool a CPU set (with a thread-name pattern)";
-        c.pinning_disabled_reason = Some(reason.into());
-        c.disable("pinning", reason);
+        Some("the profile gives no pool a CPU set (with a thread-name pattern)")
     } else {
-        // Under systemd the slice and the replica's unit are found in the cgroup tree
-        // (read-only): the agent has no access to systemd's bus.
-        let slice = sd_notify::booted()
-            .unwrap_or(false)
-            .then(|| crate::pinning::SliceCheck {
-                slice: config.pinning.slice.clone(),
-                cgroup: Path::new(CGROUP_ROOT)
-                    .join(crate::pinning::slice_cgroup_path(&config.pinning.slice)),
-            });
-        let unit_cgroup = slice.as_ref().map(|s| s.cgroup.join(&config.replica.unit));
-        let pinner = crate::pinning::Pinner::new(pools, Path::new("/proc"), slice);
-        let process = ReplicaProcess::Locate {
-            unit_cgroup,
-            process_name: config.replica.process_name.clone(),
-        };
-        let pinning_loop = PinningLoop::new(pinner, process, clock);
-        c.pinning = Some(pinning_loop.board());
-        pinning = Some(pinning_loop);
+        None
+    };
+    if let Some(reason) = off {
+        collectors.pinning_disabled_reason = Some(reason.into());
+        collectors.disable("pinning", reason);
+        return None;
     }
-    Ok((c, pinning))
+    // Under systemd the slice and the replica's unit are found in the cgroup tree
+    // (read-only): the agent has no access to systemd's bus.
+    let slice = sd_notify::booted()
+        .unwrap_or(false)
+        .then(|| crate::pinning::SliceCheck {
+            slice: config.pinning.slice.clone(),
+            cgroup: Path::new(CGROUP_ROOT)
+                .join(crate::pinning::slice_cgroup_path(&config.pinning.slice)),
+        });
+    let unit_cgroup = slice.as_ref().map(|s| s.cgroup.join(&config.replica.unit));
+    let pinner = crate::pinning::Pinner::new(pools, Path::new("/proc"), slice);
+    let process = ReplicaProcess::Locate {
+        unit_cgroup,
+        process_name: config.replica.process_name.clone(),
+    };
+    let pinning_loop = PinningLoop::new(pinner, process, clock);
+    collectors.pinning = Some(pinning_loop.board());
+    Some(pinning_loop)
 }
 
 /// The unified cgroup hierarchy (cgroup v2), where systemd places units.
@@ -250,22 +266,13 @@ pub async fn run(
         "probing the machine and selecting the profile",
     )]);
     let nvml = daemon_nvml();
-    let mut node = assess_node(&config, &facts, profiles_dir.as_deref(), &nvml)?;
-    node.set_runtime_config_file(write_runtime_config(&config, &node));
-    node.set_node_configuration(&node_config);
-    if node_config.ok() {
-        tracing::info!("configuration: {}", node_config.detail());
-    } else {
-        tracing::error!("NOT READY: {}", node_config.detail());
-    }
-    log_explanation(&node);
-    for line in image_lines(&node.image) {
-        tracing::info!("{line}");
-    }
-    if !node.ready {
-        tracing::warn!(reasons = ?node.reasons(), "node is not ready under profile {}", node.profile);
-    }
-
+    let node = assess_for_run(
+        &config,
+        &facts,
+        profiles_dir.as_deref(),
+        &node_config,
+        &nvml,
+    )?;
     notify(&[NotifyState::Status(
         "running the crypto selftest (child process)",
     )]);
@@ -277,42 +284,23 @@ pub async fn run(
     for line in &crypto.selftest.checks {
         tracing::info!("selftest {line}");
     }
-    let selftest_passed = crypto.selftest.passed;
-
-    let operator = crate::server::bind(config.listen)
-        .with_context(|| format!("binding the operator listener {}", config.listen))?;
-    let public = match config.public_listen {
-        Some(addr) => Some(
-            crate::server::bind(addr)
-                .with_context(|| format!("binding the public listener {addr}"))?,
-        ),
-        None => None,
-    };
+    let ready = node.ready && crypto.selftest.passed;
+    let profile = node.profile.clone();
+    let (operator, public) = bind_listeners(&config)?;
     // The real addresses (port 0 picks a free port; the READY status names them).
     let bound = operator.local_addr()?;
     let public_bound = public.as_ref().map(|l| l.local_addr()).transpose()?;
     let interval = config.collect_interval();
     let heartbeat = Arc::new(Heartbeat::new(interval * config.stale_after_intervals));
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::default());
-    let ready = node.ready && selftest_passed;
-    let profile = node.profile.clone();
-    // GPU evidence children are killed at the attestation deadline.
-    let evidence_nvml = match &nvml {
-        NvmlMode::Child(child) => NvmlMode::Child(
-            child
-                .clone()
-                .with_evidence_timeout(config.http.attestation_timeout()),
-        ),
-        other => other.clone(),
-    };
     let (attestation, attestation_status) = attestation_service(
         &config.attestation,
         &node.facts,
         &|name| std::env::var_os(name),
         node.profile == DEVELOPMENT_PROFILE,
-        &evidence_nvml,
+        &evidence_nvml(&nvml, &config),
         node_config.binding(),
     );
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::default());
     let (mut collectors, mut pinning) = node_collectors(&config, node, crypto, clock, &nvml)?;
     // A first pinning pass before the first snapshot, so that it shows the replica's pins.
     let first = tokio::task::block_in_place(|| {
@@ -328,52 +316,115 @@ pub async fn run(
         ))
         .with_attestation(attestation)
         .with_attestation_status(attestation_status);
-
-    let stop = Arc::new(AtomicBool::new(false));
-    let collection = every(interval, "collectors", &stop, {
-        let state = state.clone();
-        move || state.publish(collectors.collect())
-    })?;
-    let pinning = match pinning {
-        Some(mut p) => Some(every(interval, "pinning", &stop, move || {
-            p.reconcile();
-        })?),
-        None => None,
-    };
+    let loops = Loops::start(interval, &state, collectors, pinning)?;
 
     let public_status = public_bound.map_or(String::new(), |a| format!("public listener on {a}; "));
     let status = format!(
         "serving on {bound}; {public_status}profile {profile}; {}",
-        if ready {
-            "node ready".to_string()
-        } else if !node_config.ok() {
-            format!("node NOT ready: {}", node_config.detail())
-        } else {
-            "node NOT ready (see /readyz)".to_string()
-        }
+        readiness_words(ready, &node_config)
     );
     tracing::info!("{status}");
     notify(&[NotifyState::Ready, NotifyState::Status(&status)]);
-
     if let Some(period) = sd_notify::watchdog_enabled() {
-        let heartbeat = heartbeat.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(period / 2);
-            loop {
-                tick.tick().await;
-                // Only a live collection thread keeps the watchdog fed: a stuck NVML call
-                // or a dead thread lets systemd restart the agent.
-                match heartbeat.check() {
-                    Ok(()) => notify(&[NotifyState::Watchdog]),
-                    Err(reason) => {
-                        tracing::error!(%reason, "withholding the watchdog ping");
-                        notify(&[NotifyState::Status(&reason)]);
-                    }
-                }
-            }
-        });
+        tokio::spawn(feed_watchdog(period, heartbeat.clone()));
     }
+    serve_until_shutdown(&config, &state, operator, public).await?;
+    loops.stop();
+    Ok(())
+}
 
+/// Probe, selection and readiness for `run`, with the runtime configuration written, the
+/// node configuration's outcome, and what was chosen and why logged.
+fn assess_for_run(
+    config: &Config,
+    facts: &FactsSource,
+    profiles_dir: Option<&Path>,
+    node_config: &crate::node_config::NodeConfiguration,
+    nvml: &NvmlMode,
+) -> anyhow::Result<NodeAssessment> {
+    let mut node = assess_node(config, facts, profiles_dir, nvml)?;
+    node.set_runtime_config_file(write_runtime_config(config, &node));
+    node.set_node_configuration(node_config);
+    if node_config.ok() {
+        tracing::info!("configuration: {}", node_config.detail());
+    } else {
+        tracing::error!("NOT READY: {}", node_config.detail());
+    }
+    log_explanation(&node);
+    for line in image_lines(&node.image) {
+        tracing::info!("{line}");
+    }
+    if !node.ready {
+        tracing::warn!(reasons = ?node.reasons(), "node is not ready under profile {}", node.profile);
+    }
+    Ok(node)
+}
+
+/// The operator listener, and the public one where the agent's settings name it.
+fn bind_listeners(
+    config: &Config,
+) -> anyhow::Result<(tokio::net::TcpListener, Option<tokio::net::TcpListener>)> {
+    let operator = crate::server::bind(config.listen)
+        .with_context(|| format!("binding the operator listener {}", config.listen))?;
+    let public = match config.public_listen {
+        Some(addr) => Some(
+            crate::server::bind(addr)
+                .with_context(|| format!("binding the public listener {addr}"))?,
+        ),
+        None => None,
+    };
+    Ok((operator, public))
+}
+
+/// How GPU evidence reaches NVML: the daemon's NVML children, killed at the attestation
+/// deadline.
+fn evidence_nvml(nvml: &NvmlMode, config: &Config) -> NvmlMode {
+    match nvml {
+        NvmlMode::Child(child) => NvmlMode::Child(
+            child
+                .clone()
+                .with_evidence_timeout(config.http.attestation_timeout()),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// The end of the READY status: whether the node is ready, and why not.
+fn readiness_words(ready: bool, node_config: &crate::node_config::NodeConfiguration) -> String {
+    if ready {
+        "node ready".to_string()
+    } else if !node_config.ok() {
+        format!("node NOT ready: {}", node_config.detail())
+    } else {
+        "node NOT ready (see /readyz)".to_string()
+    }
+}
+
+/// Pings systemd's watchdog every half `period` while the collection thread is alive.
+async fn feed_watchdog(period: Duration, heartbeat: Arc<Heartbeat>) {
+    let mut tick = tokio::time::interval(period / 2);
+    loop {
+        tick.tick().await;
+        // Only a live collection thread keeps the watchdog fed: a stuck NVML call
+        // or a dead thread lets systemd restart the agent.
+        match heartbeat.check() {
+            Ok(()) => notify(&[NotifyState::Watchdog]),
+            Err(reason) => {
+                tracing::error!(%reason, "withholding the watchdog ping");
+                notify(&[NotifyState::Status(&reason)]);
+            }
+        }
+    }
+}
+
+/// Serves the operator routes (and the public ones) until SIGTERM or Ctrl-C, then lets the
+/// listeners finish what they serve.
+async fn serve_until_shutdown(
+    config: &Config,
+    state: &AppState,
+    operator: tokio::net::TcpListener,
+    public: Option<tokio::net::TcpListener>,
+) -> anyhow::Result<()> {
     let (stop_serving, serving) = tokio::sync::watch::channel(false);
     let mut listeners = vec![tokio::spawn(
         Listener {
@@ -400,12 +451,50 @@ pub async fn run(
     for listener in listeners {
         listener.await?;
     }
-    stop.store(true, Ordering::Relaxed);
-    let _ = collection.join();
-    if let Some(pinning) = pinning {
-        let _ = pinning.join();
-    }
     Ok(())
+}
+
+/// The collection thread, publishing each snapshot to the routes' state, and the pinning
+/// thread where pinning is on.
+struct Loops {
+    stop: Arc<AtomicBool>,
+    collection: std::thread::JoinHandle<()>,
+    pinning: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Loops {
+    fn start(
+        interval: Duration,
+        state: &AppState,
+        mut collectors: Collectors,
+        pinning: Option<PinningLoop>,
+    ) -> std::io::Result<Loops> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let collection = every(interval, "collectors", &stop, {
+            let state = state.clone();
+            move || state.publish(collectors.collect())
+        })?;
+        let pinning = match pinning {
+            Some(mut p) => Some(every(interval, "pinning", &stop, move || {
+                p.reconcile();
+            })?),
+            None => None,
+        };
+        Ok(Loops {
+            stop,
+            collection,
+            pinning,
+        })
+    }
+
+    /// Stops both threads and waits for them.
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.collection.join();
+        if let Some(pinning) = self.pinning {
+            let _ = pinning.join();
+        }
+    }
 }
 
 /// A thread named `name` that runs `f` every `interval` until `stop` is set.
@@ -609,12 +698,6 @@ pub fn attestation_service(
     nvml: &NvmlMode,
     config_binding: ([u8; 32], [u8; 32]),
 ) -> (AttestationService, AttestationStatus) {
-    use attestation::collect::{Attester, GpuSource, SnpSource};
-    use attestation::identity::{
-        KeyFileOrigin, derive_sealed_node_key, load_or_create_unsealed_key,
-    };
-    use attestation::test_source::TestSigner;
-
     let mut status = AttestationStatus {
         source: match config.source {
             EvidenceSource::Hardware => "hardware",
@@ -624,15 +707,65 @@ pub fn attestation_service(
         .to_string(),
         ..AttestationStatus::default()
     };
-    // `public` goes to callers of /v1/attestation; `detail` (paths, errors) to the log and
-    // to /v1/status, an operator view.
-    let unavailable = |mut status: AttestationStatus, public: &str, detail: String| {
-        tracing::warn!(reason = %detail, "/v1/attestation answers 503");
-        status.available = false;
-        status.reason = Some(detail);
-        (AttestationService::Unavailable(public.to_string()), status)
-    };
+    let gpu = gpu_evidence_source(config.gpu_evidence, facts, nvml);
+    status.gpu_evidence = !matches!(gpu, attestation::collect::GpuSource::None);
+    let attester = refuse_unusable_source(config, facts)
+        .and_then(|()| attestation_state_dir(config, env, development, &mut status))
+        .and_then(|state_dir| {
+            let in_state_dir = |configured: &Option<PathBuf>, name: &str| {
+                configured
+                    .clone()
+                    .or_else(|| state_dir.as_ref().map(|d| d.join(name)))
+                    .unwrap_or_default()
+            };
+            let snp = snp_source(config, &in_state_dir, &mut status)?;
+            let binding =
+                attestation::bundle::ConfigBinding::from_parts(config_binding.0, config_binding.1);
+            let key_file = in_state_dir(&config.node_key, "node-key.pem");
+            attester(config, snp, gpu, binding, &key_file, &mut status)
+        });
+    match attester {
+        Ok(attester) => {
+            status.available = true;
+            (AttestationService::Ready(Arc::new(attester)), status)
+        }
+        // `public` goes to callers of /v1/attestation; `detail` (paths, errors) to the log
+        // and to /v1/status, an operator view.
+        Err(Unavailable { public, detail }) => {
+            tracing::warn!(reason = %detail, "/v1/attestation answers 503");
+            status.available = false;
+            status.reason = Some(detail);
+            (AttestationService::Unavailable(public.to_string()), status)
+        }
+    }
+}
 
+/// Why `/v1/attestation` cannot serve evidence: what its callers are told, and the detail
+/// (paths, errors) for the log and /v1/status.
+struct Unavailable {
+    public: &'static str,
+    detail: String,
+}
+
+impl Unavailable {
+    fn new(public: &'static str, detail: impl Into<String>) -> Unavailable {
+        Unavailable {
+            public,
+            detail: detail.into(),
+        }
+    }
+}
+
+const ATTESTATION_DISABLED: &str = "disabled in the configuration";
+
+/// Where GPU evidence comes from: NVML through `nvml` where the configuration asks for it
+/// (or, under `auto`, where the probe found an NVIDIA GPU), none otherwise.
+fn gpu_evidence_source(
+    evidence: GpuEvidence,
+    facts: &MachineFacts,
+    nvml: &NvmlMode,
+) -> attestation::collect::GpuSource {
+    use attestation::collect::GpuSource;
     let nvml_source = || match nvml {
         NvmlMode::System => GpuSource::Nvml,
         NvmlMode::Child(child) => GpuSource::External(Arc::new(child.clone())),
@@ -640,149 +773,156 @@ pub fn attestation_service(
             GpuSource::External(Arc::new(crate::nvml_child::Unreachable(reason.clone())))
         }
     };
-    let gpu = match config.gpu_evidence {
+    match evidence {
         GpuEvidence::Nvml => nvml_source(),
         GpuEvidence::None => GpuSource::None,
         GpuEvidence::Auto if facts.gpus.gpus.is_empty() && facts.gpus.pci_nvidia.is_empty() => {
             GpuSource::None
         }
         GpuEvidence::Auto => nvml_source(),
-    };
-    status.gpu_evidence = !matches!(gpu, GpuSource::None);
-    const DISABLED: &str = "disabled in the configuration";
+    }
+}
+
+/// Refuses a source that is off, or a hardware source with a key file or without an
+/// SEV-SNP guest device.
+fn refuse_unusable_source(
+    config: &AttestationConfig,
+    facts: &MachineFacts,
+) -> Result<(), Unavailable> {
     if config.source == EvidenceSource::Off {
-        return unavailable(status, DISABLED, DISABLED.into());
+        return Err(Unavailable::new(ATTESTATION_DISABLED, ATTESTATION_DISABLED));
     }
     if config.source == EvidenceSource::Hardware && config.node_key.is_some() {
         // A key file would be something the host can read or plant; refuse rather than
         // leave the operator believing a file is the node's identity.
-        return unavailable(
-            status,
+        return Err(Unavailable::new(
             "this node's identity key configuration is refused",
             "attestation.node_key names a key file, but the hardware source derives a sealed \
-             key from the SNP derived key and never reads or writes one: remove node_key"
-                .into(),
-        );
+             key from the SNP derived key and never reads or writes one: remove node_key",
+        ));
     }
     if config.source == EvidenceSource::Hardware && !facts.sev_snp.guest_device {
-        return unavailable(
-            status,
+        return Err(Unavailable::new(
             "this node has no SEV-SNP guest device",
             "hardware evidence source, but the probe found no SEV-SNP guest device \
-             (/dev/sev-guest): not an SEV-SNP guest"
-                .into(),
-        );
+             (/dev/sev-guest): not an SEV-SNP guest",
+        ));
     }
-    // The state directory only matters for the test source's files the configuration
-    // leaves to it; the hardware source writes nothing.
+    Ok(())
+}
+
+/// The state directory, where the test source keeps the files the configuration leaves to
+/// it; `None` when nothing goes there (the hardware source writes nothing).
+fn attestation_state_dir(
+    config: &AttestationConfig,
+    env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    development: bool,
+    status: &mut AttestationStatus,
+) -> Result<Option<PathBuf>, Unavailable> {
     let needs_state_dir = config.source == EvidenceSource::Test
         && (config.node_key.is_none() || config.test_seed.is_none());
-    let state_dir = if needs_state_dir {
-        match config.state_dir(env, Path::new(SYSTEM_STATE_DIR), development) {
-            Ok(dir) => {
-                tracing::info!(path = %dir.path.display(), origin = %dir.origin, "attestation state directory");
-                status.state_dir = Some(dir.path.display().to_string());
-                status.state_dir_origin = Some(dir.origin.clone());
-                Some(dir.path)
-            }
-            Err(e) => return unavailable(status, "no state directory for the node key", e),
+    if !needs_state_dir {
+        return Ok(None);
+    }
+    match config.state_dir(env, Path::new(SYSTEM_STATE_DIR), development) {
+        Ok(dir) => {
+            tracing::info!(path = %dir.path.display(), origin = %dir.origin, "attestation state directory");
+            status.state_dir = Some(dir.path.display().to_string());
+            status.state_dir_origin = Some(dir.origin.clone());
+            Ok(Some(dir.path))
         }
-    } else {
-        None
-    };
-    let in_state_dir = |configured: &Option<PathBuf>, name: &str| {
-        configured
-            .clone()
-            .or_else(|| state_dir.as_ref().map(|d| d.join(name)))
-            .unwrap_or_default()
-    };
-    let snp = match config.source {
-        EvidenceSource::Off => return unavailable(status, DISABLED, DISABLED.into()),
-        EvidenceSource::Hardware => SnpSource::Hardware {
+        Err(e) => Err(Unavailable::new("no state directory for the node key", e)),
+    }
+}
+
+/// The SEV-SNP report source: the guest device, or a test signer whose seed lies at the
+/// configured path (or in the state directory, through `in_state_dir`).
+fn snp_source(
+    config: &AttestationConfig,
+    in_state_dir: &dyn Fn(&Option<PathBuf>, &str) -> PathBuf,
+    status: &mut AttestationStatus,
+) -> Result<attestation::collect::SnpSource, Unavailable> {
+    use attestation::collect::SnpSource;
+    use attestation::test_source::TestSigner;
+    match config.source {
+        EvidenceSource::Off => Err(Unavailable::new(ATTESTATION_DISABLED, ATTESTATION_DISABLED)),
+        EvidenceSource::Hardware => Ok(SnpSource::Hardware {
             vmpl: config.vmpl,
             cert_cache: config.cert_cache.clone(),
-        },
+        }),
         EvidenceSource::Test => {
             let seed_path = in_state_dir(&config.test_seed, "test-evidence-seed");
             status.test_seed = Some(seed_path.display().to_string());
-            let signer =
-                TestSigner::load_or_create_seed(&seed_path).and_then(TestSigner::from_seed);
-            match signer {
-                Ok(mut signer) => {
-                    let measurement = config
-                        .test_measurement
-                        .unwrap_or_else(attestation::test_source::test_measurement);
-                    signer.template.measurement(measurement);
-                    tracing::warn!(seed = %seed_path.display(),
-                        measurement = %hex::encode(measurement),
-                        "attestation serves TEST evidence: no governing body policy admits it");
-                    SnpSource::Test(Box::new(signer))
-                }
-                Err(e) => {
-                    return unavailable(
-                        status,
+            let mut signer = TestSigner::load_or_create_seed(&seed_path)
+                .and_then(TestSigner::from_seed)
+                .map_err(|e| {
+                    Unavailable::new(
                         "the test evidence source is unusable",
                         format!("test evidence source: {e}"),
-                    );
-                }
-            }
+                    )
+                })?;
+            let measurement = config
+                .test_measurement
+                .unwrap_or_else(attestation::test_source::test_measurement);
+            signer.template.measurement(measurement);
+            tracing::warn!(seed = %seed_path.display(),
+                measurement = %hex::encode(measurement),
+                "attestation serves TEST evidence: no governing body policy admits it");
+            Ok(SnpSource::Test(Box::new(signer)))
         }
+    }
+}
+
+/// The attester over `snp` and `gpu` with the node's identity key: sealed (derived from
+/// the SNP derived key, never stored) under the hardware source, the unsealed `key_file`
+/// under the test source.
+fn attester(
+    config: &AttestationConfig,
+    snp: attestation::collect::SnpSource,
+    gpu: attestation::collect::GpuSource,
+    binding: attestation::bundle::ConfigBinding,
+    key_file: &Path,
+    status: &mut AttestationStatus,
+) -> Result<attestation::collect::Attester, Unavailable> {
+    use attestation::identity::{
+        KeyFileOrigin, derive_sealed_node_key, load_or_create_unsealed_key,
     };
     let node_key = if config.source == EvidenceSource::Hardware {
-        match derive_sealed_node_key(config.vmpl) {
-            Ok(sealed) => {
-                let kind = format!(
-                    "sealed: derived from the SNP derived key (VCEK root; measurement, guest policy, committed TCB {:#018x}, VMPL {}); never stored",
-                    sealed.request.tcb_version, sealed.request.vmpl
-                );
-                tracing::info!(%kind, "node identity key");
-                status.node_key_kind = Some(kind);
-                sealed.key
-            }
-            Err(e) => {
-                return unavailable(
-                    status,
-                    "the sealed node identity key could not be derived",
-                    format!("sealed node identity key: {e}"),
-                );
-            }
-        }
+        let sealed = derive_sealed_node_key(config.vmpl).map_err(|e| {
+            Unavailable::new(
+                "the sealed node identity key could not be derived",
+                format!("sealed node identity key: {e}"),
+            )
+        })?;
+        let kind = format!(
+            "sealed: derived from the SNP derived key (VCEK root; measurement, guest policy, committed TCB {:#018x}, VMPL {}); never stored",
+            sealed.request.tcb_version, sealed.request.vmpl
+        );
+        tracing::info!(%kind, "node identity key");
+        status.node_key_kind = Some(kind);
+        sealed.key
     } else {
-        let path = in_state_dir(&config.node_key, "node-key.pem");
-        status.node_key = Some(path.display().to_string());
-        match load_or_create_unsealed_key(&path) {
-            Ok((key, origin)) => {
-                let action = match origin {
-                    KeyFileOrigin::Created => "created",
-                    KeyFileOrigin::Loaded => "loaded",
-                };
-                tracing::warn!(path = %path.display(), action,
-                    "UNSEALED node identity key (test evidence source): a file, not sealed to SEV-SNP");
-                status.node_key_kind =
-                    Some(format!("UNSEALED file ({action}), test evidence only"));
-                key
-            }
-            Err(e) => {
-                return unavailable(
-                    status,
-                    "the node identity key is unusable",
-                    format!("node identity key unusable: {e}"),
-                );
-            }
-        }
+        status.node_key = Some(key_file.display().to_string());
+        let (key, origin) = load_or_create_unsealed_key(key_file).map_err(|e| {
+            Unavailable::new(
+                "the node identity key is unusable",
+                format!("node identity key unusable: {e}"),
+            )
+        })?;
+        let action = match origin {
+            KeyFileOrigin::Created => "created",
+            KeyFileOrigin::Loaded => "loaded",
+        };
+        tracing::warn!(path = %key_file.display(), action,
+            "UNSEALED node identity key (test evidence source): a file, not sealed to SEV-SNP");
+        status.node_key_kind = Some(format!("UNSEALED file ({action}), test evidence only"));
+        key
     };
-    status.available = true;
     status.node_public_key = Some(hex::encode(node_key.verifying_key().to_bytes()));
-    (
-        AttestationService::Ready(Arc::new(Attester {
-            node_key,
-            snp,
-            gpu,
-            config: attestation::bundle::ConfigBinding::from_parts(
-                config_binding.0,
-                config_binding.1,
-            ),
-        })),
-        status,
-    )
+    Ok(attestation::collect::Attester {
+        node_key,
+        snp,
+        gpu,
+        config: binding,
+    })
 }

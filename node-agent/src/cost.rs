@@ -165,40 +165,46 @@ pub fn offloaded_cpu_seconds(
 }
 
 /// The cost's metric families.
-pub fn encode_metrics(k: &CostStatus, f: &mut FamilyWriter) -> fmt::Result {
-    f.gauge(
+pub fn encode_metrics(cost: &CostStatus, families: &mut FamilyWriter) -> fmt::Result {
+    families.gauge(
         "sovereign_cost_eur_per_hour",
         "Running cost of the node: amortised purchase plus energy at the configured price.",
         None,
         &[
-            (vec![("part", "capex".to_string())], k.capex_eur_per_hour),
-            (vec![("part", "energy".to_string())], k.energy_eur_per_hour),
-            (vec![("part", "total".to_string())], k.eur_per_hour),
+            (vec![("part", "capex".to_string())], cost.capex_eur_per_hour),
+            (
+                vec![("part", "energy".to_string())],
+                cost.energy_eur_per_hour,
+            ),
+            (vec![("part", "total".to_string())], cost.eur_per_hour),
         ],
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_node_power",
         "Node power the cost is computed from (measured sources plus configured unmeasured).",
         Some(watts()),
-        &one(vec![("sources", k.power_sources.join("+"))], k.power_watts),
+        &one(
+            vec![("sources", cost.power_sources.join("+"))],
+            cost.power_watts,
+        ),
     )?;
-    f.counter(
+    families.counter(
         "sovereign_node_energy",
         "Energy accounted since the agent started.",
         Some(Unit::Joules),
-        &one(vec![], k.energy_joules_total),
+        &one(vec![], cost.energy_joules_total),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_cost_joules_per_certified_block",
         "Energy per certified block since the agent first saw the replica.",
         None,
-        &opt(vec![], k.joules_per_certified_block),
+        &opt(vec![], cost.joules_per_certified_block),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_cost_eur_per_certified_block",
         "Cost (capex share plus energy) per certified block since the agent first saw the replica.",
         None,
-        &opt(vec![], k.eur_per_certified_block),
+        &opt(vec![], cost.eur_per_certified_block),
     )?;
     Ok(())
 }

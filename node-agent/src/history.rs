@@ -243,94 +243,15 @@ impl History {
 
     /// The values of one point: gauges as read, counters as per-second rates or increases
     /// since the previous point (none for the first point, or after a counter went down).
-    fn values_of(&self, s: &Snapshot, t: f64, now: &Counters) -> Vec<(SeriesKey, f64)> {
-        let mut v = Vec::with_capacity(32);
-        let c = &s.cost;
-        v.push((
-            SeriesKey::new("node_power_watts", "W", vec![]),
-            c.power_watts,
-        ));
-        for (part, value) in [("total", c.eur_per_hour), ("energy", c.energy_eur_per_hour)] {
-            v.push((
-                SeriesKey::new("cost_eur_per_hour", "EUR/h", vec![("part", part.into())]),
-                value,
-            ));
-        }
-        for g in &s.gpus {
-            let gpu = || vec![("gpu", g.index.to_string())];
-            let opt = |x: Option<f64>| x.unwrap_or(f64::NAN);
-            v.push((
-                SeriesKey::new("gpu_utilization_ratio", "ratio", gpu()),
-                opt(g.utilization_gpu_ratio),
-            ));
-            v.push((
-                SeriesKey::new("gpu_memory_used_bytes", "bytes", gpu()),
-                opt(g.memory_used_bytes.map(|b| b as f64)),
-            ));
-            v.push((
-                SeriesKey::new("gpu_temperature_celsius", "°C", gpu()),
-                opt(g.temperature_celsius),
-            ));
-            v.push((
-                SeriesKey::new("gpu_power_watts", "W", gpu()),
-                opt(g.power_watts),
-            ));
-        }
+    fn values_of(&self, snapshot: &Snapshot, t: f64, now: &Counters) -> Vec<(SeriesKey, f64)> {
+        let mut values = Vec::with_capacity(32);
+        cost_values(&snapshot.cost, &mut values);
+        gpu_values(&snapshot.gpus, &mut values);
         let previous = self.previous.filter(|(t0, _)| t > *t0);
-        for (i, op) in gpu_crypto::Operation::ALL.iter().enumerate() {
-            for (p, path) in PATHS.iter().enumerate() {
-                let rate = previous.map_or(f64::NAN, |(t0, before)| {
-                    rate(before.items[i][p], now.items[i][p], t - t0)
-                });
-                v.push((
-                    SeriesKey::new(
-                        "crypto_items_per_second",
-                        "items/s",
-                        vec![
-                            ("executed", (*path).into()),
-                            ("operation", op.name().into()),
-                        ],
-                    ),
-                    rate,
-                ));
-            }
-        }
-        let increase = |pick: fn(&Counters) -> u64| {
-            previous.map_or(f64::NAN, |(_, before)| {
-                pick(now)
-                    .checked_sub(pick(&before))
-                    .map_or(f64::NAN, |d| d as f64)
-            })
-        };
-        v.push((
-            SeriesKey::new("crypto_gpu_errors_increase", "errors", vec![]),
-            increase(|c| c.gpu_errors),
-        ));
-        v.push((
-            SeriesKey::new("crypto_fallbacks_increase", "calls", vec![]),
-            increase(|c| c.fallbacks),
-        ));
-        v.push((
-            SeriesKey::new("pinning_reapplied_increase", "times", vec![]),
-            increase(|c| c.pinning_reapplied),
-        ));
-        let health = s.replica.health.as_ref();
-        let replica = |f: fn(&crate::snapshot::ReplicaHealth) -> Option<f64>| {
-            health.and_then(f).unwrap_or(f64::NAN)
-        };
-        v.push((
-            SeriesKey::new("replica_finalized_height", "blocks", vec![]),
-            replica(|h| h.finalized_height),
-        ));
-        v.push((
-            SeriesKey::new("replica_certified_height", "blocks", vec![]),
-            replica(|h| h.certified_height),
-        ));
-        v.push((
-            SeriesKey::new("replica_certification_lag_blocks", "blocks", vec![]),
-            replica(|h| h.certification_lag_blocks()),
-        ));
-        v
+        crypto_rates(previous, t, now, &mut values);
+        counter_increases(previous.map(|(_, before)| before), now, &mut values);
+        replica_values(snapshot.replica.health.as_ref(), &mut values);
+        values
     }
 
     fn append(&mut self, t: f64, values: Vec<(SeriesKey, f64)>) {
@@ -384,6 +305,121 @@ impl History {
     pub fn document(&self) -> HistoryDocument<'_> {
         HistoryDocument { history: self }
     }
+}
+
+/// Node power and the cost per hour.
+fn cost_values(cost: &crate::snapshot::CostStatus, values: &mut Vec<(SeriesKey, f64)>) {
+    values.push((
+        SeriesKey::new("node_power_watts", "W", vec![]),
+        cost.power_watts,
+    ));
+    for (part, value) in [
+        ("total", cost.eur_per_hour),
+        ("energy", cost.energy_eur_per_hour),
+    ] {
+        values.push((
+            SeriesKey::new("cost_eur_per_hour", "EUR/h", vec![("part", part.into())]),
+            value,
+        ));
+    }
+}
+
+/// Each GPU's utilisation, memory, temperature and power (NaN where not read).
+fn gpu_values(gpus: &[crate::snapshot::GpuSample], values: &mut Vec<(SeriesKey, f64)>) {
+    for g in gpus {
+        let gpu = || vec![("gpu", g.index.to_string())];
+        let opt = |x: Option<f64>| x.unwrap_or(f64::NAN);
+        values.push((
+            SeriesKey::new("gpu_utilization_ratio", "ratio", gpu()),
+            opt(g.utilization_gpu_ratio),
+        ));
+        values.push((
+            SeriesKey::new("gpu_memory_used_bytes", "bytes", gpu()),
+            opt(g.memory_used_bytes.map(|b| b as f64)),
+        ));
+        values.push((
+            SeriesKey::new("gpu_temperature_celsius", "°C", gpu()),
+            opt(g.temperature_celsius),
+        ));
+        values.push((
+            SeriesKey::new("gpu_power_watts", "W", gpu()),
+            opt(g.power_watts),
+        ));
+    }
+}
+
+/// Crypto items per second of each operation and path since `previous` (time, counters),
+/// NaN without one.
+fn crypto_rates(
+    previous: Option<(f64, Counters)>,
+    t: f64,
+    now: &Counters,
+    values: &mut Vec<(SeriesKey, f64)>,
+) {
+    for (i, op) in gpu_crypto::Operation::ALL.iter().enumerate() {
+        for (p, path) in PATHS.iter().enumerate() {
+            let rate = previous.map_or(f64::NAN, |(t0, before)| {
+                rate(before.items[i][p], now.items[i][p], t - t0)
+            });
+            values.push((
+                SeriesKey::new(
+                    "crypto_items_per_second",
+                    "items/s",
+                    vec![
+                        ("executed", (*path).into()),
+                        ("operation", op.name().into()),
+                    ],
+                ),
+                rate,
+            ));
+        }
+    }
+}
+
+/// GPU errors, fallbacks and pinning re-applications since `before`, NaN without it or
+/// after a counter went down.
+fn counter_increases(before: Option<Counters>, now: &Counters, values: &mut Vec<(SeriesKey, f64)>) {
+    let increase = |pick: fn(&Counters) -> u64| {
+        before.map_or(f64::NAN, |before| {
+            pick(now)
+                .checked_sub(pick(&before))
+                .map_or(f64::NAN, |d| d as f64)
+        })
+    };
+    values.push((
+        SeriesKey::new("crypto_gpu_errors_increase", "errors", vec![]),
+        increase(|c| c.gpu_errors),
+    ));
+    values.push((
+        SeriesKey::new("crypto_fallbacks_increase", "calls", vec![]),
+        increase(|c| c.fallbacks),
+    ));
+    values.push((
+        SeriesKey::new("pinning_reapplied_increase", "times", vec![]),
+        increase(|c| c.pinning_reapplied),
+    ));
+}
+
+/// The replica's heights and certification lag (NaN while it is not read).
+fn replica_values(
+    health: Option<&crate::snapshot::ReplicaHealth>,
+    values: &mut Vec<(SeriesKey, f64)>,
+) {
+    let replica = |f: fn(&crate::snapshot::ReplicaHealth) -> Option<f64>| {
+        health.and_then(f).unwrap_or(f64::NAN)
+    };
+    values.push((
+        SeriesKey::new("replica_finalized_height", "blocks", vec![]),
+        replica(|h| h.finalized_height),
+    ));
+    values.push((
+        SeriesKey::new("replica_certified_height", "blocks", vec![]),
+        replica(|h| h.certified_height),
+    ));
+    values.push((
+        SeriesKey::new("replica_certification_lag_blocks", "blocks", vec![]),
+        replica(|h| h.certification_lag_blocks()),
+    ));
 }
 
 fn rate(before: u64, now: u64, dt: f64) -> f64 {

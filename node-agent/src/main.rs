@@ -4,7 +4,7 @@ use node_agent::compose::{self, FactsSource};
 use node_agent::config::Config;
 use node_agent::node_config::NodeConfiguration;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// sovereign-node agent.
 #[derive(Parser)]
@@ -207,38 +207,8 @@ fn run() -> anyhow::Result<()> {
         .init();
     let cli = Cli::parse();
     match cli.command {
-        Command::Run(common) => {
-            let (config, facts, node_config) = common.resolve()?;
-            // Two workers: the agent serves a handful of requests per scrape interval. Blocking
-            // work (evidence collection, bounded by its own slots) needs few threads.
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .max_blocking_threads(16)
-                .thread_name("agent-http")
-                .enable_all()
-                .build()
-                .context("starting the tokio runtime")?;
-            runtime.block_on(compose::run(
-                config,
-                facts,
-                common.profiles_dir.clone(),
-                node_config,
-            ))
-        }
-        Command::Check(common) => {
-            let (config, facts, node_config) = common.resolve()?;
-            let fit = compose::check(
-                &config,
-                &facts,
-                common.profiles_dir.as_deref(),
-                &node_config,
-                &mut std::io::stdout(),
-            )?;
-            if !fit {
-                std::process::exit(1);
-            }
-            Ok(())
-        }
+        Command::Run(common) => serve(&common),
+        Command::Check(common) => check(&common),
         Command::Probe { root } => {
             let facts = compose::probe_root(&root, &node_agent::probe::NvmlMode::System);
             println!("{}", serde_json::to_string_pretty(&facts)?);
@@ -248,69 +218,115 @@ fn run() -> anyhow::Result<()> {
             runtime_config,
             slice,
             timeout_seconds,
-        } => {
-            let text = std::fs::read_to_string(&runtime_config)
-                .with_context(|| format!("reading {}", runtime_config.display()))?;
-            let runtime = hardware_profiles::runtime::RuntimeConfig::from_json(&text)
-                .with_context(|| format!("parsing {}", runtime_config.display()))?;
-            match node_agent::pinning::slice_cpus(&runtime) {
-                None => println!(
-                    "profile {}: no pool has a CPU set; {slice} AllowedCPUs= left unset",
-                    runtime.profile
-                ),
-                Some(cpus) => {
-                    node_agent::pinning::set_slice_cpus(
-                        &slice,
-                        &cpus,
-                        std::time::Duration::from_secs(timeout_seconds),
-                    )?;
-                    println!("profile {}: {slice} AllowedCPUs={cpus}", runtime.profile);
-                }
-            }
-            Ok(())
-        }
-        Command::ApplyConfig { from, to, cmdline } => {
-            match node_agent::node_config::apply_config(&from, &to, &cmdline) {
-                Ok(status) => {
-                    println!(
-                        "{}: {}",
-                        to.display(),
-                        match status.state {
-                            sn_config::apply::ApplyState::Applied => format!(
-                                "applied bundle {} of node {} (signer {}): {}",
-                                status.bundle_digest.as_deref().unwrap_or("?"),
-                                status.node.as_deref().unwrap_or("?"),
-                                status.signer.as_deref().unwrap_or("?"),
-                                status.files.join(", ")
-                            ),
-                            _ => status.reason.unwrap_or_default(),
-                        }
-                    );
-                    Ok(())
-                }
-                Err(e) => {
-                    eprintln!("node-agent apply-config: {e:#}");
-                    std::process::exit(1);
-                }
-            }
-        }
+        } => set_replica_cpus(&runtime_config, &slice, timeout_seconds),
+        Command::ApplyConfig { from, to, cmdline } => apply_config(&from, &to, &cmdline),
         Command::Selftest => node_agent::selftest_child::child_main(),
         Command::Nvml => node_agent::nvml_child::child_main(),
         Command::SampleGpu {
             count,
             interval_seconds,
-        } => {
-            use node_agent::nvml::NvmlSampler;
-            let mut source = NvmlSampler::open().context("opening NVML")?;
-            let mut samples = Vec::new();
-            for i in 0..count {
-                if i > 0 {
-                    std::thread::sleep(std::time::Duration::from_secs_f64(interval_seconds));
-                }
-                samples.push(source.sample().map_err(|e| anyhow::anyhow!(e))?);
-            }
-            println!("{}", serde_json::to_string_pretty(&samples)?);
-            Ok(())
+        } => sample_gpu(count, interval_seconds),
+    }
+}
+
+/// `node-agent run`: the daemon, on its own tokio runtime.
+fn serve(common: &Common) -> anyhow::Result<()> {
+    let (config, facts, node_config) = common.resolve()?;
+    // Two workers: the agent serves a handful of requests per scrape interval. Blocking
+    // work (evidence collection, bounded by its own slots) needs few threads.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(16)
+        .thread_name("agent-http")
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    runtime.block_on(compose::run(
+        config,
+        facts,
+        common.profiles_dir.clone(),
+        node_config,
+    ))
+}
+
+/// `node-agent check`: exits 1 when the node is not fit.
+fn check(common: &Common) -> anyhow::Result<()> {
+    let (config, facts, node_config) = common.resolve()?;
+    let fit = compose::check(
+        &config,
+        &facts,
+        common.profiles_dir.as_deref(),
+        &node_config,
+        &mut std::io::stdout(),
+    )?;
+    if !fit {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// `node-agent set-replica-cpus`: the slice's AllowedCPUs= from the runtime configuration.
+fn set_replica_cpus(
+    runtime_config: &Path,
+    slice: &str,
+    timeout_seconds: u64,
+) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(runtime_config)
+        .with_context(|| format!("reading {}", runtime_config.display()))?;
+    let runtime = hardware_profiles::runtime::RuntimeConfig::from_json(&text)
+        .with_context(|| format!("parsing {}", runtime_config.display()))?;
+    match node_agent::pinning::slice_cpus(&runtime) {
+        None => println!(
+            "profile {}: no pool has a CPU set; {slice} AllowedCPUs= left unset",
+            runtime.profile
+        ),
+        Some(cpus) => {
+            node_agent::pinning::set_slice_cpus(
+                slice,
+                &cpus,
+                std::time::Duration::from_secs(timeout_seconds),
+            )?;
+            println!("profile {}: {slice} AllowedCPUs={cpus}", runtime.profile);
         }
     }
+    Ok(())
+}
+
+/// `node-agent apply-config`: prints what was applied; exits 1 on a refused partition.
+fn apply_config(from: &Path, to: &Path, cmdline: &Path) -> anyhow::Result<()> {
+    match node_agent::node_config::apply_config(from, to, cmdline) {
+        Ok(status) => {
+            let outcome = match status.state {
+                sn_config::apply::ApplyState::Applied => format!(
+                    "applied bundle {} of node {} (signer {}): {}",
+                    status.bundle_digest.as_deref().unwrap_or("?"),
+                    status.node.as_deref().unwrap_or("?"),
+                    status.signer.as_deref().unwrap_or("?"),
+                    status.files.join(", ")
+                ),
+                _ => status.reason.unwrap_or_default(),
+            };
+            println!("{}: {outcome}", to.display());
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("node-agent apply-config: {e:#}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// `node-agent sample-gpu`: `count` NVML samples, `interval_seconds` apart, as JSON.
+fn sample_gpu(count: u32, interval_seconds: f64) -> anyhow::Result<()> {
+    use node_agent::nvml::NvmlSampler;
+    let mut source = NvmlSampler::open().context("opening NVML")?;
+    let mut samples = Vec::new();
+    for i in 0..count {
+        if i > 0 {
+            std::thread::sleep(std::time::Duration::from_secs_f64(interval_seconds));
+        }
+        samples.push(source.sample().map_err(|e| anyhow::anyhow!(e))?);
+    }
+    println!("{}", serde_json::to_string_pretty(&samples)?);
+    Ok(())
 }

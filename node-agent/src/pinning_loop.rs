@@ -124,18 +124,22 @@ impl PinningLoop {
 }
 
 /// The pinning loop's metric families.
-pub fn encode_metrics(p: &PinningStatus, f: &mut FamilyWriter) -> fmt::Result {
-    f.gauge(
+pub fn encode_metrics(pinning: &PinningStatus, families: &mut FamilyWriter) -> fmt::Result {
+    families.gauge(
         "sovereign_pinning_active",
         "Whether the agent pins the replica's thread pools to the profile's CPU sets.",
         None,
-        &one(vec![], flag(p.enabled && p.inactive_reason.is_none())),
+        &one(
+            vec![],
+            flag(pinning.enabled && pinning.inactive_reason.is_none()),
+        ),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_pinning_threads",
         "Replica threads matched to each pool.",
         None,
-        &p.pools
+        &pinning
+            .pools
             .iter()
             .map(|x| {
                 (
@@ -145,26 +149,27 @@ pub fn encode_metrics(p: &PinningStatus, f: &mut FamilyWriter) -> fmt::Result {
             })
             .collect::<Vec<_>>(),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_pinning_drifted_threads",
         "Threads allowed on, or last run on, a CPU outside their pool's set.",
         None,
-        &p.pools
+        &pinning
+            .pools
             .iter()
             .map(|x| (vec![("pool", x.pool.clone())], x.drifted_threads as f64))
             .collect::<Vec<_>>(),
     )?;
-    f.counter(
+    families.counter(
         "sovereign_pinning_reapplied",
         "Times the pins were re-applied to a new replica process.",
         None,
-        &one(vec![], p.reapplied_total as f64),
+        &one(vec![], pinning.reapplied_total as f64),
     )?;
-    f.counter(
+    families.counter(
         "sovereign_pinning_errors",
         "Failed affinity or slice updates.",
         None,
-        &one(vec![], p.errors_total as f64),
+        &one(vec![], pinning.errors_total as f64),
     )?;
     Ok(())
 }

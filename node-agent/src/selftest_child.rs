@@ -219,137 +219,146 @@ fn failed(policy: &Policy, reason: String) -> CryptoOutcome {
 
 /// The crypto path's metric families: the engine's GPU state and paths, the selftest's
 /// verdict and counters, and the kernel loads.
-pub fn encode_metrics(c: &CryptoStatus, f: &mut FamilyWriter) -> fmt::Result {
-    let gpu_state = match &c.report.gpu {
+pub fn encode_metrics(crypto: &CryptoStatus, families: &mut FamilyWriter) -> fmt::Result {
+    encode_engine(&crypto.report, families)?;
+    families.gauge(
+        "sovereign_crypto_selftest_passed",
+        "Whether the crypto engine's known-answer selftest passed at start.",
+        None,
+        &one(vec![], flag(crypto.selftest.passed)),
+    )?;
+    encode_operations(&crypto.stats, families)?;
+    families.counter(
+        "sovereign_crypto_offloaded_cpu",
+        "CPU time the GPU saved: GPU items times the configured CPU cost per item.",
+        Some(Unit::Seconds),
+        &one(vec![], crypto.offloaded_cpu_seconds),
+    )?;
+    encode_kernel_loads(&crypto.kernel_loads, families)
+}
+
+/// The engine's GPU backend state and each operation's backend policy.
+fn encode_engine(report: &EngineReport, families: &mut FamilyWriter) -> fmt::Result {
+    let (state, device) = match &report.gpu {
         gpu_crypto::GpuStatus::NotRequested => ("not_requested", String::new()),
         gpu_crypto::GpuStatus::Unusable { .. } => ("unusable", String::new()),
         gpu_crypto::GpuStatus::Ready { device } => ("ready", device.clone()),
     };
-    f.gauge(
+    let fallback = match report.fallback {
+        gpu_crypto::Fallback::Never => "never",
+        gpu_crypto::Fallback::RecomputeOnCpu => "recompute_on_cpu",
+    };
+    families.gauge(
         "sovereign_crypto_gpu_info",
         "State of the crypto engine's GPU backend.",
         None,
         &one(
             vec![
-                ("state", gpu_state.0.to_string()),
-                ("device", gpu_state.1),
-                (
-                    "fallback",
-                    match c.report.fallback {
-                        gpu_crypto::Fallback::Never => "never",
-                        gpu_crypto::Fallback::RecomputeOnCpu => "recompute_on_cpu",
-                    }
-                    .to_string(),
-                ),
+                ("state", state.to_string()),
+                ("device", device),
+                ("fallback", fallback.to_string()),
             ],
             1.0,
         ),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_crypto_path_info",
         "Backend policy of each operation and the batch size from which the GPU serves it.",
         None,
-        &c.report
+        &report
             .operations
             .iter()
-            .map(|o| {
+            .map(|path| {
                 (
                     vec![
-                        ("operation", o.operation.name().to_string()),
-                        ("backend", o.backend.name().to_string()),
-                        ("gpu_min_batch", o.gpu_min_batch.to_string()),
+                        ("operation", path.operation.name().to_string()),
+                        ("backend", path.backend.name().to_string()),
+                        ("gpu_min_batch", path.gpu_min_batch.to_string()),
                     ],
                     1.0,
                 )
             })
             .collect::<Vec<_>>(),
-    )?;
-    f.gauge(
-        "sovereign_crypto_selftest_passed",
-        "Whether the crypto engine's known-answer selftest passed at start.",
-        None,
-        &one(vec![], flag(c.selftest.passed)),
-    )?;
-    let ops = |items: bool| {
-        c.stats
+    )
+}
+
+/// Calls and items by where they ran, and the GPU calls that failed or fell back.
+fn encode_operations(stats: &StatsSnapshot, families: &mut FamilyWriter) -> fmt::Result {
+    let by_backend = |items: bool| {
+        stats
             .operations
             .iter()
-            .map(|o| {
+            .map(|counts| {
+                let executed = match counts.executed {
+                    gpu_crypto_api::stats::Executed::Cpu => "cpu",
+                    gpu_crypto_api::stats::Executed::Gpu => "gpu",
+                };
                 (
                     vec![
-                        ("operation", o.operation.name().to_string()),
-                        (
-                            "executed",
-                            match o.executed {
-                                gpu_crypto_api::stats::Executed::Cpu => "cpu",
-                                gpu_crypto_api::stats::Executed::Gpu => "gpu",
-                            }
-                            .to_string(),
-                        ),
+                        ("operation", counts.operation.name().to_string()),
+                        ("executed", executed.to_string()),
                     ],
-                    if items { o.items } else { o.calls } as f64,
+                    if items { counts.items } else { counts.calls } as f64,
                 )
             })
             .collect::<Vec<_>>()
     };
-    f.counter(
+    families.counter(
         "sovereign_crypto_calls",
         "Batch calls of the agent's crypto engine, by where they ran.",
         None,
-        &ops(false),
+        &by_backend(false),
     )?;
-    f.counter(
+    families.counter(
         "sovereign_crypto_items",
         "Items (points, signatures, chunks) processed, by where they ran.",
         None,
-        &ops(true),
+        &by_backend(true),
     )?;
-    let reasons = |v: &[gpu_crypto_api::stats::ReasonCount]| {
-        v.iter()
-            .map(|r| {
+    let by_reason = |reasons: &[gpu_crypto_api::stats::ReasonCount]| {
+        reasons
+            .iter()
+            .map(|reason| {
                 (
                     vec![
-                        ("operation", r.operation.name().to_string()),
-                        ("reason", r.reason.clone()),
+                        ("operation", reason.operation.name().to_string()),
+                        ("reason", reason.reason.clone()),
                     ],
-                    r.count as f64,
+                    reason.count as f64,
                 )
             })
             .collect::<Vec<_>>()
     };
-    f.counter(
+    families.counter(
         "sovereign_crypto_fallbacks",
         "CPU recomputations after a failed GPU call, by reason.",
         None,
-        &reasons(&c.stats.fallbacks),
+        &by_reason(&stats.fallbacks),
     )?;
-    f.counter(
+    families.counter(
         "sovereign_crypto_gpu_errors",
         "Failed GPU calls, by reason (recomputed on the CPU or not).",
         None,
-        &reasons(&c.stats.gpu_errors),
-    )?;
-    f.counter(
-        "sovereign_crypto_offloaded_cpu",
-        "CPU time the GPU saved: GPU items times the configured CPU cost per item.",
-        Some(Unit::Seconds),
-        &one(vec![], c.offloaded_cpu_seconds),
-    )?;
-    f.counter(
+        &by_reason(&stats.gpu_errors),
+    )
+}
+
+/// How the selftest's engine obtained its GPU programs at start.
+fn encode_kernel_loads(loads: &[KernelLoadCount], families: &mut FamilyWriter) -> fmt::Result {
+    families.counter(
         "sovereign_crypto_kernel_loads",
         "GPU programs the selftest's engine obtained at start, by outcome (precompiled, cache, compiled, skipped_*, refused_cached_only) and reason kind.",
         None,
-        &c.kernel_loads
+        &loads
             .iter()
-            .map(|k| {
+            .map(|load| {
                 (
-                    vec![("outcome", k.outcome.clone()), ("reason", k.reason.clone())],
-                    k.count as f64,
+                    vec![("outcome", load.outcome.clone()), ("reason", load.reason.clone())],
+                    load.count as f64,
                 )
             })
             .collect::<Vec<_>>(),
-    )?;
-    Ok(())
+    )
 }
 
 #[cfg(test)]

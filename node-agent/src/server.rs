@@ -294,17 +294,13 @@ impl Listener {
             open: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
         });
-        let refusals = Arc::new(Refusals::default());
-        let mut builder = hyper::server::conn::http1::Builder::new();
-        builder
-            .timer(TokioTimer::new())
-            .header_read_timeout(limits.header_read_timeout())
-            .max_header_size(limits.max_header_bytes)
-            .max_buf_size(limits.max_header_bytes.max(8192))
-            .max_headers(limits.max_headers)
-            .keep_alive(true);
-        let builder = Arc::new(builder);
-        let mut last_warning: Option<Instant> = None;
+        let mut admission = Admission {
+            role,
+            cap: limits.max_connections,
+            refusals: Refusals::default(),
+            last_warning: None,
+        };
+        let builder = Arc::new(http1_builder(&limits));
         loop {
             let accepted = tokio::select! {
                 a = listener.accept() => a,
@@ -319,31 +315,9 @@ impl Listener {
                     continue;
                 }
             };
-            let room = connections.make_room(limits.max_connections);
-            match room {
-                Room::Free => {}
-                Room::Evicted => {
-                    refusals.evicted.fetch_add(1, Ordering::Relaxed);
-                }
-                Room::AllBusy => {
-                    refusals.refused_all_busy.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            if room != Room::Free {
-                if last_warning.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
-                    last_warning = Some(Instant::now());
-                    tracing::warn!(
-                        listener = role,
-                        cap = limits.max_connections,
-                        evicted = refusals.evicted.load(Ordering::Relaxed),
-                        refused = refusals.refused_all_busy.load(Ordering::Relaxed),
-                        "connection cap reached: closing the longest-idle connections"
-                    );
-                }
-                if room == Room::AllBusy {
-                    drop(stream);
-                    continue;
-                }
+            if !admission.admit(&connections) {
+                drop(stream);
+                continue;
             }
             let _ = stream.set_nodelay(true);
             // Counted from here, before its task first runs: the cap holds however far the
@@ -360,10 +334,8 @@ impl Listener {
             ));
         }
         drop(listener);
-        let deadline = Instant::now() + Duration::from_secs_f64(limits.shutdown_grace_seconds);
-        while connections.len() > 0 && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        drain(&connections, limits.shutdown_grace_seconds).await;
+        let refusals = &admission.refusals;
         tracing::info!(
             listener = role,
             left_open = connections.len(),
@@ -371,6 +343,69 @@ impl Listener {
             refused = refusals.refused_all_busy.load(Ordering::Relaxed),
             "listener stopped"
         );
+    }
+}
+
+/// The HTTP/1 connection settings of `limits`: header timeout and sizes, keep-alive.
+fn http1_builder(limits: &HttpLimits) -> hyper::server::conn::http1::Builder {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout())
+        .max_header_size(limits.max_header_bytes)
+        .max_buf_size(limits.max_header_bytes.max(8192))
+        .max_headers(limits.max_headers)
+        .keep_alive(true);
+    builder
+}
+
+/// Waits up to `grace_seconds` for the open connections to finish.
+async fn drain(connections: &Connections, grace_seconds: f64) {
+    let deadline = Instant::now() + Duration::from_secs_f64(grace_seconds);
+    while connections.len() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The connection cap of one listener: makes room for each accepted connection, counts
+/// what it evicts or refuses, and warns about it at most once a minute.
+struct Admission {
+    role: &'static str,
+    cap: usize,
+    refusals: Refusals,
+    last_warning: Option<Instant>,
+}
+
+impl Admission {
+    /// Makes room for one more connection; false when every open one is busy, so the new
+    /// one is to be closed.
+    fn admit(&mut self, connections: &Connections) -> bool {
+        let room = connections.make_room(self.cap);
+        match room {
+            Room::Free => return true,
+            Room::Evicted => {
+                self.refusals.evicted.fetch_add(1, Ordering::Relaxed);
+            }
+            Room::AllBusy => {
+                self.refusals
+                    .refused_all_busy
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if self
+            .last_warning
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(60))
+        {
+            self.last_warning = Some(Instant::now());
+            tracing::warn!(
+                listener = self.role,
+                cap = self.cap,
+                evicted = self.refusals.evicted.load(Ordering::Relaxed),
+                refused = self.refusals.refused_all_busy.load(Ordering::Relaxed),
+                "connection cap reached: closing the longest-idle connections"
+            );
+        }
+        room != Room::AllBusy
     }
 }
 

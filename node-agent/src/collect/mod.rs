@@ -300,8 +300,8 @@ fn pinning_status(
 }
 
 /// The collectors' metric families: each collector's last run.
-pub fn encode_metrics(collectors: &[CollectorStatus], f: &mut FamilyWriter) -> fmt::Result {
-    f.gauge(
+pub fn encode_metrics(collectors: &[CollectorStatus], families: &mut FamilyWriter) -> fmt::Result {
+    families.gauge(
         "sovereign_collector_up",
         "Whether the collector's last run read its source without error.",
         None,
@@ -310,7 +310,7 @@ pub fn encode_metrics(collectors: &[CollectorStatus], f: &mut FamilyWriter) -> f
             .map(|c| (vec![("collector", c.name.clone())], flag(c.up)))
             .collect::<Vec<_>>(),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_collector_scrape_duration",
         "How long the collector's last run took.",
         Some(Unit::Seconds),
@@ -319,7 +319,7 @@ pub fn encode_metrics(collectors: &[CollectorStatus], f: &mut FamilyWriter) -> f
             .map(|c| (vec![("collector", c.name.clone())], c.duration_seconds))
             .collect::<Vec<_>>(),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_collector_last_success_timestamp",
         "Unix time of the collector's last successful run.",
         Some(Unit::Seconds),

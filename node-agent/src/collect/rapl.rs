@@ -107,18 +107,18 @@ impl Collector for RaplReader {
 }
 
 /// The CPU energy collector's metric families.
-pub fn encode_metrics(e: &CpuEnergy, f: &mut FamilyWriter) -> fmt::Result {
-    f.counter(
+pub fn encode_metrics(energy: &CpuEnergy, families: &mut FamilyWriter) -> fmt::Result {
+    families.counter(
         "sovereign_cpu_package_energy",
         "CPU package energy (RAPL) since the agent started.",
         Some(Unit::Joules),
-        &one(vec![], e.joules_total),
+        &one(vec![], energy.joules_total),
     )?;
-    f.gauge(
+    families.gauge(
         "sovereign_cpu_package_power",
         "CPU package power over the last collection interval (RAPL).",
         Some(watts()),
-        &opt(vec![], e.power_watts),
+        &opt(vec![], energy.power_watts),
     )?;
     Ok(())
 }

@@ -311,66 +311,70 @@ impl Collector for ReplicaCollector<'_> {
 }
 
 /// The replica collector's metric families.
-pub fn encode_metrics(r: &ReplicaStatus, f: &mut FamilyWriter) -> fmt::Result {
-    f.gauge(
+pub fn encode_metrics(replica: &ReplicaStatus, families: &mut FamilyWriter) -> fmt::Result {
+    families.gauge(
         "sovereign_replica_up",
         "Whether the replica's metrics endpoint answered and parsed.",
         None,
-        &one(vec![], flag(r.up)),
+        &one(vec![], flag(replica.up)),
     )?;
-    if let Some(h) = &r.health {
-        f.gauge(
+    if let Some(health) = &replica.health {
+        families.gauge(
             "sovereign_replica_finalized_height",
             "Highest finalized block height in the replica's validated pool.",
             None,
-            &opt(vec![], h.finalized_height),
+            &opt(vec![], health.finalized_height),
         )?;
-        f.gauge(
+        families.gauge(
             "sovereign_replica_certified_height",
             "Height of the replica's latest certified state.",
             None,
-            &opt(vec![], h.certified_height),
+            &opt(vec![], health.certified_height),
         )?;
-        f.gauge(
+        families.gauge(
             "sovereign_replica_certification_lag_blocks",
             "Finalized height minus certified height.",
             None,
-            &opt(vec![], h.certification_lag_blocks()),
+            &opt(vec![], health.certification_lag_blocks()),
         )?;
-        f.counter(
+        families.counter(
             "sovereign_replica_checkpoint_op_duration",
             "Time the replica spent in checkpoint operations, by op.",
             Some(Unit::Seconds),
-            &h.checkpoint_ops
+            &health
+                .checkpoint_ops
                 .iter()
-                .map(|o| (vec![("op", o.label.clone())], o.sum_seconds))
+                .map(|op| (vec![("op", op.label.clone())], op.sum_seconds))
                 .collect::<Vec<_>>(),
         )?;
-        f.counter(
+        families.counter(
             "sovereign_replica_checkpoint_ops",
             "Checkpoint operations the replica ran, by op.",
             None,
-            &h.checkpoint_ops
+            &health
+                .checkpoint_ops
                 .iter()
-                .map(|o| (vec![("op", o.label.clone())], o.count))
+                .map(|op| (vec![("op", op.label.clone())], op.count))
                 .collect::<Vec<_>>(),
         )?;
-        f.counter(
+        families.counter(
             "sovereign_replica_ni_dkg_duration",
             "Time the replica spent in NI-DKG crypto calls, by method.",
             Some(Unit::Seconds),
-            &h.ni_dkg_ops
+            &health
+                .ni_dkg_ops
                 .iter()
-                .map(|o| (vec![("method", o.label.clone())], o.sum_seconds))
+                .map(|op| (vec![("method", op.label.clone())], op.sum_seconds))
                 .collect::<Vec<_>>(),
         )?;
-        f.counter(
+        families.counter(
             "sovereign_replica_ni_dkg_calls",
             "NI-DKG crypto calls of the replica, by method.",
             None,
-            &h.ni_dkg_ops
+            &health
+                .ni_dkg_ops
                 .iter()
-                .map(|o| (vec![("method", o.label.clone())], o.count))
+                .map(|op| (vec![("method", op.label.clone())], op.count))
                 .collect::<Vec<_>>(),
         )?;
     }
