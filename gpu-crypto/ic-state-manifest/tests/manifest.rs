@@ -26,7 +26,7 @@ fn h32(hex_text: &str) -> [u8; 32] {
 mod reference {
     use super::*;
 
-    pub fn sha256_concat(parts: &[&[u8]]) -> [u8; 32] {
+    pub(crate) fn sha256_concat(parts: &[&[u8]]) -> [u8; 32] {
         let mut h = Sha256::new();
         for p in parts {
             h.update(p);
@@ -34,11 +34,11 @@ mod reference {
         h.finalize().into()
     }
 
-    pub fn chunk_hash(bytes: &[u8]) -> [u8; 32] {
+    pub(crate) fn chunk_hash(bytes: &[u8]) -> [u8; 32] {
         sha256_concat(&[&[14u8], b"ic-state-chunk", bytes])
     }
 
-    pub fn file_hash(file_index: u32, chunks: &[ChunkInfo], version: u32) -> [u8; 32] {
+    pub(crate) fn file_hash(file_index: u32, chunks: &[ChunkInfo], version: u32) -> [u8; 32] {
         let mut bytes = vec![13u8];
         bytes.extend_from_slice(b"ic-state-file");
         bytes.extend_from_slice(&(chunks.len() as u32).to_be_bytes());
@@ -54,7 +54,11 @@ mod reference {
     }
 
     /// The manifest of in-memory files (path, contents), given in the expected order.
-    pub fn manifest(version: ManifestVersion, files: &[(&str, Vec<u8>)], chunk: usize) -> Manifest {
+    pub(crate) fn manifest(
+        version: ManifestVersion,
+        files: &[(&str, Vec<u8>)],
+        chunk: usize,
+    ) -> Manifest {
         let mut file_table = Vec::new();
         let mut chunk_table = Vec::new();
         for (index, (path, data)) in files.iter().enumerate() {
@@ -100,7 +104,7 @@ mod reference {
     }
 
     /// Protobuf encoding, as the IC's `encode_manifest_expected` in compatibility.rs.
-    pub fn encode(m: &Manifest) -> Vec<u8> {
+    pub(crate) fn encode(m: &Manifest) -> Vec<u8> {
         let mut out = Vec::new();
         if m.version.as_u32() != 0 {
             out.push(0x08);
@@ -136,7 +140,7 @@ mod reference {
         out
     }
 
-    pub fn root_hash(m: &Manifest) -> [u8; 32] {
+    pub(crate) fn root_hash(m: &Manifest) -> [u8; 32] {
         let version = m.version.as_u32();
         if version >= 2 {
             let encoded = encode(m);

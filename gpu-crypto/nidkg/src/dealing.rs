@@ -366,6 +366,30 @@ pub fn create_dealing<R: RngCore + CryptoRng>(
     associated_data: &[u8],
     secret: Option<Scalar>,
 ) -> Result<Dealing, DealError> {
+    check_receivers(receivers, t)?;
+    let (public_coefficients, shares) = share_polynomial(rng, receivers.len(), t, secret);
+    let chunks: Vec<[u64; NUM_CHUNKS]> = shares.iter().map(chunks_of).collect();
+    let (ciphertext, r) = encrypt_chunks(rng, receivers, &chunks, epoch, associated_data);
+    let chunking = prove_chunking(rng, receivers, &ciphertext, &r, &chunks);
+    let sharing = prove_sharing(
+        rng,
+        receivers,
+        &public_coefficients,
+        &ciphertext,
+        &r,
+        &shares,
+    );
+    Ok(Dealing {
+        public_coefficients,
+        ciphertext,
+        chunking,
+        sharing,
+    })
+}
+
+/// The dealing's public inputs: a shape the encoding allows, and every receiver key a
+/// valid point of the prime-order subgroup other than the identity.
+fn check_receivers(receivers: &[G1Affine], t: usize) -> Result<(), DealError> {
     let n = receivers.len();
     if crate::encoding::check_shape(n, t).is_err() {
         return Err(DealError::Shape { n, t });
@@ -376,11 +400,18 @@ pub fn create_dealing<R: RngCore + CryptoRng>(
     {
         return Err(DealError::ReceiverKey { index });
     }
-    let g1 = G1Projective::generator();
-    let g2 = G2Projective::generator();
-    let sys = SysParams::get();
+    Ok(())
+}
 
-    // The polynomial and the shares (secret).
+/// The polynomial of degree `t - 1` (random coefficients, the constant `secret` when
+/// given): its public coefficients `g2^{a_k}` and the `n` shares `p(1), .., p(n)` (secret).
+fn share_polynomial<R: RngCore + CryptoRng>(
+    rng: &mut R,
+    n: usize,
+    t: usize,
+    secret: Option<Scalar>,
+) -> (Vec<G2Affine>, Vec<Scalar>) {
+    let g2 = G2Projective::generator();
     let mut coefficients: Vec<Scalar> = (0..t).map(|_| random_scalar(rng)).collect();
     if let Some(s) = secret {
         coefficients[0] = s;
@@ -398,16 +429,27 @@ pub fn create_dealing<R: RngCore + CryptoRng>(
                 .fold(Scalar::zero(), |acc, a| acc * x + a)
         })
         .collect();
-    let chunks: Vec<[u64; NUM_CHUNKS]> = shares.iter().map(chunks_of).collect();
+    (public_coefficients, shares)
+}
 
-    // Forward-secure encryption of every chunk.
+/// Forward-secure encryption of every chunk of every receiver for `epoch`: the
+/// ciphertext, and the encryption randomness `r` the proofs need (secret).
+fn encrypt_chunks<R: RngCore + CryptoRng>(
+    rng: &mut R,
+    receivers: &[G1Affine],
+    chunks: &[[u64; NUM_CHUNKS]],
+    epoch: u32,
+    associated_data: &[u8],
+) -> (Ciphertext, Vec<Scalar>) {
+    let g1 = G1Projective::generator();
+    let sys = SysParams::get();
     let r: Vec<Scalar> = (0..NUM_CHUNKS).map(|_| random_scalar(rng)).collect();
     let s: Vec<Scalar> = (0..NUM_CHUNKS).map(|_| random_scalar(rng)).collect();
     let rr: Vec<G1Affine> = r.iter().map(|r| G1Affine::from(g1 * r)).collect();
     let ss: Vec<G1Affine> = s.iter().map(|s| G1Affine::from(g1 * s)).collect();
     let cc: Vec<Vec<G1Affine>> = receivers
         .iter()
-        .zip(&chunks)
+        .zip(chunks)
         .map(|(y, m)| {
             let row: Vec<G1Projective> = r
                 .iter()
@@ -426,23 +468,7 @@ pub fn create_dealing<R: RngCore + CryptoRng>(
         .zip(&s)
         .map(|(r_j, s_j)| G2Affine::from(id * r_j + sys.h * s_j))
         .collect();
-    let ciphertext = Ciphertext { rr, ss, zz, cc };
-
-    let chunking = prove_chunking(rng, receivers, &ciphertext, &r, &chunks);
-    let sharing = prove_sharing(
-        rng,
-        receivers,
-        &public_coefficients,
-        &ciphertext,
-        &r,
-        &shares,
-    );
-    Ok(Dealing {
-        public_coefficients,
-        ciphertext,
-        chunking,
-        sharing,
-    })
+    (Ciphertext { rr, ss, zz, cc }, r)
 }
 
 fn prove_chunking<R: RngCore + CryptoRng>(

@@ -166,13 +166,46 @@ fn headline(plan: &Plan, quick: bool, entries: usize, gpu: &GpuStatus) -> String
 }
 
 /// Runs the benchmark and returns the document.
-pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument> {
+pub(crate) fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument> {
     let plan = if quick { &QUICK } else { &FULL };
     let mut notes = Vec::new();
     let cpu = Engine::cpu_only();
-    let (gpu_engine, gpu_status) = match backend {
+    let (gpu_engine, gpu_status) = engines(backend, &mut notes)?;
+    let entries = planned_entries(plan, gpu_engine.is_some());
+    let progress = Progress::bar(&headline(plan, quick, entries, &gpu_status), entries as u64);
+    progress.step("generating the inputs");
+
+    let mut rng = ChaCha20Rng::seed_from_u64(0x5eed);
+    let inputs = Inputs::generate(plan, &mut rng)?;
+    let cases = cases(plan, &inputs)?;
+    let gpu = gpu_engine.as_ref();
+    let mut results = measure_cases(&cases, &cpu, gpu, plan, &progress)?;
+    results.extend(measure_shared_u8_sizes(
+        plan,
+        &inputs.points,
+        &mut rng,
+        (&cpu, gpu),
+        &progress,
+    )?);
+    results.extend(measure_dealings(
+        plan,
+        gpu.is_some(),
+        &mut notes,
+        &progress,
+    )?);
+    Ok(document(backend, quick, gpu_status, results, notes))
+}
+
+/// The engines to measure: the CPU engine is always there; the GPU engine (every
+/// operation forced onto the GPU) when `backend` asks for it and it opens. Under `gpu` a
+/// GPU that does not open is an error; under `auto` it is a note and the status says why.
+fn engines(
+    backend: BackendChoice,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<(Option<Engine>, GpuStatus)> {
+    Ok(match backend {
         BackendChoice::Cpu => (None, GpuStatus::NotRequested),
-        BackendChoice::Gpu | BackendChoice::Auto => match gpu_engine(&mut notes) {
+        BackendChoice::Gpu | BackendChoice::Auto => match gpu_engine(notes) {
             Ok(engine) => {
                 let status = engine.gpu_status();
                 (Some(engine), status)
@@ -190,55 +223,98 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
                 (None, GpuStatus::Unusable { reason })
             }
         },
-    };
-    let entries = planned_entries(plan, gpu_engine.is_some());
-    let progress = Progress::bar(&headline(plan, quick, entries, &gpu_status), entries as u64);
-    progress.step("generating the inputs");
+    })
+}
 
-    let mut rng = ChaCha20Rng::seed_from_u64(0x5eed);
-    let largest_points = plan
-        .subnet_sizes
-        .iter()
-        .map(|n| n * 16)
-        .chain(plan.decompress_extra.iter().copied())
-        .chain(plan.msm_sizes.iter().copied())
-        .max()
-        .unwrap_or(0);
-    let points = distinct_points(&mut rng, largest_points);
-    let compressed: Vec<[u8; 48]> = points.iter().map(G1Affine::to_compressed).collect();
-    let scalars: Vec<Scalar> = (0..largest_points)
-        .map(|_| nidkg::random_scalar(&mut rng))
-        .collect();
-    let g2_max = plan.decompress_g2.iter().copied().max().unwrap_or(0);
-    let g2_compressed: Vec<[u8; 96]> = distinct_g2_points(&mut rng, g2_max)
-        .iter()
-        .map(G2Affine::to_compressed)
-        .collect();
-    let bls_max = plan.bls_distinct.iter().copied().max().unwrap_or(0);
-    let distinct = bls_signatures(&mut rng, bls_max, false);
-    let same_max = plan.bls_same_message.iter().copied().max().unwrap_or(0);
-    let same = bls_signatures(&mut rng, same_max, true);
-    let sha_max = plan.sha256_chunks.iter().copied().max().unwrap_or(0);
-    let buffers: Vec<Vec<u8>> = (0..sha_max.min(MAX_DISTINCT_CHUNKS))
-        .map(|_| {
-            let mut b = vec![0u8; CHUNK_BYTES];
-            rng.fill(&mut b[..]);
-            b
+/// The inputs of every case, built once from the bench's seeded generator (in this order,
+/// so every run measures the same inputs), each as large as the plan's largest shape.
+struct Inputs {
+    /// Distinct G1 points: the decompression, MSM and `msm_shared_u8` inputs.
+    points: Vec<G1Affine>,
+    /// `points` compressed.
+    compressed: Vec<[u8; 48]>,
+    /// Uniform full-width scalars, one per point.
+    scalars: Vec<Scalar>,
+    /// Distinct compressed G2 points.
+    g2_compressed: Vec<[u8; 96]>,
+    /// Signatures under distinct keys, each over its own message.
+    distinct: Vec<Signed>,
+    /// Signatures under distinct keys, all over one message.
+    same: Vec<Signed>,
+    /// Distinct random 1 MiB chunks (at most [`MAX_DISTINCT_CHUNKS`]).
+    buffers: Vec<Vec<u8>>,
+    /// The manifest's chunk domain separator.
+    domain: DomainSeparator,
+    /// The G2 table and the products of three pairings over it.
+    pairing: (Vec<G2Affine>, Vec<Vec<(G1Affine, usize)>>),
+}
+
+impl Inputs {
+    fn generate(plan: &Plan, rng: &mut ChaCha20Rng) -> anyhow::Result<Self> {
+        let largest = |sizes: &[usize]| sizes.iter().copied().max().unwrap_or(0);
+        let largest_points = plan
+            .subnet_sizes
+            .iter()
+            .map(|n| n * 16)
+            .chain(plan.decompress_extra.iter().copied())
+            .chain(plan.msm_sizes.iter().copied())
+            .max()
+            .unwrap_or(0);
+        let points = distinct_points(rng, largest_points);
+        let compressed = points.iter().map(G1Affine::to_compressed).collect();
+        let scalars = (0..largest_points)
+            .map(|_| nidkg::random_scalar(rng))
+            .collect();
+        let g2_compressed = distinct_g2_points(rng, largest(plan.decompress_g2))
+            .iter()
+            .map(G2Affine::to_compressed)
+            .collect();
+        let distinct = bls_signatures(rng, largest(plan.bls_distinct), false);
+        let same = bls_signatures(rng, largest(plan.bls_same_message), true);
+        let buffers = (0..largest(plan.sha256_chunks).min(MAX_DISTINCT_CHUNKS))
+            .map(|_| {
+                let mut b = vec![0u8; CHUNK_BYTES];
+                rng.fill(&mut b[..]);
+                b
+            })
+            .collect();
+        let domain = DomainSeparator::new(CHUNK_DOMAIN)?;
+        let pairing = pairing_products_input(rng, largest(plan.pairing_products));
+        Ok(Self {
+            points,
+            compressed,
+            scalars,
+            g2_compressed,
+            distinct,
+            same,
+            buffers,
+            domain,
+            pairing,
         })
-        .collect();
-    let domain = DomainSeparator::new(CHUNK_DOMAIN)?;
-    let products_max = plan.pairing_products.iter().copied().max().unwrap_or(0);
-    let pairing_input = pairing_products_input(&mut rng, products_max);
+    }
+}
 
-    let mut cases: Vec<Case<'_>> = Vec::new();
-    let decompress_sizes: Vec<(usize, Option<usize>)> = plan
+/// Every case of the plan, each operation's shapes in turn.
+fn cases<'a>(plan: &Plan, inputs: &'a Inputs) -> anyhow::Result<Vec<Case<'a>>> {
+    let mut cases = decompress_cases(plan, inputs)?;
+    cases.extend(decompress_g2_cases(plan, inputs)?);
+    cases.extend(pairing_products_cases(plan, inputs)?);
+    cases.extend(msm_cases(plan, inputs)?);
+    cases.extend(bls_cases(plan, inputs));
+    cases.extend(sha256_cases(plan, inputs));
+    Ok(cases)
+}
+
+/// G1 decompression of each subnet's n*16 points, then of the extra sizes.
+fn decompress_cases<'a>(plan: &Plan, inputs: &'a Inputs) -> anyhow::Result<Vec<Case<'a>>> {
+    let sizes = plan
         .subnet_sizes
         .iter()
         .map(|&n| (n * 16, Some(n)))
-        .chain(plan.decompress_extra.iter().map(|&s| (s, None)))
-        .collect();
-    for (size, n) in decompress_sizes {
-        let input = compressed.get(..size).context("decompress input")?;
+        .chain(plan.decompress_extra.iter().map(|&s| (s, None)));
+    let mut cases = Vec::new();
+    for (size, n) in sizes {
+        let input = inputs.compressed.get(..size).context("decompress input")?;
         cases.push(Case {
             op: "decompress",
             operation: Operation::Decompress,
@@ -249,8 +325,17 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
             call: Box::new(move |e| e.g1_decompress(input).map(drop)),
         });
     }
+    Ok(cases)
+}
+
+/// G2 decompression batches; every point must decompress.
+fn decompress_g2_cases<'a>(plan: &Plan, inputs: &'a Inputs) -> anyhow::Result<Vec<Case<'a>>> {
+    let mut cases = Vec::new();
     for &size in plan.decompress_g2 {
-        let input = g2_compressed.get(..size).context("decompress_g2 input")?;
+        let input = inputs
+            .g2_compressed
+            .get(..size)
+            .context("decompress_g2 input")?;
         cases.push(Case {
             op: "decompress_g2",
             operation: Operation::DecompressG2,
@@ -272,8 +357,14 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
             }),
         });
     }
+    Ok(cases)
+}
+
+/// Batches of products of three pairings; every product must get a verdict.
+fn pairing_products_cases<'a>(plan: &Plan, inputs: &'a Inputs) -> anyhow::Result<Vec<Case<'a>>> {
+    let mut cases = Vec::new();
     for &count in plan.pairing_products {
-        let (g2, products) = &pairing_input;
+        let (g2, products) = &inputs.pairing;
         let products = products.get(..count).context("pairing products")?;
         cases.push(Case {
             op: "pairing_products",
@@ -296,10 +387,21 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
             }),
         });
     }
+    Ok(cases)
+}
+
+/// Batches of 32 MSMs of each subnet's n*16 points, then single MSMs of the plan's sizes.
+fn msm_cases<'a>(plan: &Plan, inputs: &'a Inputs) -> anyhow::Result<Vec<Case<'a>>> {
+    let points_and_scalars = |size: usize| -> anyhow::Result<(&'a [G1Affine], &'a [Scalar])> {
+        Ok((
+            inputs.points.get(..size).context("msm points")?,
+            inputs.scalars.get(..size).context("msm scalars")?,
+        ))
+    };
+    let mut cases = Vec::new();
     for &n in plan.subnet_sizes {
         let size = n * 16;
-        let p = points.get(..size).context("msm points")?;
-        let s = scalars.get(..size).context("msm scalars")?;
+        let (p, s) = points_and_scalars(size)?;
         // 32 MSMs over the same points with full-width scalars: the generic MSM's cost at
         // this count and size (the chunking proof's 8-bit scalars are not modelled here).
         let batch: Vec<MsmInput<'_>> = (0..32)
@@ -319,8 +421,7 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
         });
     }
     for &size in plan.msm_sizes {
-        let p = points.get(..size).context("msm points")?;
-        let s = scalars.get(..size).context("msm scalars")?;
+        let (p, s) = points_and_scalars(size)?;
         cases.push(Case {
             op: "msm",
             operation: Operation::Msm,
@@ -331,9 +432,20 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
             call: Box::new(move |e| e.g1_msm(p, s).map(drop)),
         });
     }
+    Ok(cases)
+}
+
+/// BLS batch verification of distinct messages, then of one message under many keys;
+/// every signature must verify.
+fn bls_cases<'a>(plan: &Plan, inputs: &'a Inputs) -> Vec<Case<'a>> {
+    let mut cases = Vec::new();
     for (op, sizes, sigs) in [
-        ("bls_verify_distinct", plan.bls_distinct, &distinct),
-        ("bls_verify_same_message", plan.bls_same_message, &same),
+        ("bls_verify_distinct", plan.bls_distinct, &inputs.distinct),
+        (
+            "bls_verify_same_message",
+            plan.bls_same_message,
+            &inputs.same,
+        ),
     ] {
         for &size in sizes {
             let items: Vec<BlsItem<'_>> = sigs
@@ -368,11 +480,18 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
             });
         }
     }
+    cases
+}
+
+/// SHA-256 of batches of 1 MiB chunks under the manifest's domain separator.
+fn sha256_cases<'a>(plan: &Plan, inputs: &'a Inputs) -> Vec<Case<'a>> {
+    let buffers = &inputs.buffers;
+    let mut cases = Vec::new();
     for &count in plan.sha256_chunks {
         let chunks: Vec<&[u8]> = (0..count)
             .filter_map(|i| buffers.get(i % buffers.len().max(1)).map(Vec::as_slice))
             .collect();
-        let domain = &domain;
+        let domain = &inputs.domain;
         cases.push(Case {
             op: "sha256_1mib",
             operation: Operation::Sha256,
@@ -383,39 +502,69 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
             call: Box::new(move |e| e.sha256_chunks(domain, &chunks).map(drop)),
         });
     }
+    cases
+}
 
+/// Every case on the CPU engine, then on the GPU engine when there is one.
+fn measure_cases(
+    cases: &[Case<'_>],
+    cpu: &Engine,
+    gpu: Option<&Engine>,
+    plan: &Plan,
+    progress: &Progress,
+) -> anyhow::Result<Vec<BenchEntry>> {
     let cpu_threads = rayon::current_num_threads();
     let mut results = Vec::new();
-    for case in &cases {
+    for case in cases {
         progress.step(format!("{} batch {}", case.op, case.batch));
-        results.push(measure(&cpu, case, "cpu", cpu_threads, plan)?);
+        results.push(measure(cpu, case, "cpu", cpu_threads, plan)?);
         progress.done(1);
-        if let Some(gpu) = &gpu_engine {
+        if let Some(gpu) = gpu {
             results.push(measure(gpu, case, "gpu", 1, plan)?);
             progress.done(1);
         }
     }
+    Ok(results)
+}
+
+/// The `msm_shared_u8` entries of every subnet size, each on fresh 8-bit scalars from
+/// `rng` over the first n*16 of `points`.
+fn measure_shared_u8_sizes(
+    plan: &Plan,
+    points: &[G1Affine],
+    rng: &mut ChaCha20Rng,
+    (cpu, gpu): (&Engine, Option<&Engine>),
+    progress: &Progress,
+) -> anyhow::Result<Vec<BenchEntry>> {
+    let mut results = Vec::new();
     for &n in plan.subnet_sizes {
         let bases = points.get(..n * 16).context("msm_shared_u8 bases")?;
         let mut u8_scalars = vec![0u8; SHARED_U8_ROWS * bases.len()];
         rng.fill(&mut u8_scalars[..]);
         progress.step(format!("msm_shared_u8 n={n}"));
-        results.extend(measure_shared_u8(
-            &cpu,
-            gpu_engine.as_ref(),
+        let inputs = SharedU8 {
             bases,
-            &u8_scalars,
+            scalars: &u8_scalars,
             n,
-            plan,
-            &progress,
-        )?);
+        };
+        results.extend(measure_shared_u8(cpu, gpu, &inputs, plan, progress)?);
     }
+    Ok(results)
+}
 
-    // Dealing-level rows: GPU-assisted means the engine under the default auto policy
-    // (each batch where its crossover sends it), not every batch forced onto the GPU.
-    let assisted = match &gpu_engine {
-        Some(_) => Some(Engine::new(Policy::auto()).context("the GPU-assisted engine")?),
-        None => None,
+/// The dealing-level rows (`nidkg_bench`). GPU-assisted means the engine under the default
+/// auto policy (each batch where its crossover sends it), not every batch forced onto the
+/// GPU; measured only when the GPU is (`gpu`).
+fn measure_dealings(
+    plan: &Plan,
+    gpu: bool,
+    notes: &mut Vec<String>,
+    progress: &Progress,
+) -> anyhow::Result<Vec<BenchEntry>> {
+    let assisted = if gpu {
+        Some(Engine::new(Policy::auto()).context("the GPU-assisted engine")?)
+    } else {
+        None
     };
     let dealing_plan = super::nidkg_bench::DealingPlan {
         subnet_sizes: plan.subnet_sizes,
@@ -424,13 +573,17 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
         max_reps: plan.max_reps,
         min_time: plan.min_time,
     };
-    results.extend(super::nidkg_bench::measure(
-        &dealing_plan,
-        assisted.as_ref(),
-        &mut notes,
-        &progress,
-    )?);
+    super::nidkg_bench::measure(&dealing_plan, assisted.as_ref(), notes, progress)
+}
 
+/// The document of a finished run: its results and notes, when and where it ran.
+fn document(
+    backend: BackendChoice,
+    quick: bool,
+    gpu_status: GpuStatus,
+    results: Vec<BenchEntry>,
+    notes: Vec<String>,
+) -> BenchDocument {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -438,10 +591,11 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
         GpuStatus::Ready { device } => Some(device.clone()),
         _ => None,
     };
-    Ok(BenchDocument {
+    BenchDocument {
         schema: BENCH_SCHEMA.to_string(),
         source: "measured".to_string(),
-        date_utc: utc_timestamp(now),
+        // Empty only for a clock past the year 262142.
+        date_utc: utc_timestamp(now).unwrap_or_default(),
         unix_time: Some(now),
         git_describe: git_describe(),
         command: std::env::args().collect::<Vec<_>>().join(" "),
@@ -450,7 +604,7 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
         machine: BenchMachine {
             cpu_model: cpu_model(),
             logical_cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
-            cpu_threads,
+            cpu_threads: rayon::current_num_threads(),
             gpu_name,
             kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
                 .ok()
@@ -459,7 +613,7 @@ pub fn run(backend: BackendChoice, quick: bool) -> anyhow::Result<BenchDocument>
         gpu: Some(gpu_status),
         results,
         notes,
-    })
+    }
 }
 
 /// An engine with every operation forced onto the GPU (whatever the batch size), so GPU
@@ -485,22 +639,41 @@ const SHARED_U8_ROWS: usize = 32;
 /// The CPU peers of the engine's `msm_shared_u8` entries, per subnet size.
 const SHARED_U8_PEERS: usize = 4;
 
+/// One subnet size's `msm_shared_u8` inputs: [`SHARED_U8_ROWS`] rows of 8-bit scalars
+/// over one set of bases.
+struct SharedU8<'a> {
+    bases: &'a [G1Affine],
+    /// The rows, one after another, each as long as `bases`.
+    scalars: &'a [u8],
+    /// The subnet size (`bases` holds n*16 points).
+    n: usize,
+}
+
 /// The `msm_shared_u8` entries of one subnet size: the engine's path on the CPU engine and
 /// the GPU engine (when measured), then the CPU peers, all on the same inputs.
 fn measure_shared_u8(
     cpu: &Engine,
     gpu: Option<&Engine>,
-    bases: &[G1Affine],
-    scalars: &[u8],
-    n: usize,
+    inputs: &SharedU8<'_>,
     plan: &Plan,
     progress: &Progress,
 ) -> anyhow::Result<Vec<BenchEntry>> {
-    use rayon::prelude::*;
+    let mut out = shared_u8_engine_entries(cpu, gpu, inputs, plan, progress)?;
+    out.extend(shared_u8_peer_entries(inputs, plan, progress));
+    Ok(out)
+}
+
+/// The engine's path: nidkg's 8-bit MSM per row on all threads (CPU engine), or the
+/// bit-plane kernels (GPU engine).
+fn shared_u8_engine_entries(
+    cpu: &Engine,
+    gpu: Option<&Engine>,
+    &SharedU8 { bases, scalars, n }: &SharedU8<'_>,
+    plan: &Plan,
+    progress: &Progress,
+) -> anyhow::Result<Vec<BenchEntry>> {
     let rows = SHARED_U8_ROWS;
     let size = bases.len();
-    // The engine's path: nidkg's 8-bit MSM per row on all threads (CPU engine), or the
-    // bit-plane kernels (GPU engine).
     let engine_case = Case {
         op: "msm_shared_u8",
         operation: Operation::MsmSharedU8,
@@ -510,9 +683,8 @@ fn measure_shared_u8(
         subnet_size: Some(n),
         call: Box::new(move |e| e.g1_msm_shared_u8(bases, scalars, rows).map(drop)),
     };
-    let cpu_threads = rayon::current_num_threads();
     let mut out = Vec::new();
-    let mut entry = measure(cpu, &engine_case, "cpu", cpu_threads, plan)?;
+    let mut entry = measure(cpu, &engine_case, "cpu", rayon::current_num_threads(), plan)?;
     entry.algorithm = Some("shared-bases-u8".to_string());
     out.push(entry);
     progress.done(1);
@@ -522,8 +694,22 @@ fn measure_shared_u8(
         out.push(entry);
         progress.done(1);
     }
-    // The peers, outside the engine (its counters do not see them): the scalars widened to
-    // field elements once, outside the timed calls.
+    Ok(out)
+}
+
+/// The CPU peers, outside the engine (its counters do not see them): the IC's 4-bit
+/// full-width Pippenger on one thread and on all, the CPU 8-bit path on one, blst's
+/// Pippenger on all. The scalars are widened to field elements once, outside the timed
+/// calls.
+fn shared_u8_peer_entries(
+    inputs: &SharedU8<'_>,
+    plan: &Plan,
+    progress: &Progress,
+) -> Vec<BenchEntry> {
+    use rayon::prelude::*;
+    let &SharedU8 { bases, scalars, .. } = inputs;
+    let size = bases.len();
+    let cpu_threads = rayon::current_num_threads();
     let wide: Vec<Scalar> = scalars
         .iter()
         .map(|&s| Scalar::from(u64::from(s)))
@@ -537,41 +723,13 @@ fn measure_shared_u8(
             scalars: s,
         })
         .collect();
-    let template = |algorithm: &str, threads: usize, seconds: Vec<f64>| {
-        let batch = rows * size;
-        summarise(seconds).map(|(median, min, max, reps)| BenchEntry {
-            op: "msm_shared_u8".to_string(),
-            backend: "cpu".to_string(),
-            executed_on: "cpu".to_string(),
-            batch,
-            msms: Some(rows),
-            points_per_msm: Some(size),
-            subnet_size: Some(n),
-            repetitions: reps,
-            seconds_per_call: median,
-            seconds_per_call_min: Some(min),
-            seconds_per_call_max: Some(max),
-            seconds_per_item: median / batch as f64,
-            items_per_second: if median > 0.0 {
-                batch as f64 / median
-            } else {
-                0.0
-            },
-            algorithm: Some(algorithm.to_string()),
-            threads,
-            source: "measured".to_string(),
-            reference: None,
-            phases: None,
-            host_cpu_seconds_per_call: None,
-        })
-    };
-    let peers_before = out.len();
+    let mut out = Vec::new();
     let ic_1t = time_calls(plan, || {
         for s in &wide_rows {
             std::hint::black_box(nidkg::msm::msm_4bit_full_width(bases, s));
         }
     });
-    out.extend(template("ic-4bit-full-width", 1, ic_1t));
+    out.extend(peer_entry(inputs, "ic-4bit-full-width", 1, ic_1t));
     progress.done(1);
     let ic_all = time_calls(plan, || {
         let r: Vec<G1Projective> = wide_rows
@@ -580,22 +738,64 @@ fn measure_shared_u8(
             .collect();
         std::hint::black_box(r);
     });
-    out.extend(template("ic-4bit-full-width", cpu_threads, ic_all));
+    out.extend(peer_entry(
+        inputs,
+        "ic-4bit-full-width",
+        cpu_threads,
+        ic_all,
+    ));
     progress.done(1);
     let u8_1t = time_calls(plan, || {
         for s in &byte_rows {
             std::hint::black_box(nidkg::msm::msm_shared_bases_u8(bases, s));
         }
     });
-    out.extend(template("shared-bases-u8", 1, u8_1t));
+    out.extend(peer_entry(inputs, "shared-bases-u8", 1, u8_1t));
     progress.done(1);
     let blst = time_calls(plan, || {
         std::hint::black_box(gpu_crypto::cpu::g1_msm_batch(&blst_batch));
     });
-    out.extend(template("blst-pippenger", cpu_threads, blst));
+    out.extend(peer_entry(inputs, "blst-pippenger", cpu_threads, blst));
     progress.done(1);
-    debug_assert_eq!(out.len() - peers_before, SHARED_U8_PEERS);
-    Ok(out)
+    debug_assert_eq!(out.len(), SHARED_U8_PEERS);
+    out
+}
+
+/// A CPU peer's `msm_shared_u8` entry from its call times (`None` for no calls).
+fn peer_entry(
+    inputs: &SharedU8<'_>,
+    algorithm: &str,
+    threads: usize,
+    seconds: Vec<f64>,
+) -> Option<BenchEntry> {
+    let rows = SHARED_U8_ROWS;
+    let size = inputs.bases.len();
+    let batch = rows * size;
+    summarise(seconds).map(|(median, min, max, reps)| BenchEntry {
+        op: "msm_shared_u8".to_string(),
+        backend: "cpu".to_string(),
+        executed_on: "cpu".to_string(),
+        batch,
+        msms: Some(rows),
+        points_per_msm: Some(size),
+        subnet_size: Some(inputs.n),
+        repetitions: reps,
+        seconds_per_call: median,
+        seconds_per_call_min: Some(min),
+        seconds_per_call_max: Some(max),
+        seconds_per_item: median / batch as f64,
+        items_per_second: if median > 0.0 {
+            batch as f64 / median
+        } else {
+            0.0
+        },
+        algorithm: Some(algorithm.to_string()),
+        threads,
+        source: "measured".to_string(),
+        reference: None,
+        phases: None,
+        host_cpu_seconds_per_call: None,
+    })
 }
 
 /// Seconds of each timed call of `call` after one untimed warm-up, as `measure` times.
@@ -792,26 +992,12 @@ fn git_describe() -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` of Unix seconds (proleptic Gregorian calendar, UTC), by the
-/// days-to-civil conversion of H. Hinnant's `chrono`-compatible date algorithms.
-fn utc_timestamp(unix: u64) -> String {
-    let days = (unix / 86_400) as i64;
-    let secs = unix % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
+/// `YYYY-MM-DDTHH:MM:SSZ` of Unix seconds (proleptic Gregorian calendar, UTC); `None`
+/// past chrono's last representable year (262142).
+fn utc_timestamp(unix: u64) -> Option<String> {
+    let secs = i64::try_from(unix).ok()?;
+    let time = chrono::DateTime::from_timestamp(secs, 0)?;
+    Some(time.format("%Y-%m-%dT%H:%M:%SZ").to_string())
 }
 
 #[cfg(test)]
@@ -820,12 +1006,22 @@ mod tests {
 
     #[test]
     fn timestamps_of_known_instants() {
-        assert_eq!(utc_timestamp(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_timestamp(0).as_deref(), Some("1970-01-01T00:00:00Z"));
         // 2000-02-29 (leap day of a century leap year) 12:34:56.
-        assert_eq!(utc_timestamp(951_827_696), "2000-02-29T12:34:56Z");
+        assert_eq!(
+            utc_timestamp(951_827_696).as_deref(),
+            Some("2000-02-29T12:34:56Z")
+        );
         // `date -u -d 2026-11-30T00:00:00Z +%s`; 2100 is not a leap year.
-        assert_eq!(utc_timestamp(1_795_996_800), "2026-11-30T00:00:00Z");
-        assert_eq!(utc_timestamp(4_107_628_799), "2100-03-01T23:59:59Z");
+        assert_eq!(
+            utc_timestamp(1_795_996_800).as_deref(),
+            Some("2026-11-30T00:00:00Z")
+        );
+        assert_eq!(
+            utc_timestamp(4_107_628_799).as_deref(),
+            Some("2100-03-01T23:59:59Z")
+        );
+        assert_eq!(utc_timestamp(u64::MAX), None);
     }
 
     /// The quick run measures every operation the planner needs on the CPU, each entry

@@ -12,7 +12,7 @@ use std::io::Read;
 use std::path::Path;
 
 /// Reads `path`, or standard input when `path` is `-`.
-pub fn read_input(path: &Path) -> anyhow::Result<Vec<u8>> {
+pub(crate) fn read_input(path: &Path) -> anyhow::Result<Vec<u8>> {
     if path.as_os_str() == "-" {
         let mut data = Vec::new();
         std::io::stdin()
@@ -25,7 +25,7 @@ pub fn read_input(path: &Path) -> anyhow::Result<Vec<u8>> {
 }
 
 /// The lines of `data` as described in the module documentation.
-pub fn lines(data: &[u8]) -> Vec<&[u8]> {
+pub(crate) fn lines(data: &[u8]) -> Vec<&[u8]> {
     if data.is_empty() {
         return Vec::new();
     }
@@ -36,14 +36,14 @@ pub fn lines(data: &[u8]) -> Vec<&[u8]> {
 }
 
 /// Whitespace-separated fields of a line (ASCII whitespace only).
-pub fn fields(line: &[u8]) -> Vec<&[u8]> {
+pub(crate) fn fields(line: &[u8]) -> Vec<&[u8]> {
     line.split(|b| b.is_ascii_whitespace())
         .filter(|f| !f.is_empty())
         .collect()
 }
 
 /// Exactly `N` bytes written as `2 * N` hex digits (either case), or `None`.
-pub fn hex_array<const N: usize>(field: &[u8]) -> Option<[u8; N]> {
+pub(crate) fn hex_array<const N: usize>(field: &[u8]) -> Option<[u8; N]> {
     let mut out = [0u8; N];
     hex::decode_to_slice(field, &mut out).ok()?;
     Some(out)
@@ -51,7 +51,7 @@ pub fn hex_array<const N: usize>(field: &[u8]) -> Option<[u8; N]> {
 
 /// Any number of bytes as hex digits; `-` stands for no bytes (an empty field cannot be
 /// told apart from a missing one).
-pub fn hex_bytes(field: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn hex_bytes(field: &[u8]) -> Option<Vec<u8>> {
     if field == b"-" {
         return Some(Vec::new());
     }

@@ -1,9 +1,9 @@
 //! Modules of the `gpu-crypto` binary.
 
-pub mod bench;
-pub mod input;
-pub mod nidkg;
+pub(crate) mod bench;
+pub(crate) mod input;
+pub(crate) mod nidkg;
 mod nidkg_bench;
-pub mod ops;
-pub mod progress;
-pub mod selftest;
+pub(crate) mod ops;
+pub(crate) mod progress;
+pub(crate) mod selftest;

@@ -86,41 +86,15 @@ pub(crate) fn deal_seconds(n: usize) -> f64 {
     DEAL_SECONDS_PER_RECEIVER * n as f64
 }
 
-pub fn run(
+/// Runs a `nidkg` subcommand; `engine` opens the engine, only once the input is known to
+/// be usable.
+pub(crate) fn run(
     cmd: &NidkgCommand,
     engine: impl FnOnce() -> anyhow::Result<Engine>,
 ) -> anyhow::Result<ExitCode> {
     match cmd {
-        NidkgCommand::Deal { n, seed, out } => {
-            let progress = Progress::spinner(&format!(
-                "nidkg deal: a dealing for {n} receivers, about {}",
-                super::progress::about(deal_seconds(*n))
-            ));
-            progress.step(format!("dealing for n = {n}"));
-            let bytes = nidkg::deal(*n, *seed).with_context(|| format!("dealing for n = {n}"))?;
-            drop(progress);
-            write_atomic(out, &bytes)?;
-            eprintln!(
-                "wrote {} ({} bytes, n = {n}, seed {seed})",
-                out.display(),
-                bytes.len()
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        NidkgCommand::Verify { file } => {
-            let bytes = read_bytes(file)?;
-            // What is not a dealing file needs no engine: refused before a GPU is opened.
-            let form = nidkg::DealingFile::parse(&bytes)
-                .and_then(|f| ic_cbor::dealing_stream(&f.dealing).map(drop));
-            if let Some(e) = unusable_only(form) {
-                return Ok(unusable(&named(file), &e));
-            }
-            let Some(engine) = engine_or_no_verdict(engine) else {
-                return Ok(ExitCode::from(NO_VERDICT));
-            };
-            let result = nidkg::verify_with(&NidkgBatchOps::new(&engine), &bytes);
-            Ok(print_verdict(&engine, &named(file), result))
-        }
+        NidkgCommand::Deal { n, seed, out } => deal(*n, *seed, out),
+        NidkgCommand::Verify { file } => verify(file, engine),
         NidkgCommand::VerifyIc {
             dealing,
             receiver_keys,
@@ -128,65 +102,116 @@ pub fn run(
             epoch,
             dealer_index,
         } => {
-            let dealing_name = named(dealing);
-            let dealing = ic_cbor::bytes_of_file(&read_bytes(dealing)?);
-            if let Some(e) = unusable_only(ic_cbor::dealing_stream(&dealing).map(drop)) {
-                return Ok(unusable(&dealing_name, &e));
-            }
-            let mut keys = Vec::with_capacity(receiver_keys.len());
-            for (index, path) in receiver_keys.iter().enumerate() {
-                let bytes = ic_cbor::bytes_of_file(&read_bytes(path)?);
-                match ic_cbor::receiver_key(&bytes) {
-                    Ok(key) => keys.push(key),
-                    Err(e) => {
-                        let name = format!("{} (receiver key {index})", named(path));
-                        return Ok(unusable(&name, &e));
-                    }
-                }
-            }
             let context = nidkg::IcContext {
                 dealer_index: *dealer_index,
                 threshold: *threshold,
                 epoch: *epoch,
             };
-            let Some(engine) = engine_or_no_verdict(engine) else {
-                return Ok(ExitCode::from(NO_VERDICT));
-            };
-            let result = nidkg::verify_ic(&NidkgBatchOps::new(&engine), &dealing, &keys, &context);
-            Ok(print_verdict(&engine, &dealing_name, result))
+            verify_ic(dealing, receiver_keys, &context, engine)
         }
         NidkgCommand::VerifyPop {
             key,
             pop,
             associated_data,
-        } => {
-            let key_bytes = ic_cbor::bytes_of_file(&read_bytes(key)?);
-            let pop_bytes = ic_cbor::bytes_of_file(&read_bytes(pop)?);
-            let key = match ic_cbor::receiver_key(&key_bytes) {
-                Ok(parsed) => parsed,
-                Err(e) => return Ok(unusable(&format!("{} (key)", named(key)), &e)),
-            };
-            let pop = match ic_cbor::pop(&pop_bytes) {
-                Ok(parsed) => parsed,
-                Err(e) => {
-                    let name = format!("{} (proof of possession)", named(pop));
-                    return Ok(unusable(&name, &e));
-                }
-            };
-            match nidkg::verify_pop(&key, &pop, associated_data.as_bytes()) {
-                Ok(true) => {
-                    println!("valid proof of possession");
-                    Ok(ExitCode::SUCCESS)
-                }
-                Ok(false) => {
-                    println!("rejected proof of possession: the challenge does not match");
-                    Ok(ExitCode::FAILURE)
-                }
-                Err(e) => {
-                    println!("rejected proof of possession: {e}");
-                    Ok(ExitCode::FAILURE)
-                }
+        } => verify_pop(key, pop, associated_data),
+    }
+}
+
+/// `deal`: creates the dealing for `n` receivers from `seed` and writes the dealing file.
+fn deal(n: usize, seed: u64, out: &Path) -> anyhow::Result<ExitCode> {
+    let progress = Progress::spinner(&format!(
+        "nidkg deal: a dealing for {n} receivers, about {}",
+        super::progress::about(deal_seconds(n))
+    ));
+    progress.step(format!("dealing for n = {n}"));
+    let bytes = nidkg::deal(n, seed).with_context(|| format!("dealing for n = {n}"))?;
+    drop(progress);
+    write_atomic(out, &bytes)?;
+    eprintln!(
+        "wrote {} ({} bytes, n = {n}, seed {seed})",
+        out.display(),
+        bytes.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `verify`: the dealing file's verdict through the engine.
+fn verify(
+    file: &Path,
+    engine: impl FnOnce() -> anyhow::Result<Engine>,
+) -> anyhow::Result<ExitCode> {
+    let bytes = read_bytes(file)?;
+    // What is not a dealing file needs no engine: refused before a GPU is opened.
+    let form = nidkg::DealingFile::parse(&bytes)
+        .and_then(|f| ic_cbor::dealing_stream(&f.dealing).map(drop));
+    if let Some(e) = unusable_only(form) {
+        return Ok(unusable(&named(file), &e));
+    }
+    let Some(engine) = engine_or_no_verdict(engine) else {
+        return Ok(ExitCode::from(NO_VERDICT));
+    };
+    let result = nidkg::verify_with(&NidkgBatchOps::new(&engine), &bytes);
+    Ok(print_verdict(&engine, &named(file), result))
+}
+
+/// `verify-ic`: the verdict on a dealing in the IC's encoding under the IC's `context`,
+/// the dealing and every receiver key checked for form before the engine is opened.
+fn verify_ic(
+    dealing: &Path,
+    receiver_keys: &[PathBuf],
+    context: &nidkg::IcContext,
+    engine: impl FnOnce() -> anyhow::Result<Engine>,
+) -> anyhow::Result<ExitCode> {
+    let dealing_name = named(dealing);
+    let dealing = ic_cbor::bytes_of_file(&read_bytes(dealing)?);
+    if let Some(e) = unusable_only(ic_cbor::dealing_stream(&dealing).map(drop)) {
+        return Ok(unusable(&dealing_name, &e));
+    }
+    let mut keys = Vec::with_capacity(receiver_keys.len());
+    for (index, path) in receiver_keys.iter().enumerate() {
+        let bytes = ic_cbor::bytes_of_file(&read_bytes(path)?);
+        match ic_cbor::receiver_key(&bytes) {
+            Ok(key) => keys.push(key),
+            Err(e) => {
+                let name = format!("{} (receiver key {index})", named(path));
+                return Ok(unusable(&name, &e));
             }
+        }
+    }
+    let Some(engine) = engine_or_no_verdict(engine) else {
+        return Ok(ExitCode::from(NO_VERDICT));
+    };
+    let result = nidkg::verify_ic(&NidkgBatchOps::new(&engine), &dealing, &keys, context);
+    Ok(print_verdict(&engine, &dealing_name, result))
+}
+
+/// `verify-pop`: whether the key's proof of possession holds for `associated_data`.
+fn verify_pop(key: &Path, pop: &Path, associated_data: &str) -> anyhow::Result<ExitCode> {
+    let key_bytes = ic_cbor::bytes_of_file(&read_bytes(key)?);
+    let pop_bytes = ic_cbor::bytes_of_file(&read_bytes(pop)?);
+    let key = match ic_cbor::receiver_key(&key_bytes) {
+        Ok(parsed) => parsed,
+        Err(e) => return Ok(unusable(&format!("{} (key)", named(key)), &e)),
+    };
+    let pop = match ic_cbor::pop(&pop_bytes) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            let name = format!("{} (proof of possession)", named(pop));
+            return Ok(unusable(&name, &e));
+        }
+    };
+    match nidkg::verify_pop(&key, &pop, associated_data.as_bytes()) {
+        Ok(true) => {
+            println!("valid proof of possession");
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(false) => {
+            println!("rejected proof of possession: the challenge does not match");
+            Ok(ExitCode::FAILURE)
+        }
+        Err(e) => {
+            println!("rejected proof of possession: {e}");
+            Ok(ExitCode::FAILURE)
         }
     }
 }

@@ -204,35 +204,65 @@ fn row(
     backend: &str,
     threads: usize,
 ) -> anyhow::Result<BenchEntry> {
-    let verify_all = || -> anyhow::Result<PhaseTimes> {
-        let not_accepted = |i: usize, e: &nidkg::VerifyError| {
-            anyhow::anyhow!(
-                "{op} n={n} on {}: dealing {i} not accepted: {e}",
-                ops.name()
-            )
-        };
-        match mode {
-            Mode::OneByOne => {
-                let mut phases = PhaseTimes::default();
-                for (i, dealing) in dealings.iter().enumerate() {
-                    let report =
-                        nidkg::verify_with(ops, dealing).map_err(|e| not_accepted(i, &e))?;
-                    phases += report.phases;
-                }
-                Ok(phases)
-            }
-            Mode::CombinedBatch => {
-                let report = combined_batch(ops, dealings)?;
-                if let Some((i, Err(e))) =
-                    report.verdicts.iter().enumerate().find(|(_, v)| v.is_err())
-                {
-                    return Err(not_accepted(i, e));
-                }
-                Ok(report.phases)
-            }
-        }
+    let call = || verify_all(op, mode, n, dealings, ops);
+    call()?;
+    let calls = timed_calls(plan, call)?;
+    let mut entry = calls.entry(op, n, dealings.len(), backend, threads);
+    entry.phases = (dealings.len() == 1).then(|| calls.median_phases());
+    Ok(entry)
+}
+
+/// One call of a row: every dealing verified (as `mode` says), each one accepted; the
+/// phases summed over the dealings.
+fn verify_all(
+    op: &str,
+    mode: Mode,
+    n: usize,
+    dealings: &[Vec<u8>],
+    ops: &dyn BatchOps,
+) -> anyhow::Result<PhaseTimes> {
+    let not_accepted = |i: usize, e: &nidkg::VerifyError| {
+        anyhow::anyhow!(
+            "{op} n={n} on {}: dealing {i} not accepted: {e}",
+            ops.name()
+        )
     };
-    verify_all()?;
+    match mode {
+        Mode::OneByOne => {
+            let mut phases = PhaseTimes::default();
+            for (i, dealing) in dealings.iter().enumerate() {
+                let report = nidkg::verify_with(ops, dealing).map_err(|e| not_accepted(i, &e))?;
+                phases += report.phases;
+            }
+            Ok(phases)
+        }
+        Mode::CombinedBatch => {
+            let report = combined_batch(ops, dealings)?;
+            if let Some((i, Err(e))) = report.verdicts.iter().enumerate().find(|(_, v)| v.is_err())
+            {
+                return Err(not_accepted(i, e));
+            }
+            Ok(report.phases)
+        }
+    }
+}
+
+/// The timed calls of a row: each call's wall seconds and phases, and the median of the
+/// process CPU seconds per call.
+struct Calls {
+    /// (wall seconds, phases) per call, in call order.
+    calls: Vec<(f64, PhaseTimes)>,
+    /// The median host CPU seconds of a call, when the clock read for every call (a median
+    /// of some calls would describe other calls than the wall's).
+    host_cpu: Option<f64>,
+}
+
+/// Calls `call` until the plan's repetitions and time, timing each by the wall and the
+/// process's CPU clock.
+fn timed_calls(
+    plan: &DealingPlan<'_>,
+    call: impl Fn() -> anyhow::Result<PhaseTimes>,
+) -> anyhow::Result<Calls> {
     let started = Instant::now();
     let mut calls: Vec<(f64, PhaseTimes)> = Vec::new();
     let mut cpu_seconds: Vec<f64> = Vec::new();
@@ -241,51 +271,63 @@ fn row(
     {
         let cpu = process_cpu_seconds();
         let t = Instant::now();
-        let phases = verify_all()?;
+        let phases = call()?;
         calls.push((t.elapsed().as_secs_f64(), phases));
         if let (Some(before), Some(after)) = (cpu, process_cpu_seconds()) {
             cpu_seconds.push(after - before);
         }
     }
     cpu_seconds.sort_by(f64::total_cmp);
-    // Every call or none: a median of some calls would describe other calls than the wall's.
     let host_cpu = (!cpu_seconds.is_empty() && cpu_seconds.len() == calls.len())
         .then(|| cpu_seconds[cpu_seconds.len() / 2]);
-    let mut times: Vec<f64> = calls.iter().map(|(t, _)| *t).collect();
-    times.sort_by(f64::total_cmp);
-    let median_of = |f: fn(&PhaseTimes) -> Duration| {
-        let mut v: Vec<f64> = calls.iter().map(|(_, p)| f(p).as_secs_f64()).collect();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let median = times[times.len() / 2];
-    let items = dealings.len() as f64;
-    Ok(BenchEntry {
-        op: op.to_string(),
-        backend: backend.to_string(),
-        executed_on: "cpu".to_string(),
-        batch: dealings.len(),
-        msms: None,
-        points_per_msm: None,
-        subnet_size: Some(n),
-        repetitions: times.len(),
-        seconds_per_call: median,
-        seconds_per_call_min: times.first().copied(),
-        seconds_per_call_max: times.last().copied(),
-        seconds_per_item: median / items,
-        items_per_second: items / median,
-        threads,
-        source: "measured".to_string(),
-        reference: None,
-        algorithm: None,
-        phases: (dealings.len() == 1).then(|| DealingPhases {
+    Ok(Calls { calls, host_cpu })
+}
+
+impl Calls {
+    /// The row's entry from the calls' wall times: the median call, the fastest and the
+    /// slowest, per call of `batch` dealings; no phases.
+    fn entry(&self, op: &str, n: usize, batch: usize, backend: &str, threads: usize) -> BenchEntry {
+        let mut times: Vec<f64> = self.calls.iter().map(|(t, _)| *t).collect();
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        let items = batch as f64;
+        BenchEntry {
+            op: op.to_string(),
+            backend: backend.to_string(),
+            executed_on: "cpu".to_string(),
+            batch,
+            msms: None,
+            points_per_msm: None,
+            subnet_size: Some(n),
+            repetitions: times.len(),
+            seconds_per_call: median,
+            seconds_per_call_min: times.first().copied(),
+            seconds_per_call_max: times.last().copied(),
+            seconds_per_item: median / items,
+            items_per_second: items / median,
+            threads,
+            source: "measured".to_string(),
+            reference: None,
+            algorithm: None,
+            phases: None,
+            host_cpu_seconds_per_call: self.host_cpu,
+        }
+    }
+
+    /// The median of each phase over the calls (each phase's own median).
+    fn median_phases(&self) -> DealingPhases {
+        let median_of = |f: fn(&PhaseTimes) -> Duration| {
+            let mut v: Vec<f64> = self.calls.iter().map(|(_, p)| f(p).as_secs_f64()).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        DealingPhases {
             deserialize: median_of(|p| p.deserialize),
             integrity: median_of(|p| p.integrity),
             chunking: median_of(|p| p.chunking),
             sharing: median_of(|p| p.sharing),
-        }),
-        host_cpu_seconds_per_call: host_cpu,
-    })
+        }
+    }
 }
 
 /// The dealing files parsed and verified in one `verify_batch` call, combined checks.

@@ -16,7 +16,7 @@ const MAX_LISTED_ERRORS: usize = 20;
 
 /// Which group `decompress` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Group {
+pub(crate) enum Group {
     /// 48-byte compressed G1 points (96 hex digits), 96-byte uncompressed answers.
     G1,
     /// 96-byte compressed G2 points (192 hex digits), 192-byte uncompressed answers.
@@ -25,7 +25,7 @@ pub enum Group {
 
 /// `decompress`: one compressed point per line (96 hex digits for G1, 192 for G2); one
 /// answer per line, `ok <hex of the uncompressed point>` or `err <reason>`.
-pub fn decompress(engine: &Engine, data: &[u8], group: Group) -> anyhow::Result<String> {
+pub(crate) fn decompress(engine: &Engine, data: &[u8], group: Group) -> anyhow::Result<String> {
     match group {
         Group::G1 => decompress_lines::<48, _>(
             data,
@@ -78,7 +78,7 @@ fn decompress_lines<const N: usize, P>(
 }
 
 /// A canonical scalar from 32 big-endian bytes; `None` when it is not below the group order r.
-pub fn scalar_from_be(bytes: [u8; 32]) -> Option<Scalar> {
+pub(crate) fn scalar_from_be(bytes: [u8; 32]) -> Option<Scalar> {
     let mut le = bytes;
     le.reverse();
     Option::from(Scalar::from_bytes(&le))
@@ -87,7 +87,7 @@ pub fn scalar_from_be(bytes: [u8; 32]) -> Option<Scalar> {
 /// `msm`: lines `<96 hex compressed point> <64 hex big-endian scalar>`; prints the sum of
 /// `scalar * point` as 96 hex digits of its compressed encoding. Any bad line fails the
 /// whole command with every bad line number and reason listed, and nothing is printed.
-pub fn msm(engine: &Engine, data: &[u8]) -> anyhow::Result<String> {
+pub(crate) fn msm(engine: &Engine, data: &[u8]) -> anyhow::Result<String> {
     let mut errors = Vec::new();
     let mut line_numbers = Vec::new();
     let mut encoded = Vec::new();
@@ -178,7 +178,7 @@ fn listed(errors: Vec<String>, what: &str) -> String {
 /// `verify`: lines `<96 hex signature> <192 hex public key> <message hex, or - if empty>`;
 /// one answer per line, `ok` or `err <reason>` (`err bad-line` for a malformed line).
 /// Messages are hashed to G1 under `scheme`'s domain separation tag.
-pub fn verify(engine: &Engine, data: &[u8], scheme: BlsScheme) -> anyhow::Result<String> {
+pub(crate) fn verify(engine: &Engine, data: &[u8], scheme: BlsScheme) -> anyhow::Result<String> {
     struct Parsed {
         signature: [u8; 48],
         public_key: [u8; 96],
@@ -231,7 +231,7 @@ pub fn verify(engine: &Engine, data: &[u8], scheme: BlsScheme) -> anyhow::Result
 
 /// `manifest-hash`: the root hash of a manifest in the JSON form of
 /// `ic_state_manifest`, after the replica's consistency checks (unless `unvalidated`).
-pub fn manifest_hash(data: &[u8], unvalidated: bool) -> anyhow::Result<String> {
+pub(crate) fn manifest_hash(data: &[u8], unvalidated: bool) -> anyhow::Result<String> {
     let manifest = Manifest::from_json_reader(data).context("reading the manifest")?;
     let root = if unvalidated {
         manifest.root_hash_unvalidated()
@@ -244,7 +244,11 @@ pub fn manifest_hash(data: &[u8], unvalidated: bool) -> anyhow::Result<String> {
 
 /// `manifest`: the manifest of the checkpoint directory `dir` (chunks hashed by `engine`)
 /// and its root hash.
-pub fn manifest(engine: &Engine, dir: &Path, version: u64) -> anyhow::Result<(String, String)> {
+pub(crate) fn manifest(
+    engine: &Engine,
+    dir: &Path,
+    version: u64,
+) -> anyhow::Result<(String, String)> {
     let version = ManifestVersion::from_number(version)?;
     let manifest = ic_state_manifest::compute(engine, dir, version)
         .with_context(|| format!("computing the manifest of {}", dir.display()))?;

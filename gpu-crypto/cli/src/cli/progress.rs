@@ -7,13 +7,13 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::borrow::Cow;
 use std::time::Duration;
 
-pub struct Progress {
+pub(crate) struct Progress {
     bar: ProgressBar,
 }
 
 impl Progress {
     /// `steps` steps, each named by [`Progress::step`] and counted by [`Progress::done`].
-    pub fn bar(headline: &str, steps: u64) -> Progress {
+    pub(crate) fn bar(headline: &str, steps: u64) -> Progress {
         eprintln!("{headline}");
         let bar = ProgressBar::with_draw_target(Some(steps), ProgressDrawTarget::stderr());
         if let Ok(style) = ProgressStyle::with_template(
@@ -27,7 +27,7 @@ impl Progress {
     }
 
     /// One step of unknown length: a spinner with the elapsed time.
-    pub fn spinner(headline: &str) -> Progress {
+    pub(crate) fn spinner(headline: &str) -> Progress {
         eprintln!("{headline}");
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
         if let Ok(style) = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}") {
@@ -38,12 +38,12 @@ impl Progress {
     }
 
     /// Names what runs now.
-    pub fn step(&self, what: impl Into<Cow<'static, str>>) {
+    pub(crate) fn step(&self, what: impl Into<Cow<'static, str>>) {
         self.bar.set_message(what);
     }
 
     /// Counts `n` steps done.
-    pub fn done(&self, n: u64) {
+    pub(crate) fn done(&self, n: u64) {
         self.bar.inc(n);
     }
 }
@@ -56,7 +56,7 @@ impl Drop for Progress {
 }
 
 /// `seconds` as a rough duration: "25 s", "2 min".
-pub fn about(seconds: f64) -> String {
+pub(crate) fn about(seconds: f64) -> String {
     if seconds < 90.0 {
         format!("{} s", (seconds / 5.0).round().max(1.0) as u64 * 5)
     } else {

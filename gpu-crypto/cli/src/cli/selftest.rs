@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 /// Runs every operation with `size` items; returns the report text and whether everything
 /// passed. `not_run` lists operations the chosen backend cannot run, with the reason: each
 /// is a failure.
-pub fn run(
+pub(crate) fn run(
     engine: &Engine,
     not_run: &[(Operation, String)],
     size: usize,

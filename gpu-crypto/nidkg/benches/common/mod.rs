@@ -14,7 +14,7 @@ use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
 /// The chunking proof's MSM batch for `n` receivers: 16n bases, 32 rows of 8-bit scalars.
-pub struct SmallScalarBatch {
+pub(crate) struct SmallScalarBatch {
     pub bases: Vec<G1Affine>,
     /// Row-major: `rows[k * bases.len() + p]`.
     pub rows: Vec<u8>,
@@ -22,7 +22,7 @@ pub struct SmallScalarBatch {
 }
 
 impl SmallScalarBatch {
-    pub fn new(n: usize, seed: u64) -> Self {
+    pub(crate) fn new(n: usize, seed: u64) -> Self {
         let mut rng = ChaCha20Rng::seed_from_u64(seed);
         let projective: Vec<G1Projective> = (0..NUM_CHUNKS * n)
             .map(|_| G1Projective::generator() * nidkg::random_scalar(&mut rng))
@@ -39,11 +39,11 @@ impl SmallScalarBatch {
         }
     }
 
-    pub fn row(&self, k: usize) -> &[u8] {
+    pub(crate) fn row(&self, k: usize) -> &[u8] {
         &self.rows[k * self.bases.len()..(k + 1) * self.bases.len()]
     }
 
-    pub fn row_scalars(&self, k: usize) -> Vec<Scalar> {
+    pub(crate) fn row_scalars(&self, k: usize) -> Vec<Scalar> {
         self.row(k)
             .iter()
             .map(|&s| Scalar::from(s as u64))
@@ -51,7 +51,7 @@ impl SmallScalarBatch {
     }
 }
 
-pub fn to_blst(p: &G1Affine) -> blst_p1_affine {
+pub(crate) fn to_blst(p: &G1Affine) -> blst_p1_affine {
     let mut out = blst_p1_affine::default();
     // SAFETY: a 96-byte uncompressed encoding is what blst_p1_deserialize reads.
     let rc = unsafe { blst_p1_deserialize(&mut out, p.to_uncompressed().as_ptr()) };
@@ -59,7 +59,7 @@ pub fn to_blst(p: &G1Affine) -> blst_p1_affine {
     out
 }
 
-pub fn from_blst(p: &blst_p1) -> G1Projective {
+pub(crate) fn from_blst(p: &blst_p1) -> G1Projective {
     let mut bytes = [0u8; 48];
     // SAFETY: blst_p1_compress writes 48 bytes.
     unsafe { blst_p1_compress(bytes.as_mut_ptr(), p) };
@@ -67,7 +67,11 @@ pub fn from_blst(p: &blst_p1) -> G1Projective {
 }
 
 /// blst's Pippenger on the calling thread (`nbits`-bit little-endian scalars).
-pub fn blst_msm_one_thread(points: &[blst_p1_affine], scalars: &[u8], nbits: usize) -> blst_p1 {
+pub(crate) fn blst_msm_one_thread(
+    points: &[blst_p1_affine],
+    scalars: &[u8],
+    nbits: usize,
+) -> blst_p1 {
     assert_eq!(scalars.len(), points.len() * nbits.div_ceil(8));
     // SAFETY: the scratch has the size blst asks for; a null second pointer tells blst
     // that points and scalars are contiguous arrays of `points.len()` elements.
@@ -90,13 +94,17 @@ pub fn blst_msm_one_thread(points: &[blst_p1_affine], scalars: &[u8], nbits: usi
 }
 
 /// blst's multi-threaded Pippenger (its own thread pool).
-pub fn blst_msm_threaded(points: &[blst_p1_affine], scalars: &[u8], nbits: usize) -> blst_p1 {
+pub(crate) fn blst_msm_threaded(
+    points: &[blst_p1_affine],
+    scalars: &[u8],
+    nbits: usize,
+) -> blst_p1 {
     points.mult(scalars, nbits)
 }
 
 /// The 32 rows' scalars widened to 32-byte little-endian 255-bit scalars (the generic
 /// full-width path).
-pub fn widen(row: &[u8]) -> Vec<u8> {
+pub(crate) fn widen(row: &[u8]) -> Vec<u8> {
     row.iter()
         .flat_map(|&s| {
             let mut b = [0u8; 32];
@@ -108,12 +116,12 @@ pub fn widen(row: &[u8]) -> Vec<u8> {
 
 /// Receivers and `count` distinct dealings to them (dealers' seeds 0..count), half at
 /// each threshold when `mixed`, for a DKG round.
-pub struct Round {
+pub(crate) struct Round {
     pub n: usize,
     pub files: Vec<Vec<u8>>,
 }
 
-pub fn receivers(n: usize, seed: u64) -> Vec<ReceiverPublicKey> {
+pub(crate) fn receivers(n: usize, seed: u64) -> Vec<ReceiverPublicKey> {
     (0..n)
         .into_par_iter()
         .map(|i| {
@@ -123,7 +131,11 @@ pub fn receivers(n: usize, seed: u64) -> Vec<ReceiverPublicKey> {
         .collect()
 }
 
-pub fn dealing_file(keys: &[ReceiverPublicKey], kind: ThresholdKind, dealer: u64) -> Vec<u8> {
+pub(crate) fn dealing_file(
+    keys: &[ReceiverPublicKey],
+    kind: ThresholdKind,
+    dealer: u64,
+) -> Vec<u8> {
     let n = keys.len();
     let t = kind.threshold(n);
     let ad = format!("bench dkg n={n} dealer={dealer} {}", kind.name()).into_bytes();
@@ -141,7 +153,7 @@ pub fn dealing_file(keys: &[ReceiverPublicKey], kind: ThresholdKind, dealer: u64
 }
 
 /// A DKG round: each of the n receivers deals once at each threshold (2n dealings).
-pub fn round(n: usize) -> Round {
+pub(crate) fn round(n: usize) -> Round {
     let keys = receivers(n, n as u64);
     let files = (0..2 * n as u64)
         .into_par_iter()
@@ -157,7 +169,7 @@ pub fn round(n: usize) -> Round {
     Round { n, files }
 }
 
-pub fn ops(threads: Threads) -> CpuBatchOps {
+pub(crate) fn ops(threads: Threads) -> CpuBatchOps {
     match threads {
         Threads::One => CpuBatchOps::single_thread(),
         Threads::All => CpuBatchOps::rayon(),
@@ -165,13 +177,13 @@ pub fn ops(threads: Threads) -> CpuBatchOps {
 }
 
 #[derive(Clone, Copy, Debug)]
-pub enum Threads {
+pub(crate) enum Threads {
     One,
     All,
 }
 
 impl Threads {
-    pub fn label(self) -> String {
+    pub(crate) fn label(self) -> String {
         match self {
             Threads::One => "1".into(),
             Threads::All => rayon::current_num_threads().to_string(),

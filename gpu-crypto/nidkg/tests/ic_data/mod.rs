@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-pub fn dir() -> PathBuf {
+pub(crate) fn dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("IC_NIDKG_TESTDATA") {
         return dir.into();
     }
