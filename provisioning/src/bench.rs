@@ -11,15 +11,26 @@ pub use gpu_crypto_api::bench::{BENCH_SCHEMA, BenchDocument, BenchEntry, BenchMa
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+/// Why a benchmark file did not load.
 #[derive(Debug, Error)]
 pub enum BenchError {
+    /// The file could not be read.
     #[error("{path}: {source}")]
     Io {
+        /// The benchmark file.
         path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
+    /// Not a bench document of [`BENCH_SCHEMA`], or an entry with non-positive figures or an
+    /// unknown backend.
     #[error("{path}: {reason}")]
-    Invalid { path: PathBuf, reason: String },
+    Invalid {
+        /// The benchmark file.
+        path: PathBuf,
+        /// What is wrong, naming the entry.
+        reason: String,
+    },
 }
 
 /// A benchmark document as the planner reads it (the document itself is
@@ -42,11 +53,15 @@ impl std::ops::Deref for BenchFile {
 pub enum BenchOp {
     /// One NI-DKG dealing verification (`nidkg_verify`).
     NidkgVerify,
+    /// SHA-256 of one 1 MiB state chunk (`sha256_1mib`).
     Sha256Chunk,
+    /// BLS signature verification of many signatures on one message
+    /// (`bls_verify_same_message`).
     BlsVerifySameMessage,
 }
 
 impl BenchOp {
+    /// The `op` name of the operation's entries in the bench document.
     pub fn name(self) -> &'static str {
         match self {
             BenchOp::NidkgVerify => "nidkg_verify",
@@ -57,6 +72,8 @@ impl BenchOp {
 }
 
 impl BenchFile {
+    /// Reads and checks a bench document: its schema, positive batch, threads and times in
+    /// every entry, backends `cpu` or `gpu`.
     pub fn load(path: &Path) -> Result<BenchFile, BenchError> {
         let bytes = std::fs::read(path).map_err(|source| BenchError::Io {
             path: path.to_owned(),

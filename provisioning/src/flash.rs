@@ -14,6 +14,7 @@ use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
+use crate::exit::ExitStatus;
 use crate::image::{BLOCK, ImageError, ReleaseManifest, check_image};
 use crate::target::{
     Expect, OpenKind, OpenTarget, SystemView, TargetError, open_device, open_file,
@@ -21,19 +22,26 @@ use crate::target::{
 use sn_config::archive::{Partition, read_partition, read_partition_any_signer};
 use sn_config::{Bundle, ConfigError};
 
+/// Why a flash or verify failed; [`FlashError::status`] maps it to the exit status.
 #[derive(Debug, Error)]
 pub enum FlashError {
+    /// The image or its release manifest does not check out.
     #[error(transparent)]
     Image(#[from] ImageError),
+    /// The node's bundle does not load or verify.
     #[error(transparent)]
     Bundle(#[from] ConfigError),
+    /// The target was refused, or opening or checking it failed.
     #[error(transparent)]
     Target(#[from] TargetError),
     /// Writing, syncing or reading the target failed (ENOSPC, EIO, a short write, ...).
     #[error("{stage} {path}: {source}")]
     TargetIo {
+        /// What was being done: "writing", "syncing", "reading", ...
         stage: &'static str,
+        /// The target.
         path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
     /// The bundle is signed by a key the image does not pin: its node would refuse it.
@@ -41,37 +49,60 @@ pub enum FlashError {
         "the bundle is signed by {signer}, which the image does not pin ({manifest} pins {pinned}): its node would refuse it"
     )]
     SignerNotPinned {
+        /// The bundle's signer, hex.
         signer: String,
+        /// The release manifest.
         manifest: PathBuf,
+        /// The signers the manifest pins, hex, separated by ", ".
         pinned: String,
     },
     /// The bundle's archive does not fit the configuration partition.
     #[error("the node's archive is {archive} bytes, the configuration partition {partition}")]
-    ArchiveTooLarge { archive: u64, partition: u64 },
+    ArchiveTooLarge {
+        /// The archive's size, bytes.
+        archive: u64,
+        /// The partition's size, bytes.
+        partition: u64,
+    },
     /// Read-back found something other than what was written.
     #[error("{path}: verification failed: {reasons}", reasons = reasons.join("; "))]
-    Mismatch { path: PathBuf, reasons: Vec<String> },
+    Mismatch {
+        /// The target.
+        path: PathBuf,
+        /// Every difference found.
+        reasons: Vec<String>,
+    },
 }
 
 impl FlashError {
     /// Exit status of `provision` for this error (docs/operator-guide.md).
-    pub fn exit_code(&self) -> u8 {
+    pub fn status(&self) -> ExitStatus {
         match self {
-            FlashError::Mismatch { .. } => 1,
+            FlashError::Mismatch { .. } => ExitStatus::CheckFailed,
             FlashError::Image(_)
             | FlashError::Bundle(_)
             | FlashError::SignerNotPinned { .. }
-            | FlashError::ArchiveTooLarge { .. } => 2,
-            FlashError::Target(TargetError::Refused { .. }) => 3,
-            FlashError::Target(TargetError::Io { .. }) | FlashError::TargetIo { .. } => 4,
+            | FlashError::ArchiveTooLarge { .. } => ExitStatus::InvalidInput,
+            FlashError::Target(TargetError::Refused { .. }) => ExitStatus::TargetRefused,
+            FlashError::Target(TargetError::Io { .. }) | FlashError::TargetIo { .. } => {
+                ExitStatus::Io
+            }
         }
+    }
+
+    /// [`FlashError::status`] as the process exit status.
+    pub fn exit_code(&self) -> u8 {
+        self.status().code()
     }
 }
 
 /// Progress reporting: a phase name and its length, then the bytes done.
 pub trait Progress {
+    /// A new phase `name` of `len` bytes starts (ending the previous one).
     fn phase(&self, name: &str, len: u64);
+    /// `done` bytes of the current phase are done.
     fn advance(&self, done: u64);
+    /// The last phase is over.
     fn finish(&self);
 }
 
@@ -87,13 +118,16 @@ impl Progress for Silent {
 /// What a successful flash or verify established.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verified {
+    /// The device or file read back.
     pub target: PathBuf,
     /// SHA-256 of the target's [0, image size) with the configuration region read as zeros:
     /// equal to the manifest's disk_image.sha256.
     pub image_sha256: String,
     /// SHA-256 of the configuration region as read back.
     pub config_sha256: String,
+    /// The node the configuration partition's bundle is for.
     pub node_name: String,
+    /// Bytes read back: the image's size.
     pub bytes: u64,
 }
 
@@ -140,12 +174,21 @@ pub fn config_region(bundle: &Bundle, manifest: &ReleaseManifest) -> Result<Vec<
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Destination {
     /// A whole block device (`--target`), optionally pinned by serial and size.
-    Device { path: PathBuf, expect: Expect },
+    Device {
+        /// The device node, e.g. /dev/sdb.
+        path: PathBuf,
+        /// The serial and size it must have.
+        expect: Expect,
+    },
     /// A regular file (`--to-file`), created if missing.
-    File { path: PathBuf },
+    File {
+        /// The file.
+        path: PathBuf,
+    },
 }
 
 impl Destination {
+    /// The device's or the file's path.
     pub fn path(&self) -> &Path {
         match self {
             Destination::Device { path, .. } | Destination::File { path } => path,
@@ -332,7 +375,6 @@ fn read_back(
     progress: &dyn Progress,
 ) -> Result<Verified, FlashError> {
     let size = manifest.disk_image.size;
-    let range = manifest.config_range();
     let mismatch = |reasons: Vec<String>| FlashError::Mismatch {
         path: path.to_owned(),
         reasons,
@@ -344,33 +386,7 @@ fn read_back(
             "the target has {have} bytes, the image {size}: the write was cut short"
         )]));
     }
-    progress.phase("reading back", size);
-    let mut hasher = Sha256::new();
-    let mut region = vec![0u8; usize::try_from(range.end - range.start).unwrap_or(0)];
-    let mut buf = AlignedBuf::new(BLOCK);
-    let mut pos = 0u64;
-    while pos < size {
-        let n = usize::try_from((size - pos).min(BLOCK as u64)).unwrap_or(BLOCK);
-        let chunk = buf.get(n);
-        file.read_exact_at(chunk, pos)
-            .map_err(target_io("reading", path))?;
-        // Keep the configuration region's bytes, then hash the chunk with them as zeros.
-        let end = pos + n as u64;
-        let (lo, hi) = (range.start.max(pos), range.end.min(end));
-        if lo < hi {
-            let (a, b) = ((lo - pos) as usize, (hi - pos) as usize);
-            let (ra, rb) = ((lo - range.start) as usize, (hi - range.start) as usize);
-            if let (Some(src), Some(dst)) = (chunk.get_mut(a..b), region.get_mut(ra..rb)) {
-                dst.copy_from_slice(src);
-                src.fill(0);
-            }
-        }
-        hasher.update(&*chunk);
-        pos = end;
-        progress.advance(pos);
-    }
-    progress.finish();
-    let digest: [u8; 32] = hasher.finalize().into();
+    let (digest, region) = read_image_back(path, file, size, manifest.config_range(), progress)?;
     let mut reasons = Vec::new();
     if digest != manifest.sha256 {
         reasons.push(format!(
@@ -389,21 +405,7 @@ fn read_back(
             hex::encode(want)
         ));
     }
-    let read = match signer {
-        Some(key) => read_partition(&region, &[key]),
-        None => read_partition_any_signer(&region),
-    };
-    let node_name = match read {
-        Ok(Partition::Bundle { bundle, .. }) => bundle.node().name.clone(),
-        Ok(Partition::Empty) => {
-            reasons.push("the configuration partition is empty (all zeros)".into());
-            String::new()
-        }
-        Err(e) => {
-            reasons.push(format!("configuration partition: {e}"));
-            String::new()
-        }
-    };
+    let node_name = node_on_partition(&region, signer, &mut reasons);
     if !reasons.is_empty() {
         return Err(mismatch(reasons));
     }
@@ -414,4 +416,68 @@ fn read_back(
         node_name,
         bytes: size,
     })
+}
+
+/// Reads [0, `size`) of `file` in [`BLOCK`]s: the SHA-256 of those bytes with `range` (the
+/// configuration region) read as zeros, and the bytes of `range` themselves.
+fn read_image_back(
+    path: &Path,
+    file: &File,
+    size: u64,
+    range: std::ops::Range<u64>,
+    progress: &dyn Progress,
+) -> Result<([u8; 32], Vec<u8>), FlashError> {
+    progress.phase("reading back", size);
+    let mut hasher = Sha256::new();
+    let mut region = vec![0u8; usize::try_from(range.end - range.start).unwrap_or(0)];
+    let mut buf = AlignedBuf::new(BLOCK);
+    let mut pos = 0u64;
+    while pos < size {
+        let n = usize::try_from((size - pos).min(BLOCK as u64)).unwrap_or(BLOCK);
+        let chunk = buf.get(n);
+        file.read_exact_at(chunk, pos)
+            .map_err(target_io("reading", path))?;
+        take_region(chunk, pos, &range, &mut region);
+        hasher.update(&*chunk);
+        pos += n as u64;
+        progress.advance(pos);
+    }
+    progress.finish();
+    Ok((hasher.finalize().into(), region))
+}
+
+/// Copies the part of `chunk` (which starts at disk offset `start`) inside `range` into
+/// `region` (the bytes of `range`), then zeroes it in `chunk`: the inverse of [`overlay`].
+fn take_region(chunk: &mut [u8], start: u64, range: &std::ops::Range<u64>, region: &mut [u8]) {
+    let end = start + chunk.len() as u64;
+    let (lo, hi) = (range.start.max(start), range.end.min(end));
+    if lo < hi {
+        let (a, b) = ((lo - start) as usize, (hi - start) as usize);
+        let (ra, rb) = ((lo - range.start) as usize, (hi - range.start) as usize);
+        if let (Some(src), Some(dst)) = (chunk.get_mut(a..b), region.get_mut(ra..rb)) {
+            dst.copy_from_slice(src);
+            src.fill(0);
+        }
+    }
+}
+
+/// The name of the node whose bundle the configuration region holds: signed by `signer`
+/// when given (the bundle just written), else by whichever key signed. An empty or unreadable
+/// partition adds its reason to `reasons` and names no node.
+fn node_on_partition(region: &[u8], signer: Option<[u8; 32]>, reasons: &mut Vec<String>) -> String {
+    let read = match signer {
+        Some(key) => read_partition(region, &[key]),
+        None => read_partition_any_signer(region),
+    };
+    match read {
+        Ok(Partition::Bundle { bundle, .. }) => bundle.node().name.clone(),
+        Ok(Partition::Empty) => {
+            reasons.push("the configuration partition is empty (all zeros)".into());
+            String::new()
+        }
+        Err(e) => {
+            reasons.push(format!("configuration partition: {e}"));
+            String::new()
+        }
+    }
 }

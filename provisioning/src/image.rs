@@ -17,17 +17,33 @@ pub const CONFIG_PARTITION: &str = "sn-config";
 /// Logical block size of the image's GPT.
 pub const SECTOR: u64 = 512;
 
+/// Why an image or its release manifest was refused.
 #[derive(Debug, Error)]
 pub enum ImageError {
+    /// Reading or writing the file failed.
     #[error("{path}: {source}")]
     Io {
+        /// The image or manifest file.
         path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
+    /// The manifest is not one of [`MANIFEST_SCHEMA`] with a consistent `disk_image`.
     #[error("{path}: not a release manifest: {reason}")]
-    Manifest { path: PathBuf, reason: String },
+    Manifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// What is wrong, naming the field.
+        reason: String,
+    },
+    /// The image does not match its manifest (size, GPT, SHA-256), or has no valid GPT.
     #[error("{path}: {reason}")]
-    Image { path: PathBuf, reason: String },
+    Image {
+        /// The image file.
+        path: PathBuf,
+        /// What differs.
+        reason: String,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ImageError + '_ {
@@ -37,27 +53,38 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ImageError + '_ {
     }
 }
 
+/// The manifest's `disk_image.config_partition`: where the node's bundle goes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConfigPartition {
+    /// The GPT partition name: always [`CONFIG_PARTITION`].
     pub name: String,
+    /// Byte offset in the disk, a multiple of [`SECTOR`].
     pub offset_bytes: u64,
+    /// Size in bytes, a non-zero multiple of [`SECTOR`].
     pub size_bytes: u64,
 }
 
+/// The manifest's `disk_image`: the disk as released.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiskImage {
+    /// The image's file name, next to the manifest (disk.img).
     pub file: String,
     /// SHA-256 of the whole disk.img as built (configuration partition all zeros), hex.
     pub sha256: String,
+    /// Size in bytes, a non-zero multiple of [`SECTOR`].
     pub size: u64,
+    /// The configuration partition, inside [0, size).
     pub config_partition: ConfigPartition,
 }
 
 /// What flashing takes from a release manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReleaseManifest {
+    /// The manifest file it was read from.
     pub path: PathBuf,
+    /// The disk image it describes.
     pub disk_image: DiskImage,
+    /// `disk_image.sha256`, decoded.
     pub sha256: [u8; 32],
     /// `config.signers`: the configuration signers the image pins on its measured command
     /// line; a node of this image applies only their bundles.
@@ -65,11 +92,14 @@ pub struct ReleaseManifest {
 }
 
 impl ReleaseManifest {
+    /// Reads and checks the manifest at `path` ([`ReleaseManifest::parse`]).
     pub fn load(path: &Path) -> Result<ReleaseManifest, ImageError> {
         let bytes = std::fs::read(path).map_err(io_err(path))?;
         ReleaseManifest::parse(&bytes, path)
     }
 
+    /// Parses a manifest (the bytes of `path`): its schema, a `disk_image` whose size and
+    /// configuration partition are sector-aligned and consistent, and `config.signers`.
     pub fn parse(bytes: &[u8], path: &Path) -> Result<ReleaseManifest, ImageError> {
         let bad = |reason: String| ImageError::Manifest {
             path: path.to_owned(),
@@ -280,30 +310,53 @@ pub fn write_test_image(
     config_signers: &[[u8; 32]],
 ) -> Result<ReleaseManifest, ImageError> {
     let image = dir.join("disk.img");
-    let bad = |reason: String| ImageError::Image {
-        path: image.clone(),
-        reason,
-    };
     if root_bytes == 0 || config_bytes == 0 || !config_bytes.is_multiple_of(SECTOR) {
-        return Err(bad(
-            "partition sizes must be non-zero multiples of 512".into()
+        return Err(image_error(&image)(
+            "partition sizes must be non-zero multiples of 512".into(),
         ));
     }
     // 1 MiB before the first partition (alignment), 1 MiB after the last (backup GPT).
     let total = (1 << 20) + root_bytes.div_ceil(1 << 20) * (1 << 20) + config_bytes + (1 << 20);
-    {
-        let mut file = std::fs::File::create(&image).map_err(io_err(&image))?;
-        file.set_len(total).map_err(io_err(&image))?;
-        let mbr = gpt::mbr::ProtectiveMBR::with_lb_size(
-            u32::try_from(total / SECTOR - 1).unwrap_or(u32::MAX),
-        );
-        mbr.overwrite_lba0(&mut file)
-            .map_err(|e| bad(format!("protective MBR: {e}")))?;
+    create_with_protective_mbr(&image, total)?;
+    let (mut file, root_offset) = write_test_gpt(&image, root_bytes, config_bytes)?;
+    write_seeded_root(&mut file, root_offset, root_bytes).map_err(io_err(&image))?;
+    drop(file);
+    write_test_manifest(dir, &image, total, config_signers)
+}
+
+/// [`ImageError::Image`] about `path`, from its reason.
+fn image_error(path: &Path) -> impl Fn(String) -> ImageError + '_ {
+    move |reason| ImageError::Image {
+        path: path.to_owned(),
+        reason,
     }
+}
+
+/// Creates `image` as a sparse file of `total` bytes with a protective MBR in sector 0.
+fn create_with_protective_mbr(image: &Path, total: u64) -> Result<(), ImageError> {
+    let mut file = std::fs::File::create(image).map_err(io_err(image))?;
+    file.set_len(total).map_err(io_err(image))?;
+    let mbr = gpt::mbr::ProtectiveMBR::with_lb_size(
+        u32::try_from(total / SECTOR - 1).unwrap_or(u32::MAX),
+    );
+    mbr.overwrite_lba0(&mut file)
+        .map_err(|e| image_error(image)(format!("protective MBR: {e}")))?;
+    Ok(())
+}
+
+/// Writes the primary and backup GPT with `sn-root` (`root_bytes`) and `sn-config`
+/// (`config_bytes`), 1 MiB aligned; returns the image, still open, and `sn-root`'s byte
+/// offset.
+fn write_test_gpt(
+    image: &Path,
+    root_bytes: u64,
+    config_bytes: u64,
+) -> Result<(std::fs::File, u64), ImageError> {
+    let bad = image_error(image);
     let mut disk = gpt::GptConfig::new()
         .writable(true)
         .logical_block_size(gpt::disk::LogicalBlockSize::Lb512)
-        .create(&image)
+        .create(image)
         .map_err(|e| bad(format!("creating the GPT: {e}")))?;
     let align = Some((1 << 20) / SECTOR);
     let root_id = disk
@@ -328,10 +381,19 @@ pub fn write_test_image(
         .get(&root_id)
         .cloned()
         .ok_or_else(|| bad("sn-root vanished".into()))?;
-    let mut file = disk
+    let file = disk
         .write()
         .map_err(|e| bad(format!("writing the GPT: {e}")))?;
-    // Seeded, non-zero root content so a flipped byte anywhere is visible.
+    Ok((file, root.first_lba * SECTOR))
+}
+
+/// Fills the `root_bytes` at `offset` with seeded, non-zero content (so a flipped byte
+/// anywhere is visible) and syncs the file.
+fn write_seeded_root(
+    file: &mut std::fs::File,
+    offset: u64,
+    root_bytes: u64,
+) -> std::io::Result<()> {
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut content = vec![0u8; usize::try_from(root_bytes).unwrap_or(0)];
     for b in content.iter_mut() {
@@ -340,15 +402,22 @@ pub fn write_test_image(
         state ^= state << 17;
         *b = state as u8;
     }
-    file.seek(SeekFrom::Start(root.first_lba * SECTOR))
+    file.seek(SeekFrom::Start(offset))
         .and_then(|_| file.write_all(&content))
         .and_then(|()| file.sync_all())
-        .map_err(io_err(&image))?;
-    drop(file);
+}
 
-    let (offset, size) = config_partition_of(&image)?;
-    let mut file = std::fs::File::open(&image).map_err(io_err(&image))?;
-    let digest = sha256_of(&mut file, total, None, &|_| {}).map_err(io_err(&image))?;
+/// Writes `release-manifest.json` into `dir` for the test image `image` of `total` bytes,
+/// pinning `config_signers`, and loads it back.
+fn write_test_manifest(
+    dir: &Path,
+    image: &Path,
+    total: u64,
+    config_signers: &[[u8; 32]],
+) -> Result<ReleaseManifest, ImageError> {
+    let (offset, size) = config_partition_of(image)?;
+    let mut file = std::fs::File::open(image).map_err(io_err(image))?;
+    let digest = sha256_of(&mut file, total, None, &|_| {}).map_err(io_err(image))?;
     let manifest = serde_json::json!({
         "schema": MANIFEST_SCHEMA,
         "note": "TEST IMAGE from `provision test-image`: a genuine GPT layout, no operating system",

@@ -14,11 +14,13 @@
 //! * [`flash`]: write, sync, read back and compare; `verify` for later re-checks.
 //! * [`registry`]: the governing body's append-only, hash-chained registry.
 //! * [`enroll`]: fetch evidence with a fresh nonce, verify, decide, record.
+//! * [`exit`]: the exit statuses of `provision`, one per kind of failure.
 
 #![warn(missing_docs)]
 
 pub mod bench;
 pub mod enroll;
+pub mod exit;
 pub mod flash;
 pub mod image;
 pub mod plan;

@@ -34,28 +34,51 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
+use crate::exit::ExitStatus;
+
+/// The `prev_sha256` of the first record, and the head of an empty registry: 64 zeros.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
+/// Why the registry could not be opened, verified or written.
 #[derive(Debug, Error)]
 pub enum RegistryError {
+    /// Reading, locking or writing the registry (or its head) failed.
     #[error("{path}: {source}")]
     Io {
+        /// The registry or head file.
         path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
     /// The file is not an intact chain: nothing is appended to it.
     #[error("{path}:{line}: registry integrity: {reason}")]
     Broken {
+        /// The registry file.
         path: PathBuf,
+        /// The line (1-based) where the chain breaks; 0 for the file or its head as a whole.
         line: usize,
+        /// What breaks it.
         reason: String,
     },
 }
 
+impl RegistryError {
+    /// Exit status of `provision` for this error.
+    pub fn status(&self) -> ExitStatus {
+        match self {
+            RegistryError::Io { .. } => ExitStatus::Io,
+            RegistryError::Broken { .. } => ExitStatus::RegistryBroken,
+        }
+    }
+}
+
+/// What a record decides about a node: an enrolment's `admit` or `refuse`, or a transition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
+    /// The node's evidence verified and the registry rules allow it: registered.
     Admit,
+    /// Not admitted; the record's `reasons` say why.
     Refuse,
     /// The node's chip under a new node key (and measurement); the old key is retired.
     Rekey,
@@ -69,22 +92,33 @@ pub enum Decision {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Record {
+    /// The record's position, from 0.
     pub seq: u64,
+    /// SHA-256 of the previous line ([`GENESIS`] for the first), hex.
     pub prev_sha256: String,
     /// When the decision was taken, UTC `YYYY-MM-DDTHH:MM:SSZ`.
     pub time: String,
+    /// The same time, Unix seconds.
     pub unix_time: u64,
+    /// What was decided.
     pub decision: Decision,
+    /// The node's name.
     pub name: String,
+    /// The node agent's base URL the evidence was fetched from.
     pub node_url: String,
     /// Hex, from the verified report (absent when no report could be read).
     pub chip_id: Option<String>,
+    /// The node's public key from its evidence, hex.
     pub node_public_key: Option<String>,
+    /// The launch measurement from the report, hex.
     pub measurement: Option<String>,
     /// `sev-snp` or `test`.
     pub evidence_source: Option<String>,
+    /// The nonce the evidence had to bind, hex.
     pub nonce: String,
+    /// The policy file the evidence was verified under.
     pub policy: String,
+    /// SHA-256 of the policy and every file it refers to, hex.
     pub policy_sha256: String,
     /// The verification time the certificates were checked against (Unix seconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,6 +126,7 @@ pub struct Record {
     /// The configuration bundle the node runs (from its evidence), hex.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_digest: Option<String>,
+    /// The signer of that bundle (from the evidence), hex.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_signer: Option<String>,
     /// The plan's bundle digest for this node, which the evidence had to match, hex.
@@ -187,6 +222,7 @@ impl Registry {
         })
     }
 
+    /// Every record, by seq.
     pub fn records(&self) -> &[Record] {
         &self.records
     }
@@ -196,6 +232,7 @@ impl Registry {
         &self.head
     }
 
+    /// The registry file.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -438,6 +475,7 @@ impl Retired<'_> {
 pub struct NodeView {
     /// The `seq` of the record that states the node's current identity and configuration.
     pub current: u64,
+    /// The node's chip id, hex: what identifies it across re-keys.
     pub chip_id: String,
     /// Configuration digests this node ran before and that are refused from now on.
     pub superseded_configs: Vec<String>,
@@ -488,16 +526,40 @@ pub fn current_nodes(records: &[Record]) -> Vec<NodeView> {
 /// A transition the registry refuses to record: nothing is appended.
 #[derive(Debug, Error)]
 pub enum TransitionError {
+    /// The registry does not verify, or appending failed.
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// The record the transition names does not allow it.
     #[error("{path}: record {seq}: {reason}")]
     Refused {
+        /// The registry file.
         path: PathBuf,
+        /// The record the refusal is about.
         seq: u64,
+        /// Why.
         reason: String,
     },
+    /// No registered node (or more than one) has the name given.
     #[error("{path}: {reason}")]
-    NoSuchNode { path: PathBuf, reason: String },
+    NoSuchNode {
+        /// The registry file.
+        path: PathBuf,
+        /// None or several, with the name.
+        reason: String,
+    },
+}
+
+impl TransitionError {
+    /// Exit status of `provision registry` for this error: the registry's own, or a
+    /// refused transition ([`ExitStatus::CheckFailed`]).
+    pub fn status(&self) -> ExitStatus {
+        match self {
+            TransitionError::Registry(e) => e.status(),
+            TransitionError::Refused { .. } | TransitionError::NoSuchNode { .. } => {
+                ExitStatus::CheckFailed
+            }
+        }
+    }
 }
 
 /// Whether an enrolment's reasons are registry rules only (its evidence verified).
@@ -808,13 +870,55 @@ impl Registry {
         signer: &[u8; 32],
         allow_unsigned: bool,
     ) -> Result<HeadCheck, RegistryError> {
-        let broken = |line: usize, reason: String| RegistryError::Broken {
-            path: self.path.clone(),
-            line,
-            reason,
+        let signed = self.load_signed_head(head, signer)?;
+        let have = self.records.len() as u64;
+        if have < signed.records {
+            return Err(self.broken(
+                self.records.len(),
+                format!(
+                    "the file has {have} record(s), the signed head covers {}: records were removed (truncated or emptied)",
+                    signed.records
+                ),
+            ));
+        }
+        let at = match signed.records {
+            0 => GENESIS.to_string(),
+            n => self.hashes[n as usize - 1].clone(),
         };
+        if at != signed.head_sha256 {
+            return Err(self.broken(
+                signed.records as usize,
+                format!(
+                    "line {} has SHA-256 {at}, the signed head {}: the registry was rewritten",
+                    signed.records, signed.head_sha256
+                ),
+            ));
+        }
+        let unsigned = have - signed.records;
+        if unsigned > 0 && !allow_unsigned {
+            return Err(self.broken(
+                signed.records as usize + 1,
+                format!(
+                    "{unsigned} record(s) from seq {} on are not covered by the signed head: appended without the governing body's key (review them and run `provision registry sign`)",
+                    signed.records
+                ),
+            ));
+        }
+        Ok(HeadCheck {
+            signed: signed.records,
+            unsigned,
+        })
+    }
+
+    /// The signed head in `head`, read, parsed and its signature verified under `signer`
+    /// (which must be the key the head names). Every error is the registry's, at line 0.
+    fn load_signed_head(
+        &self,
+        head: &Path,
+        signer: &[u8; 32],
+    ) -> Result<SignedHead, RegistryError> {
         let text = std::fs::read_to_string(head).map_err(|e| {
-            broken(
+            self.broken(
                 0,
                 format!(
                     "no signed head at {}: {e} (the governing body signs it with `provision registry sign`)",
@@ -823,15 +927,15 @@ impl Registry {
             )
         })?;
         let signed: SignedHead = serde_json::from_str(&text).map_err(|e| {
-            broken(
+            self.broken(
                 0,
                 format!("signed head {}: not a signed head: {e}", head.display()),
             )
         })?;
         let key = VerifyingKey::from_bytes(signer)
-            .map_err(|e| broken(0, format!("signer {}: {e}", hex::encode(signer))))?;
+            .map_err(|e| self.broken(0, format!("signer {}: {e}", hex::encode(signer))))?;
         if signed.signer != hex::encode(signer) {
-            return Err(broken(
+            return Err(self.broken(
                 0,
                 format!(
                     "signed head {} is signed by {}, not the governing body's key {}",
@@ -845,7 +949,7 @@ impl Registry {
             .ok()
             .and_then(|b| Signature::from_slice(&b).ok())
             .ok_or_else(|| {
-                broken(
+                self.broken(
                     0,
                     format!("signed head {}: bad signature encoding", head.display()),
                 )
@@ -855,7 +959,7 @@ impl Registry {
             &signature,
         )
         .map_err(|_| {
-            broken(
+            self.broken(
                 0,
                 format!(
                     "signed head {}: the signature does not verify under {}",
@@ -864,42 +968,15 @@ impl Registry {
                 ),
             )
         })?;
-        let have = self.records.len() as u64;
-        if have < signed.records {
-            return Err(broken(
-                self.records.len(),
-                format!(
-                    "the file has {have} record(s), the signed head covers {}: records were removed (truncated or emptied)",
-                    signed.records
-                ),
-            ));
+        Ok(signed)
+    }
+
+    /// [`RegistryError::Broken`] for this registry's file at `line`.
+    fn broken(&self, line: usize, reason: String) -> RegistryError {
+        RegistryError::Broken {
+            path: self.path.clone(),
+            line,
+            reason,
         }
-        let at = match signed.records {
-            0 => GENESIS.to_string(),
-            n => self.hashes[n as usize - 1].clone(),
-        };
-        if at != signed.head_sha256 {
-            return Err(broken(
-                signed.records as usize,
-                format!(
-                    "line {} has SHA-256 {at}, the signed head {}: the registry was rewritten",
-                    signed.records, signed.head_sha256
-                ),
-            ));
-        }
-        let unsigned = have - signed.records;
-        if unsigned > 0 && !allow_unsigned {
-            return Err(broken(
-                signed.records as usize + 1,
-                format!(
-                    "{unsigned} record(s) from seq {} on are not covered by the signed head: appended without the governing body's key (review them and run `provision registry sign`)",
-                    signed.records
-                ),
-            ));
-        }
-        Ok(HeadCheck {
-            signed: signed.records,
-            unsigned,
-        })
     }
 }

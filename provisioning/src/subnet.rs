@@ -26,17 +26,24 @@ use crate::bench::BenchFile;
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("{location}: {reason}")]
 pub struct Invalid {
+    /// Where in the file: `file:line:column`.
     pub location: Location,
+    /// What is wrong there.
     pub reason: String,
 }
 
+/// Why a subnet file did not load.
 #[derive(Debug, Error)]
 pub enum SubnetError {
+    /// The file could not be read.
     #[error("{path}: {source}")]
     Io {
+        /// The subnet file.
         path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
+    /// Every problem found in the file, in the file's order.
     #[error("{} problem(s):\n{}", .0.len(), .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))]
     Invalid(Vec<Invalid>),
 }
@@ -44,17 +51,29 @@ pub enum SubnetError {
 /// A validated subnet.
 #[derive(Debug, Clone)]
 pub struct Subnet {
+    /// The subnet file it was read from.
     pub file: PathBuf,
+    /// The subnet's name (a DNS label).
     pub name: String,
+    /// b: seconds per block.
     pub block_time_seconds: f64,
+    /// L: blocks after the summary block; a DKG interval is L + 1 blocks.
     pub dkg_interval_length: u64,
+    /// d: NI-DKG dealings included (and verified) per block.
     pub dkg_dealings_per_block: u64,
+    /// T: NI-DKG transcripts per interval.
     pub dkg_transcripts_per_interval: u64,
+    /// S: GiB of replicated state hashed at a checkpoint.
     pub state_size_gib: f64,
+    /// H: seconds within which a checkpoint must be hashed.
     pub checkpoint_hash_target_seconds: f64,
+    /// The attestation verifier's http(s) URL, written into every node's bundle.
     pub verifier_endpoint: String,
+    /// `[network]`: what every node's addressing shares.
     pub network: Network,
+    /// `[[operator]]`: the node operators.
     pub operators: Vec<Operator>,
+    /// `[[node]]`, in the file's order; n is their number.
     pub nodes: Vec<Node>,
     /// The profiles the nodes use, by name.
     pub profiles: BTreeMap<String, Profile>,
@@ -62,27 +81,42 @@ pub struct Subnet {
     pub benchmarks: BTreeMap<String, (PathBuf, BenchFile)>,
 }
 
+/// The subnet's `[network]`.
 #[derive(Debug, Clone)]
 pub struct Network {
+    /// The prefix every node address and the gateway are inside.
     pub ipv6_prefix: ipnet::Ipv6Net,
+    /// The nodes' IPv6 default gateway.
     pub ipv6_gateway: Ipv6Addr,
+    /// The IPv4 default gateway of nodes with an IPv4 address.
     pub ipv4_gateway: Option<Ipv4Addr>,
+    /// Name server addresses.
     pub dns: Vec<String>,
+    /// The node agent's port (`/v1/attestation`).
     pub agent_port: u16,
 }
 
+/// One `[[operator]]`.
 #[derive(Debug, Clone)]
 pub struct Operator {
+    /// The operator's name, as nodes refer to it.
     pub name: String,
+    /// OpenSSH public keys that may log in to the operator's nodes.
     pub ssh_keys: Vec<String>,
 }
 
+/// One `[[node]]`.
 #[derive(Debug, Clone)]
 pub struct Node {
+    /// The node's name, unique in the subnet; also its host name.
     pub name: String,
+    /// The hardware profile it is pinned to.
     pub profile: String,
+    /// The name of its `[[operator]]`.
     pub operator: String,
+    /// Its IPv6 address, inside the prefix (the prefix gives the length).
     pub ipv6_address: Ipv6Addr,
+    /// Its IPv4 address with prefix length, if it has one.
     pub ipv4_address: Option<ipnet::Ipv4Net>,
 }
 

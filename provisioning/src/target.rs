@@ -21,13 +21,23 @@ use thiserror::Error;
 /// Sector size of the image's GPT; a device with another logical block size would not find it.
 pub const IMAGE_SECTOR: u64 = 512;
 
+/// Why a target was not opened for writing.
 #[derive(Debug, Error)]
 pub enum TargetError {
+    /// A rule refuses the target; nothing was written.
     #[error("refusing {target}: {reason}")]
-    Refused { target: PathBuf, reason: String },
+    Refused {
+        /// The device or file.
+        target: PathBuf,
+        /// The rule it breaks, with what was found.
+        reason: String,
+    },
+    /// Opening or inspecting the target failed.
     #[error("{path}: {source}")]
     Io {
+        /// The device or file.
         path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
 }
@@ -35,12 +45,16 @@ pub enum TargetError {
 /// Where the system's /proc, /sys and udev database are ("/proc", "/sys", "/run/udev/data").
 #[derive(Debug, Clone)]
 pub struct SystemView {
+    /// Where /proc is (the mount table and swaps).
     pub proc_root: PathBuf,
+    /// Where /sys is (block devices, partitions, holders, loop backing files).
     pub sys_root: PathBuf,
+    /// Where the udev database is (serial numbers).
     pub udev_data: PathBuf,
 }
 
 impl SystemView {
+    /// The running system's own: /proc, /sys, /run/udev/data.
     pub fn host() -> SystemView {
         SystemView {
             proc_root: PathBuf::from("/proc"),
@@ -53,7 +67,9 @@ impl SystemView {
 /// What the operator pins a device by (`--expect-serial`, `--expect-size`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Expect {
+    /// The serial number the device must report.
     pub serial: Option<String>,
+    /// The device's size in bytes.
     pub size: Option<u64>,
 }
 
@@ -62,8 +78,11 @@ pub struct Expect {
 pub struct DeviceFacts {
     /// Kernel name (`sdb`, `nvme1n1`, `loop3`).
     pub name: String,
+    /// (major, minor) device number.
     pub devnum: (u32, u32),
+    /// Size in bytes, through the opened descriptor.
     pub size: u64,
+    /// Logical block size in bytes, from /sys.
     pub logical_block_size: u64,
     /// Serial numbers /sys and udev report, as (source, value).
     pub serials: Vec<(String, String)>,
@@ -72,18 +91,25 @@ pub struct DeviceFacts {
 /// An opened, checked target: write and read back through `file` only.
 #[derive(Debug)]
 pub struct OpenTarget {
+    /// The path it was opened by.
     pub path: PathBuf,
+    /// The one descriptor the checks were made on.
     pub file: File,
+    /// A device (with its facts) or a file.
     pub kind: OpenKind,
 }
 
+/// What kind of target was opened.
 #[derive(Debug)]
 pub enum OpenKind {
     /// A whole block device, opened `O_EXCL`, switched to `O_DIRECT` after the checks.
     Device(DeviceFacts),
     /// A regular file; `created` when this open made it (removed again if flashing stops
     /// before writing).
-    File { created: bool },
+    File {
+        /// Whether this open created the file.
+        created: bool,
+    },
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> TargetError + '_ {
@@ -108,37 +134,7 @@ pub fn open_device(
     expect: &Expect,
     view: &SystemView,
 ) -> Result<OpenTarget, TargetError> {
-    let refuse = |reason: String| TargetError::Refused {
-        target: path.to_owned(),
-        reason,
-    };
-    // O_NONBLOCK: opening a FIFO or a device with open side effects must not hang; the
-    // descriptor is refused below unless it is a block device. O_EXCL on a block device:
-    // the kernel refuses it (EBUSY) while it is mounted, in swap or claimed by dm/md.
-    let opened = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc_flags(
-            OFlag::O_EXCL | OFlag::O_NONBLOCK | OFlag::O_NOCTTY,
-        ))
-        .open(path);
-    let file = match opened {
-        Ok(f) => f,
-        Err(e) if e.raw_os_error() == Some(nix::libc::EBUSY) => {
-            // Say who holds it where /proc and /sys tell; the kernel's refusal stands either way.
-            let detail = std::fs::metadata(path)
-                .ok()
-                .filter(|m| m.file_type().is_block_device())
-                .and_then(|m| check_block_device(path, devnum_of_rdev(m.rdev()), view).err());
-            return Err(refuse(match detail {
-                Some(reason) => reason,
-                None => "the kernel refuses an exclusive open (EBUSY): it is mounted, in swap, \
-                         or held by device-mapper, md or another program"
-                    .into(),
-            }));
-        }
-        Err(e) => return Err(io_error(path)(e)),
-    };
+    let file = open_exclusive(path, view)?;
     let meta = file.metadata().map_err(io_error(path))?;
     let ft = meta.file_type();
     if !ft.is_block_device() {
@@ -149,32 +145,12 @@ pub fn open_device(
         } else {
             "neither a block device nor a regular file"
         };
-        return Err(refuse(format!("it is {what}")));
+        return Err(refused(path)(format!("it is {what}")));
     }
     let devnum = devnum_of_rdev(meta.rdev());
-    check_block_device(path, devnum, view).map_err(refuse)?;
-    let sys = Sysfs(&view.sys_root);
-    let name = sys.name_of(devnum).ok_or_else(|| {
-        refuse(format!(
-            "block device {}:{} is not in /sys",
-            devnum.0, devnum.1
-        ))
-    })?;
-    let size = (&file).seek(SeekFrom::End(0)).map_err(io_error(path))?;
-    let logical_block_size = sys.logical_block_size(&name).ok_or_else(|| {
-        refuse(format!(
-            "cannot read the logical block size of /dev/{name} from {}",
-            sys.class(&name).join("queue/logical_block_size").display()
-        ))
-    })?;
-    let facts = DeviceFacts {
-        serials: device_serials(&name, devnum, view),
-        name,
-        devnum,
-        size,
-        logical_block_size,
-    };
-    check_facts(&facts, image_size, expect).map_err(refuse)?;
+    check_block_device(path, devnum, view).map_err(refused(path))?;
+    let facts = device_facts(path, &file, devnum, view)?;
+    check_facts(&facts, image_size, expect).map_err(refused(path))?;
     // The rest goes through the device, not the page cache: write-through on every block,
     // and the read-back sees what the device returns.
     fcntl(file.as_fd(), FcntlArg::F_SETFL(OFlag::O_DIRECT))
@@ -183,6 +159,77 @@ pub fn open_device(
         path: path.to_owned(),
         file,
         kind: OpenKind::Device(facts),
+    })
+}
+
+/// [`TargetError::Refused`] for `path`, from its reason.
+fn refused(path: &Path) -> impl Fn(String) -> TargetError + '_ {
+    move |reason| TargetError::Refused {
+        target: path.to_owned(),
+        reason,
+    }
+}
+
+/// Opens `path` read-write with `O_EXCL`; the kernel's EBUSY is refused with who holds the
+/// device, where /proc and /sys tell.
+fn open_exclusive(path: &Path, view: &SystemView) -> Result<File, TargetError> {
+    // O_NONBLOCK: opening a FIFO or a device with open side effects must not hang; the
+    // descriptor is refused later unless it is a block device. O_EXCL on a block device:
+    // the kernel refuses it (EBUSY) while it is mounted, in swap or claimed by dm/md.
+    let opened = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc_flags(
+            OFlag::O_EXCL | OFlag::O_NONBLOCK | OFlag::O_NOCTTY,
+        ))
+        .open(path);
+    match opened {
+        Ok(f) => Ok(f),
+        Err(e) if e.raw_os_error() == Some(nix::libc::EBUSY) => {
+            // Say who holds it where /proc and /sys tell; the kernel's refusal stands either way.
+            let detail = std::fs::metadata(path)
+                .ok()
+                .filter(|m| m.file_type().is_block_device())
+                .and_then(|m| check_block_device(path, devnum_of_rdev(m.rdev()), view).err());
+            Err(refused(path)(match detail {
+                Some(reason) => reason,
+                None => "the kernel refuses an exclusive open (EBUSY): it is mounted, in swap, \
+                         or held by device-mapper, md or another program"
+                    .into(),
+            }))
+        }
+        Err(e) => Err(io_error(path)(e)),
+    }
+}
+
+/// The opened block device `devnum`'s name, size (through `file`), logical block size and
+/// serial numbers, from /sys and udev.
+fn device_facts(
+    path: &Path,
+    file: &File,
+    devnum: (u32, u32),
+    view: &SystemView,
+) -> Result<DeviceFacts, TargetError> {
+    let sys = Sysfs(&view.sys_root);
+    let name = sys.name_of(devnum).ok_or_else(|| {
+        refused(path)(format!(
+            "block device {}:{} is not in /sys",
+            devnum.0, devnum.1
+        ))
+    })?;
+    let size = (&*file).seek(SeekFrom::End(0)).map_err(io_error(path))?;
+    let logical_block_size = sys.logical_block_size(&name).ok_or_else(|| {
+        refused(path)(format!(
+            "cannot read the logical block size of /dev/{name} from {}",
+            sys.class(&name).join("queue/logical_block_size").display()
+        ))
+    })?;
+    Ok(DeviceFacts {
+        serials: device_serials(&name, devnum, view),
+        name,
+        devnum,
+        size,
+        logical_block_size,
     })
 }
 

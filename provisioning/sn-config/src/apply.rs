@@ -24,9 +24,12 @@ pub const STATUS_FILE: &str = "status.json";
 /// The systemd-networkd file apply-config writes (DIR/network/). Its name sorts before the
 /// image's default `80-ethernet-dhcp.network`, so networkd uses it for the links it matches.
 pub const NETWORK_FILE: &str = "network/10-sovereign-node.network";
+/// The host name apply-config writes (DIR/hostname), from node.toml's `hostname`.
 pub const HOSTNAME_FILE: &str = "hostname";
+/// The operator's SSH keys apply-config writes (DIR/authorized_keys), one per line.
 pub const AUTHORIZED_KEYS_FILE: &str = "authorized_keys";
 
+/// What apply-config did with the partition: `state` in status.json.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApplyState {
@@ -42,7 +45,9 @@ pub enum ApplyState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApplyStatus {
+    /// Always [`STATUS_SCHEMA`].
     pub schema: String,
+    /// Applied, default or failed.
     pub state: ApplyState,
     /// The partition or file read.
     pub source: String,
@@ -61,9 +66,10 @@ pub struct ApplyStatus {
     /// `applied`: the signer's Ed25519 public key, hex.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signer: Option<String>,
-    /// `applied`: node and subnet names from node.toml.
+    /// `applied`: the node's name from node.toml.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// `applied`: the subnet's name from node.toml.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subnet: Option<String>,
     /// The files written next to status.json, relative to DIR.
@@ -205,6 +211,7 @@ pub fn read_source(from: &Path) -> Result<Option<Vec<u8>>, ConfigError> {
 /// The outcome of [`apply`]: what was written to DIR.
 #[derive(Debug, Clone)]
 pub struct Applied {
+    /// The record written to DIR/status.json.
     pub status: ApplyStatus,
     /// The verified bundle (state `applied`).
     pub bundle: Option<Bundle>,
@@ -286,6 +293,7 @@ pub fn apply(from: &Path, to: &Path, pinned: &[[u8; 32]]) -> Result<Applied, App
     }
 }
 
+/// Why [`apply`] did not apply a bundle.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     /// The partition was refused; DIR holds the failure record.
@@ -293,6 +301,7 @@ pub enum ApplyError {
     Refused {
         /// Boxed: the record is large and the error travels by value.
         status: Box<ApplyStatus>,
+        /// Why the partition was refused.
         error: ConfigError,
     },
     /// DIR could not be written; the previous DIR (if any) is unchanged.

@@ -140,7 +140,9 @@ pub enum Partition {
     Empty,
     /// A verified bundle, and the length of its archive including the end marker.
     Bundle {
+        /// The verified bundle.
         bundle: Box<Bundle>,
+        /// Bytes from the partition's start to the end of the end-of-archive marker.
         archive_len: u64,
     },
 }
@@ -218,6 +220,19 @@ fn read_partition_with(region: &[u8], signers: Signers<'_>) -> Result<Partition,
     if all_zero(region).is_none() {
         return Ok(Partition::Empty);
     }
+    let (files, end) = read_members(region)?;
+    check_tail(region, end)?;
+    let bundle = Bundle::verify_with(files, signers)?;
+    Ok(Partition::Bundle {
+        bundle: Box::new(bundle),
+        archive_len: end + 1024,
+    })
+}
+
+/// The members of the archive at the start of `region` (name -> bytes), each checked
+/// against what the writer makes before its bytes are read, and the offset where the last
+/// member's padding ends.
+fn read_members(region: &[u8]) -> Result<(BTreeMap<String, Vec<u8>>, u64), ConfigError> {
     let mut archive = tar::Archive::new(region);
     let entries = archive
         .entries()
@@ -227,73 +242,108 @@ fn read_partition_with(region: &[u8], signers: Signers<'_>) -> Result<Partition,
     let mut end = 0u64;
     for entry in entries {
         let mut entry = entry.map_err(|e| ConfigError::Archive(format!("damaged: {e}")))?;
-        let header = entry.header();
         let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-        if header.as_ustar().is_none() {
-            return Err(ConfigError::Archive(format!(
-                "member {name:?}: not a ustar header"
-            )));
-        }
-        let type_byte = header.as_old().linkflag[0];
-        if type_byte != b'0' {
-            return Err(ConfigError::NotRegularFile {
-                member: name,
-                what: describe_entry_type(type_byte),
-            });
-        }
-        check_name(&name)?;
         let size = entry.size();
-        let limit = member_limit(&name);
-        if size > limit {
-            return Err(ConfigError::OversizeMember {
-                member: name,
-                size,
-                limit,
-            });
-        }
-        if files.contains_key(&name) {
-            return Err(ConfigError::DuplicateMember { member: name });
-        }
-        if let Some(last) = files.keys().map(|n| writer_rank(n)).max()
-            && writer_rank(&name) < last
-        {
-            return Err(ConfigError::NonCanonicalHeader {
-                field: "member order".into(),
-                detail: format!(
-                    "the writer writes {}, {}, then the content members by name",
-                    crate::SUMS,
-                    crate::SIGNATURE
-                ),
-                member: name,
-            });
-        }
-        check_canonical(&name, size, header.as_bytes())?;
-        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-        entry
-            .read_to_end(&mut bytes)
-            .map_err(|e| ConfigError::Archive(format!("member {name:?}: {e}")))?;
-        if bytes.len() as u64 != size {
-            return Err(ConfigError::Archive(format!(
-                "member {name:?}: truncated ({} of {size} bytes)",
-                bytes.len()
-            )));
-        }
-        let data_end = entry.raw_file_position() + size;
-        end = entry.raw_file_position() + size.div_ceil(512) * 512;
-        let padding = usize::try_from(data_end)
-            .ok()
-            .zip(usize::try_from(end).ok())
-            .and_then(|(a, b)| region.get(a..b))
-            .ok_or_else(|| ConfigError::Archive(format!("member {name:?}: truncated")))?;
-        if let Some(at) = all_zero(padding) {
-            return Err(ConfigError::UncoveredData {
-                offset: data_end + at as u64,
-                place: format!("padding after member {name:?}"),
-            });
-        }
+        check_member_header(entry.header(), &name, size, &files)?;
+        let bytes = read_member(&mut entry, &name, size)?;
+        end = check_padding(region, entry.raw_file_position(), size, &name)?;
         files.insert(name, bytes);
     }
-    // The end-of-archive marker (two zero blocks) and the rest of the partition: zeros.
+    Ok((files, end))
+}
+
+/// Refuses a member header the writer would not have made at this point: not ustar, not a
+/// regular file, a name outside the schema, over its size limit, a second time, out of the
+/// writer's order, or not byte for byte [`member_header`]. `seen`: the members before it.
+fn check_member_header(
+    header: &tar::Header,
+    name: &str,
+    size: u64,
+    seen: &BTreeMap<String, Vec<u8>>,
+) -> Result<(), ConfigError> {
+    if header.as_ustar().is_none() {
+        return Err(ConfigError::Archive(format!(
+            "member {name:?}: not a ustar header"
+        )));
+    }
+    let type_byte = header.as_old().linkflag[0];
+    if type_byte != b'0' {
+        return Err(ConfigError::NotRegularFile {
+            member: name.to_string(),
+            what: describe_entry_type(type_byte),
+        });
+    }
+    check_name(name)?;
+    let limit = member_limit(name);
+    if size > limit {
+        return Err(ConfigError::OversizeMember {
+            member: name.to_string(),
+            size,
+            limit,
+        });
+    }
+    if seen.contains_key(name) {
+        return Err(ConfigError::DuplicateMember {
+            member: name.to_string(),
+        });
+    }
+    if let Some(last) = seen.keys().map(|n| writer_rank(n)).max()
+        && writer_rank(name) < last
+    {
+        return Err(ConfigError::NonCanonicalHeader {
+            field: "member order".into(),
+            detail: format!(
+                "the writer writes {}, {}, then the content members by name",
+                crate::SUMS,
+                crate::SIGNATURE
+            ),
+            member: name.to_string(),
+        });
+    }
+    check_canonical(name, size, header.as_bytes())
+}
+
+/// The `size` bytes of the member `name`; fewer is a truncated archive.
+fn read_member(
+    entry: &mut tar::Entry<'_, &[u8]>,
+    name: &str,
+    size: u64,
+) -> Result<Vec<u8>, ConfigError> {
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    entry
+        .read_to_end(&mut bytes)
+        .map_err(|e| ConfigError::Archive(format!("member {name:?}: {e}")))?;
+    if bytes.len() as u64 != size {
+        return Err(ConfigError::Archive(format!(
+            "member {name:?}: truncated ({} of {size} bytes)",
+            bytes.len()
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Checks that the padding of the member `name` (data of `size` bytes at `start` in
+/// `region`) up to the next 512-byte block is zeros; returns where the padding ends.
+fn check_padding(region: &[u8], start: u64, size: u64, name: &str) -> Result<u64, ConfigError> {
+    let data_end = start + size;
+    let end = start + size.div_ceil(512) * 512;
+    let padding = usize::try_from(data_end)
+        .ok()
+        .zip(usize::try_from(end).ok())
+        .and_then(|(a, b)| region.get(a..b))
+        .ok_or_else(|| ConfigError::Archive(format!("member {name:?}: truncated")))?;
+    if let Some(at) = all_zero(padding) {
+        return Err(ConfigError::UncoveredData {
+            offset: data_end + at as u64,
+            place: format!("padding after member {name:?}"),
+        });
+    }
+    Ok(end)
+}
+
+/// The end-of-archive marker (two zero blocks) and the rest of the partition after `end`,
+/// the last member's end: zeros.
+fn check_tail(region: &[u8], end: u64) -> Result<(), ConfigError> {
     let tail = usize::try_from(end)
         .ok()
         .and_then(|e| region.get(e..))
@@ -309,9 +359,5 @@ fn read_partition_with(region: &[u8], signers: Signers<'_>) -> Result<Partition,
             place: "after the archive's last member".into(),
         });
     }
-    let bundle = Bundle::verify_with(files, signers)?;
-    Ok(Partition::Bundle {
-        bundle: Box::new(bundle),
-        archive_len: end + 1024,
-    })
+    Ok(())
 }

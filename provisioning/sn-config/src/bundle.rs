@@ -246,6 +246,7 @@ impl Bundle {
         files
     }
 
+    /// The parsed and validated node.toml.
     pub fn node(&self) -> &NodeConfig {
         &self.node
     }
@@ -255,10 +256,12 @@ impl Bundle {
         &self.members
     }
 
+    /// ic.json5, the replica configuration, when the bundle has one.
     pub fn replica_config(&self) -> Option<&[u8]> {
         self.members.get(REPLICA_CONFIG).map(Vec::as_slice)
     }
 
+    /// The bytes of SHA256SUMS, the signed list of member digests.
     pub fn sums(&self) -> &[u8] {
         &self.sums
     }

@@ -5,11 +5,15 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
+/// Why a bundle, an archive or a signing key was refused.
 #[derive(Debug, Error)]
 pub enum ConfigError {
+    /// Reading or writing a file failed.
     #[error("{path}: {source}")]
     Io {
+        /// The file (or directory) the operation failed on.
         path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
     /// Not a ustar archive, or a damaged one (header checksum, truncated data).
@@ -18,40 +22,90 @@ pub enum ConfigError {
     /// A member that is a symbolic link, hard link, device, FIFO, directory or an archive
     /// extension header (GNU long name, pax): only regular files are accepted.
     #[error("member {member:?} is a {what}, not a regular file")]
-    NotRegularFile { member: String, what: String },
+    NotRegularFile {
+        /// The member's name as the archive gives it.
+        member: String,
+        /// What it is instead ("symbolic link", "directory", ...).
+        what: String,
+    },
     /// Absolute, `..`, empty or nested member names.
     #[error("member {member:?}: unsafe name ({reason})")]
-    UnsafeName { member: String, reason: String },
+    UnsafeName {
+        /// The name as the archive gives it.
+        member: String,
+        /// What makes it unsafe.
+        reason: String,
+    },
+    /// A member name outside the schema.
     #[error("member {member:?} is not part of a node bundle (allowed: {allowed})")]
-    UnknownMember { member: String, allowed: String },
+    UnknownMember {
+        /// The unknown name.
+        member: String,
+        /// The schema's member names, separated by ", ".
+        allowed: String,
+    },
+    /// The same member twice in one archive.
     #[error("member {member:?} appears twice")]
-    DuplicateMember { member: String },
+    DuplicateMember {
+        /// The repeated name.
+        member: String,
+    },
+    /// A member over its size limit ([`crate::MEMBERS`]).
     #[error("member {member:?} is {size} bytes, at most {limit} are allowed")]
     OversizeMember {
+        /// The member's name.
         member: String,
+        /// Its size, bytes.
         size: u64,
+        /// The limit for that member, bytes.
         limit: u64,
     },
+    /// A member the bundle needs is absent.
     #[error("member {member:?} is missing")]
-    MissingMember { member: String },
+    MissingMember {
+        /// The missing member's name.
+        member: String,
+    },
     /// Bytes the checksums do not cover: the padding of a member's last block, or anything
     /// after the end-of-archive marker. Refused so that nothing unchecked rides along.
     #[error("non-zero byte at offset {offset} ({place})")]
-    UncoveredData { offset: u64, place: String },
+    UncoveredData {
+        /// Byte offset of the first non-zero byte in the partition.
+        offset: u64,
+        /// Where that is ("padding after member ...", "after the archive's last member").
+        place: String,
+    },
+    /// SHA256SUMS is malformed, or does not list a member the archive holds.
     #[error("SHA256SUMS: {0}")]
     Sums(String),
+    /// A member's content does not have the digest SHA256SUMS records for it.
     #[error("member {member:?}: SHA-256 {actual} != {recorded} recorded in SHA256SUMS")]
     ChecksumMismatch {
+        /// The member's name.
         member: String,
+        /// Its content's SHA-256, hex.
         actual: String,
+        /// The SHA-256 SHA256SUMS records, hex.
         recorded: String,
     },
+    /// SHA256SUMS.sig is malformed: not UTF-8 TOML of its schema, another algorithm, or a
+    /// signer key or signature that is not hex of the right length.
     #[error("SHA256SUMS.sig: {0}")]
     SignatureFile(String),
+    /// The signature over SHA256SUMS does not verify under the key it names.
     #[error("the Ed25519 signature over SHA256SUMS does not verify with signer {signer}")]
-    BadSignature { signer: String },
+    BadSignature {
+        /// The signer's public key, hex.
+        signer: String,
+    },
+    /// A valid signature by a key that is not pinned.
     #[error("signed by {signer}, which is not a pinned configuration signer ({pinned})")]
-    WrongSigner { signer: String, pinned: String },
+    WrongSigner {
+        /// The signer's public key, hex.
+        signer: String,
+        /// The pinned keys, hex, separated by ", ".
+        pinned: String,
+    },
     /// The node's measured kernel command line pins no configuration signer
     /// (`sn.config_signer=`): no bundle is applied, whoever signed it.
     #[error(
@@ -63,15 +117,29 @@ pub enum ConfigError {
     /// exactly one archive.
     #[error("member {member:?}: {field} differs from the archive the writer makes ({detail})")]
     NonCanonicalHeader {
+        /// The member whose header (or position) differs.
         member: String,
+        /// The header field that differs, or "member order".
         field: String,
+        /// The bytes found and the writer's, or the writer's order.
         detail: String,
     },
     /// A member's content is not valid for the schema (names the field).
     #[error("member {member:?}: {reason}")]
-    Invalid { member: String, reason: String },
+    Invalid {
+        /// The member's name.
+        member: String,
+        /// What is invalid, naming the field.
+        reason: String,
+    },
+    /// A signing key file that cannot be read as an Ed25519 PKCS#8 PEM key, or be written.
     #[error("signing key {path}: {reason}")]
-    Key { path: PathBuf, reason: String },
+    Key {
+        /// The key file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl ConfigError {

@@ -40,9 +40,13 @@ pub use node::NodeConfig;
 /// Size of the `sn-config` partition; the node reads no more than this.
 pub const PARTITION_BYTES: u64 = 16 << 20;
 
+/// The member listing the SHA-256 of every content member: what the signature covers.
 pub const SUMS: &str = "SHA256SUMS";
+/// The member holding the Ed25519 signature over SHA256SUMS ([`sign::SignatureFile`]).
 pub const SIGNATURE: &str = "SHA256SUMS.sig";
+/// The node's settings member ([`NodeConfig`]).
 pub const NODE_CONFIG: &str = "node.toml";
+/// The optional member with the replica's configuration, passed through.
 pub const REPLICA_CONFIG: &str = "ic.json5";
 
 /// Every member a bundle may hold, with its size limit in bytes.

@@ -14,9 +14,11 @@ pub const NODE_CONFIG_SCHEMA: &str = "sovereign-node/node-config/v2";
 /// Bounds of `collect_interval_seconds`.
 pub const COLLECT_INTERVAL_RANGE: (f64, f64) = (1.0, 3600.0);
 
+/// node.toml: what a node takes from its bundle.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeConfig {
+    /// Always [`NODE_CONFIG_SCHEMA`].
     pub schema: String,
     /// The subnet's name.
     pub subnet: String,
@@ -30,28 +32,35 @@ pub struct NodeConfig {
     /// The agent's collector interval; absent: the image's setting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collect_interval_seconds: Option<f64>,
+    /// The node's addresses, gateways and name servers.
     pub network: NodeNetwork,
+    /// Who operates the node, and the SSH keys that may log in.
     pub operator: NodeOperator,
 }
 
+/// node.toml's `[network]`: static addressing, as text (parsed by [`NodeConfig::addresses`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeNetwork {
     /// Address with prefix length, e.g. "2001:db8:0:1::11/64".
     pub ipv6_address: String,
+    /// The IPv6 default gateway, e.g. "2001:db8:0:1::1".
     pub ipv6_gateway: String,
     /// IPv4 address with prefix length, e.g. "192.0.2.11/24".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipv4_address: Option<String>,
+    /// The IPv4 default gateway; only with `ipv4_address`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipv4_gateway: Option<String>,
     /// Name server addresses (IPv6 or IPv4).
     pub dns: Vec<String>,
 }
 
+/// node.toml's `[operator]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeOperator {
+    /// The node operator's name (same rules as node names).
     pub name: String,
     /// OpenSSH public keys of the node's operator (one line each).
     pub ssh_keys: Vec<String>,
@@ -60,10 +69,15 @@ pub struct NodeOperator {
 /// The parsed addresses of [`NodeNetwork`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Addresses {
+    /// [`NodeNetwork::ipv6_address`] with its prefix length.
     pub ipv6: ipnet::Ipv6Net,
+    /// [`NodeNetwork::ipv6_gateway`].
     pub ipv6_gateway: Ipv6Addr,
+    /// [`NodeNetwork::ipv4_address`] with its prefix length.
     pub ipv4: Option<ipnet::Ipv4Net>,
+    /// [`NodeNetwork::ipv4_gateway`].
     pub ipv4_gateway: Option<Ipv4Addr>,
+    /// [`NodeNetwork::dns`].
     pub dns: Vec<IpAddr>,
 }
 
@@ -129,6 +143,8 @@ impl NodeConfig {
         Ok(config)
     }
 
+    /// Checks every field: the schema, names and host name, the collector interval's
+    /// bounds, the addresses and the operator's SSH keys. Errors name the field.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.schema != NODE_CONFIG_SCHEMA {
             return Err(invalid(

@@ -23,6 +23,7 @@ pub const SIGNATURE_CONTEXT: &[u8] = b"sovereign-node/config-bundle/v1\0";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SignatureFile {
+    /// Always [`SIGNATURE_SCHEMA`].
     pub schema: String,
     /// Always "ed25519".
     pub algorithm: String,
@@ -44,6 +45,7 @@ pub fn parse_public_key(text: &str) -> Option<[u8; 32]> {
 }
 
 impl SignatureFile {
+    /// Signs `sums` (the bytes of SHA256SUMS) with `key`.
     pub fn sign(key: &SigningKey, sums: &[u8]) -> SignatureFile {
         let signature = key.sign(&message(sums));
         SignatureFile {
@@ -54,6 +56,8 @@ impl SignatureFile {
         }
     }
 
+    /// Parses SHA256SUMS.sig (TOML), refusing another schema or algorithm; the signature
+    /// is not checked here ([`SignatureFile::verify`]).
     pub fn parse(bytes: &[u8]) -> Result<SignatureFile, ConfigError> {
         let text = std::str::from_utf8(bytes).map_err(|e| sig_err(format!("not UTF-8: {e}")))?;
         let file: SignatureFile = toml::from_str(text).map_err(|e| sig_err(e.to_string()))?;
@@ -72,6 +76,7 @@ impl SignatureFile {
         Ok(file)
     }
 
+    /// SHA256SUMS.sig's text.
     pub fn to_toml(&self) -> String {
         toml::to_string(self).unwrap_or_default()
     }

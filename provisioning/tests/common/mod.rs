@@ -17,7 +17,7 @@ use node_agent::snapshot::Snapshot;
 use provisioning::enroll::{EnrollError, EnrollRequest, enroll};
 
 /// One snapshot of the agent's collectors over the CI fixture machine (CPU engine).
-pub fn snapshot() -> Snapshot {
+pub(crate) fn snapshot() -> Snapshot {
     std::thread::spawn(|| {
         let root =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../node-agent/tests/fixtures/ci-2core");
@@ -46,21 +46,21 @@ pub fn snapshot() -> Snapshot {
     .unwrap()
 }
 
-pub struct Agents {
-    pub runtime: tokio::runtime::Runtime,
-    pub snapshot: Snapshot,
-    pub dir: tempfile::TempDir,
+pub(crate) struct Agents {
+    pub(crate) runtime: tokio::runtime::Runtime,
+    pub(crate) snapshot: Snapshot,
+    pub(crate) dir: tempfile::TempDir,
     /// The plan's signed bundles (`provision plan --out`), by node name.
-    pub plan: PathBuf,
+    pub(crate) plan: PathBuf,
 }
 
 /// The configuration signer of the plan.
-pub fn plan_key() -> ed25519_dalek::SigningKey {
+pub(crate) fn plan_key() -> ed25519_dalek::SigningKey {
     ed25519_dalek::SigningKey::from_bytes(&[7; 32])
 }
 
 impl Agents {
-    pub fn new() -> Agents {
+    pub(crate) fn new() -> Agents {
         let dir = tempfile::tempdir().unwrap();
         let plan = dir.path().join("plan");
         let subnet = provisioning::subnet::Subnet::load(
@@ -84,24 +84,24 @@ impl Agents {
     }
 
     /// The plan's bundle directory of `node`.
-    pub fn bundle(&self, node: &str) -> PathBuf {
+    pub(crate) fn bundle(&self, node: &str) -> PathBuf {
         self.plan.join(node)
     }
 
     /// What an agent that applied `node`'s plan bundle binds into its evidence.
-    pub fn binding(&self, node: &str) -> ([u8; 32], [u8; 32]) {
+    pub(crate) fn binding(&self, node: &str) -> ([u8; 32], [u8; 32]) {
         let b = sn_config::Bundle::load_dir(&self.bundle(node), &[]).unwrap();
         (b.digest(), b.signer())
     }
 
     /// Serves an agent whose test evidence comes from `seed`, whose node key is `key` (a
     /// file name; the same name means the same key), running node-01's bundle.
-    pub fn start(&self, seed: u8, key: &str) -> String {
+    pub(crate) fn start(&self, seed: u8, key: &str) -> String {
         self.start_with(seed, key, self.binding("node-01"))
     }
 
     /// As [`Agents::start`], with the configuration binding given.
-    pub fn start_with(&self, seed: u8, key: &str, binding: ([u8; 32], [u8; 32])) -> String {
+    pub(crate) fn start_with(&self, seed: u8, key: &str, binding: ([u8; 32], [u8; 32])) -> String {
         let seed_path = self.dir.path().join(format!("seed-{seed}-{key}"));
         std::fs::write(&seed_path, hex::encode([seed; 32])).unwrap();
         let config = AttestationConfig {
@@ -138,7 +138,7 @@ impl Agents {
     /// A complete policy (measurement allow-list, TCB minimum, allowed VMPLs, GPU count, the
     /// plan's configuration signer) trusting the test root of `seed`, which makes it a lab
     /// policy, or with `trusting = false` the same without the test root (AMD roots only).
-    pub fn policy(&self, seed: u8, trusting: bool) -> PathBuf {
+    pub(crate) fn policy(&self, seed: u8, trusting: bool) -> PathBuf {
         let path = self
             .dir
             .path()
@@ -162,7 +162,7 @@ impl Agents {
 
     /// Policy sections by name: the test measurement, a TCB minimum the test chain meets,
     /// VMPL 0, no GPUs, the plan's signer.
-    pub fn policy_sections(&self, which: &[&str]) -> String {
+    pub(crate) fn policy_sections(&self, which: &[&str]) -> String {
         let mut text = String::new();
         for section in which {
             text.push_str(&match *section {
@@ -183,12 +183,12 @@ impl Agents {
         text
     }
 
-    pub fn registry(&self) -> PathBuf {
+    pub(crate) fn registry(&self) -> PathBuf {
         self.dir.path().join("registry.jsonl")
     }
 }
 
-pub fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -197,7 +197,7 @@ pub fn now() -> u64 {
 
 /// Enrols against node-01's plan bundle under the lab override: the test evidence is
 /// anchored at a test root, which only a lab policy names.
-pub fn enrol(
+pub(crate) fn enrol(
     url: &str,
     name: &str,
     policy: &Path,
@@ -208,13 +208,13 @@ pub fn enrol(
 }
 
 /// What the lab override records for a policy that is complete but for its test root.
-pub fn only_test_root(lab: &Option<Vec<String>>) {
+pub(crate) fn only_test_root(lab: &Option<Vec<String>>) {
     let lab = lab.as_deref().unwrap_or_default();
     assert_eq!(lab.len(), 1, "{lab:?}");
     assert!(lab[0].contains("trust.test_root_ark"), "{lab:?}");
 }
 
-pub fn enrol_with(
+pub(crate) fn enrol_with(
     url: &str,
     name: &str,
     policy: &Path,
@@ -237,7 +237,7 @@ pub fn enrol_with(
 impl Agents {
     /// A re-plan: the same subnet with one DNS server fewer, so every node's bundle (same
     /// signer) gets a new digest. Returns the new plan directory.
-    pub fn replan(&self) -> PathBuf {
+    pub(crate) fn replan(&self) -> PathBuf {
         let plan = self.dir.path().join("plan-2");
         let mut subnet = provisioning::subnet::Subnet::load(
             &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sovereign-subnet-13.toml"),
