@@ -13,7 +13,7 @@ use http_body_util::BodyExt;
 use node_agent::clock::ManualClock;
 use node_agent::collect::gpu::RecordedGpuSource;
 use node_agent::collect::rapl::RaplReader;
-use node_agent::http::{AppState, Heartbeat, router};
+use node_agent::routes::{AppState, Heartbeat, router};
 use node_agent::snapshot::{PinningStatus, PoolPinning};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

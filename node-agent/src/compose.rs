@@ -5,18 +5,19 @@
 use crate::assessment::{NodeAssessment, RuntimeConfigFile};
 use crate::clock::{Clock, SystemClock};
 use crate::collect::{Collectors, ReplicaSource};
-use crate::config::{
-    AttestationConfig, Config, EvidenceSource, GpuEvidence, SYSTEM_RUNTIME_DIR, SYSTEM_STATE_DIR,
-};
 use crate::cost::{CostParams, CostTracker};
-use crate::http::{
-    AppState, AttestationService, AttestationStatus, Heartbeat, public_router, router,
-};
+use crate::listeners::Listener;
 use crate::nvml_child::NvmlChild;
 use crate::pinning_loop::{PinningLoop, ReplicaProcess};
 use crate::probe::NvmlMode;
+use crate::routes::{
+    AppState, AttestationService, AttestationStatus, Heartbeat, public_router, router,
+};
 use crate::selftest_child::{self, CryptoOutcome};
-use crate::server::Listener;
+use crate::settings::{
+    AttestationSettings, EvidenceSource, GpuEvidence, SYSTEM_RUNTIME_DIR, SYSTEM_STATE_DIR,
+    Settings,
+};
 use anyhow::Context;
 use hardware_profiles::{MachineFacts, NvmlStatus, ProfileSet};
 use sd_notify::NotifyState;
@@ -82,18 +83,18 @@ pub fn profile_set(profiles_dir: Option<&Path>) -> anyhow::Result<ProfileSet> {
 
 /// Probe, select and evaluate readiness.
 pub fn assess_node(
-    config: &Config,
+    settings: &Settings,
     facts: &FactsSource,
     profiles_dir: Option<&Path>,
     nvml: &NvmlMode,
 ) -> anyhow::Result<NodeAssessment> {
     let facts = machine_facts(facts, nvml)?;
     let profiles = profile_set(profiles_dir)?;
-    let image = crate::assessment::ImageStatus::read(&config.root);
+    let image = crate::assessment::ImageStatus::read(&settings.root);
     Ok(crate::assessment::assess(
         facts,
         &profiles,
-        &config.profile,
+        &settings.profile,
         image,
     )?)
 }
@@ -127,43 +128,44 @@ pub fn crypto_selftest_in_child(node: &NodeAssessment) -> CryptoOutcome {
 /// Wires the collectors for a real node, and the pinning loop where pinning is on (the
 /// collectors read its passes).
 pub fn node_collectors(
-    config: &Config,
+    settings: &Settings,
     node: NodeAssessment,
     crypto: CryptoOutcome,
     clock: Arc<dyn Clock>,
     nvml: &NvmlMode,
 ) -> anyhow::Result<(Collectors, Option<PinningLoop>)> {
-    let cost = CostTracker::new(CostParams::new(&node.cost, &config.cost));
+    let cost = CostTracker::new(CostParams::new(&node.cost, &settings.cost));
     let expects_gpu = !node.facts.gpus.gpus.is_empty() || node.runtime.crypto.wants_gpu();
-    let pools = crate::pinning::plan_from_runtime(&node.runtime, &config.pinning.thread_patterns)?;
+    let pools =
+        crate::pinning::plan_from_runtime(&node.runtime, &settings.pinning.thread_patterns)?;
     let mut collectors = Collectors::new(
         clock.clone(),
         node,
         crypto,
         cost,
-        config.cost.cpu_seconds_per_item.clone(),
+        settings.cost.cpu_seconds_per_item.clone(),
     )?;
     set_gpu_source(&mut collectors, nvml, expects_gpu);
-    let powercap = config.root.join("sys/class/powercap");
+    let powercap = settings.root.join("sys/class/powercap");
     if powercap.is_dir() {
-        collectors.rapl = Some(crate::collect::rapl::RaplReader::new(&config.root));
+        collectors.rapl = Some(crate::collect::rapl::RaplReader::new(&settings.root));
     } else {
         collectors.disable(
             "cpu_energy",
             format!("{} does not exist (no RAPL)", powercap.display()),
         );
     }
-    if config.replica.metrics_url.is_empty() {
+    if settings.replica.metrics_url.is_empty() {
         collectors.disable("replica", "replica.metrics_url is empty");
     } else {
         let scraper = crate::collect::replica::ReplicaScraper::new(
-            &config.replica.metrics_url,
-            Duration::from_secs_f64(config.replica.scrape_timeout_seconds),
+            &settings.replica.metrics_url,
+            Duration::from_secs_f64(settings.replica.scrape_timeout_seconds),
         )?;
-        collectors.replica_url = config.replica.metrics_url.clone();
+        collectors.replica_url = settings.replica.metrics_url.clone();
         collectors.replica = Some(ReplicaSource::Http(Box::new(scraper)));
     }
-    let pinning = pinning_loop(config, pools, clock, &mut collectors);
+    let pinning = pinning_loop(settings, pools, clock, &mut collectors);
     Ok((collectors, pinning))
 }
 
@@ -206,12 +208,12 @@ fn set_gpu_source(collectors: &mut Collectors, nvml: &NvmlMode, expects_gpu: boo
 /// (and the "pinning" collector disabled with the reason) when pinning is off or the
 /// profile pins nothing.
 fn pinning_loop(
-    config: &Config,
+    settings: &Settings,
     pools: Vec<crate::pinning::PoolPlan>,
     clock: Arc<dyn Clock>,
     collectors: &mut Collectors,
 ) -> Option<PinningLoop> {
-    let off = if !config.pinning.enabled {
+    let off = if !settings.pinning.enabled {
         Some("pinning.enabled = false")
     } else if pools.is_empty() {
         Some("the profile gives no pool a CPU set (with a thread-name pattern)")
@@ -228,15 +230,17 @@ fn pinning_loop(
     let slice = sd_notify::booted()
         .unwrap_or(false)
         .then(|| crate::pinning::SliceCheck {
-            slice: config.pinning.slice.clone(),
+            slice: settings.pinning.slice.clone(),
             cgroup: Path::new(CGROUP_ROOT)
-                .join(crate::pinning::slice_cgroup_path(&config.pinning.slice)),
+                .join(crate::pinning::slice_cgroup_path(&settings.pinning.slice)),
         });
-    let unit_cgroup = slice.as_ref().map(|s| s.cgroup.join(&config.replica.unit));
+    let unit_cgroup = slice
+        .as_ref()
+        .map(|s| s.cgroup.join(&settings.replica.unit));
     let pinner = crate::pinning::Pinner::new(pools, Path::new("/proc"), slice);
     let process = ReplicaProcess::Locate {
         unit_cgroup,
-        process_name: config.replica.process_name.clone(),
+        process_name: settings.replica.process_name.clone(),
     };
     let pinning_loop = PinningLoop::new(pinner, process, clock);
     collectors.pinning = Some(pinning_loop.board());
@@ -257,7 +261,7 @@ impl crate::collect::gpu::GpuSource for UnavailableGpu {
 
 /// `node-agent run`.
 pub async fn run(
-    config: Config,
+    settings: Settings,
     facts: FactsSource,
     profiles_dir: Option<PathBuf>,
     node_config: crate::node_config::NodeConfiguration,
@@ -267,7 +271,7 @@ pub async fn run(
     )]);
     let nvml = daemon_nvml();
     let node = assess_for_run(
-        &config,
+        &settings,
         &facts,
         profiles_dir.as_deref(),
         &node_config,
@@ -286,22 +290,22 @@ pub async fn run(
     }
     let ready = node.ready && crypto.selftest.passed;
     let profile = node.profile.clone();
-    let (operator, public) = bind_listeners(&config)?;
+    let (operator, public) = bind_listeners(&settings)?;
     // The real addresses (port 0 picks a free port; the READY status names them).
     let bound = operator.local_addr()?;
     let public_bound = public.as_ref().map(|l| l.local_addr()).transpose()?;
-    let interval = config.collect_interval();
-    let heartbeat = Arc::new(Heartbeat::new(interval * config.stale_after_intervals));
+    let interval = settings.collect_interval();
+    let heartbeat = Arc::new(Heartbeat::new(interval * settings.stale_after_intervals));
     let (attestation, attestation_status) = attestation_service(
-        &config.attestation,
+        &settings.attestation,
         &node.facts,
         &|name| std::env::var_os(name),
         node.profile == DEVELOPMENT_PROFILE,
-        &evidence_nvml(&nvml, &config),
+        &evidence_nvml(&nvml, &settings),
         node_config.binding(),
     );
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::default());
-    let (mut collectors, mut pinning) = node_collectors(&config, node, crypto, clock, &nvml)?;
+    let (mut collectors, mut pinning) = node_collectors(&settings, node, crypto, clock, &nvml)?;
     // A first pinning pass before the first snapshot, so that it shows the replica's pins.
     let first = tokio::task::block_in_place(|| {
         if let Some(p) = pinning.as_mut() {
@@ -310,9 +314,9 @@ pub async fn run(
         collectors.collect()
     });
     let state = AppState::new(first, heartbeat.clone())
-        .with_limits(&config.http)
+        .with_limits(&settings.http)
         .with_history(crate::history::History::new(
-            config.collect_interval_seconds,
+            settings.collect_interval_seconds,
         ))
         .with_attestation(attestation)
         .with_attestation_status(attestation_status);
@@ -328,7 +332,7 @@ pub async fn run(
     if let Some(period) = sd_notify::watchdog_enabled() {
         tokio::spawn(feed_watchdog(period, heartbeat.clone()));
     }
-    serve_until_shutdown(&config, &state, operator, public).await?;
+    serve_until_shutdown(&settings, &state, operator, public).await?;
     loops.stop();
     Ok(())
 }
@@ -336,14 +340,14 @@ pub async fn run(
 /// Probe, selection and readiness for `run`, with the runtime configuration written, the
 /// node configuration's outcome, and what was chosen and why logged.
 fn assess_for_run(
-    config: &Config,
+    settings: &Settings,
     facts: &FactsSource,
     profiles_dir: Option<&Path>,
     node_config: &crate::node_config::NodeConfiguration,
     nvml: &NvmlMode,
 ) -> anyhow::Result<NodeAssessment> {
-    let mut node = assess_node(config, facts, profiles_dir, nvml)?;
-    node.set_runtime_config_file(write_runtime_config(config, &node));
+    let mut node = assess_node(settings, facts, profiles_dir, nvml)?;
+    node.set_runtime_config_file(write_runtime_config(settings, &node));
     node.set_node_configuration(node_config);
     if node_config.ok() {
         tracing::info!("configuration: {}", node_config.detail());
@@ -362,13 +366,13 @@ fn assess_for_run(
 
 /// The operator listener, and the public one where the agent's settings name it.
 fn bind_listeners(
-    config: &Config,
+    settings: &Settings,
 ) -> anyhow::Result<(tokio::net::TcpListener, Option<tokio::net::TcpListener>)> {
-    let operator = crate::server::bind(config.listen)
-        .with_context(|| format!("binding the operator listener {}", config.listen))?;
-    let public = match config.public_listen {
+    let operator = crate::listeners::bind(settings.listen)
+        .with_context(|| format!("binding the operator listener {}", settings.listen))?;
+    let public = match settings.public_listen {
         Some(addr) => Some(
-            crate::server::bind(addr)
+            crate::listeners::bind(addr)
                 .with_context(|| format!("binding the public listener {addr}"))?,
         ),
         None => None,
@@ -378,12 +382,12 @@ fn bind_listeners(
 
 /// How GPU evidence reaches NVML: the daemon's NVML children, killed at the attestation
 /// deadline.
-fn evidence_nvml(nvml: &NvmlMode, config: &Config) -> NvmlMode {
+fn evidence_nvml(nvml: &NvmlMode, settings: &Settings) -> NvmlMode {
     match nvml {
         NvmlMode::Child(child) => NvmlMode::Child(
             child
                 .clone()
-                .with_evidence_timeout(config.http.attestation_timeout()),
+                .with_evidence_timeout(settings.http.attestation_timeout()),
         ),
         other => other.clone(),
     }
@@ -420,7 +424,7 @@ async fn feed_watchdog(period: Duration, heartbeat: Arc<Heartbeat>) {
 /// Serves the operator routes (and the public ones) until SIGTERM or Ctrl-C, then lets the
 /// listeners finish what they serve.
 async fn serve_until_shutdown(
-    config: &Config,
+    settings: &Settings,
     state: &AppState,
     operator: tokio::net::TcpListener,
     public: Option<tokio::net::TcpListener>,
@@ -431,7 +435,7 @@ async fn serve_until_shutdown(
             role: "operator",
             listener: operator,
             router: router(state.clone()),
-            limits: config.http.clone(),
+            limits: settings.http.clone(),
         }
         .serve(serving.clone()),
     )];
@@ -441,7 +445,7 @@ async fn serve_until_shutdown(
                 role: "public",
                 listener: public,
                 router: public_router(state.clone()),
-                limits: config.http.clone(),
+                limits: settings.http.clone(),
             }
             .serve(serving.clone()),
         ));
@@ -541,10 +545,10 @@ async fn shutdown_signal() {
     notify(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
 }
 
-/// Writes the replica's runtime configuration where `config` says (see
-/// [`Config::runtime_config_path`]), atomically; the outcome becomes a readiness check.
-pub fn write_runtime_config(config: &Config, node: &NodeAssessment) -> RuntimeConfigFile {
-    let location = config.runtime_config_path(
+/// Writes the replica's runtime configuration where `settings` says (see
+/// [`Settings::runtime_config_path`]), atomically; the outcome becomes a readiness check.
+pub fn write_runtime_config(settings: &Settings, node: &NodeAssessment) -> RuntimeConfigFile {
+    let location = settings.runtime_config_path(
         &|name| std::env::var_os(name),
         Path::new(SYSTEM_RUNTIME_DIR),
         node.profile == DEVELOPMENT_PROFILE,
@@ -624,13 +628,13 @@ fn image_lines(image: &crate::assessment::ImageStatus) -> Vec<String> {
 
 /// `node-agent check`: the readiness report; Ok(true) when the node is fit.
 pub fn check(
-    config: &Config,
+    settings: &Settings,
     facts: &FactsSource,
     profiles_dir: Option<&Path>,
     node_config: &crate::node_config::NodeConfiguration,
     out: &mut dyn std::io::Write,
 ) -> anyhow::Result<bool> {
-    let mut node = assess_node(config, facts, profiles_dir, &NvmlMode::System)?;
+    let mut node = assess_node(settings, facts, profiles_dir, &NvmlMode::System)?;
     node.set_node_configuration(node_config);
     let crypto = crypto_selftest_in_process(&node);
     let selftest = &crypto.selftest;
@@ -689,9 +693,9 @@ pub const DEVELOPMENT_PROFILE: &str = "development";
 /// The evidence source of `GET /v1/attestation`, and what /v1/status says about it. A source
 /// that cannot be set up is served as a 503 with the reason (and logged), never as a quietly
 /// different source. `env` reads the environment (`STATE_DIRECTORY`, `XDG_STATE_HOME`,
-/// `HOME`); `development` allows the user state directory (see `AttestationConfig::state_dir`).
+/// `HOME`); `development` allows the user state directory (see `AttestationSettings::state_dir`).
 pub fn attestation_service(
-    config: &AttestationConfig,
+    settings: &AttestationSettings,
     facts: &MachineFacts,
     env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
     development: bool,
@@ -699,7 +703,7 @@ pub fn attestation_service(
     config_binding: ([u8; 32], [u8; 32]),
 ) -> (AttestationService, AttestationStatus) {
     let mut status = AttestationStatus {
-        source: match config.source {
+        source: match settings.source {
             EvidenceSource::Hardware => "hardware",
             EvidenceSource::Test => "test",
             EvidenceSource::Off => "off",
@@ -707,10 +711,10 @@ pub fn attestation_service(
         .to_string(),
         ..AttestationStatus::default()
     };
-    let gpu = gpu_evidence_source(config.gpu_evidence, facts, nvml);
+    let gpu = gpu_evidence_source(settings.gpu_evidence, facts, nvml);
     status.gpu_evidence = !matches!(gpu, attestation::collect::GpuSource::None);
-    let attester = refuse_unusable_source(config, facts)
-        .and_then(|()| attestation_state_dir(config, env, development, &mut status))
+    let attester = refuse_unusable_source(settings, facts)
+        .and_then(|()| attestation_state_dir(settings, env, development, &mut status))
         .and_then(|state_dir| {
             let in_state_dir = |configured: &Option<PathBuf>, name: &str| {
                 configured
@@ -718,11 +722,11 @@ pub fn attestation_service(
                     .or_else(|| state_dir.as_ref().map(|d| d.join(name)))
                     .unwrap_or_default()
             };
-            let snp = snp_source(config, &in_state_dir, &mut status)?;
+            let snp = snp_source(settings, &in_state_dir, &mut status)?;
             let binding =
                 attestation::bundle::ConfigBinding::from_parts(config_binding.0, config_binding.1);
-            let key_file = in_state_dir(&config.node_key, "node-key.pem");
-            attester(config, snp, gpu, binding, &key_file, &mut status)
+            let key_file = in_state_dir(&settings.node_key, "node-key.pem");
+            attester(settings, snp, gpu, binding, &key_file, &mut status)
         });
     match attester {
         Ok(attester) => {
@@ -786,13 +790,13 @@ fn gpu_evidence_source(
 /// Refuses a source that is off, or a hardware source with a key file or without an
 /// SEV-SNP guest device.
 fn refuse_unusable_source(
-    config: &AttestationConfig,
+    settings: &AttestationSettings,
     facts: &MachineFacts,
 ) -> Result<(), Unavailable> {
-    if config.source == EvidenceSource::Off {
+    if settings.source == EvidenceSource::Off {
         return Err(Unavailable::new(ATTESTATION_DISABLED, ATTESTATION_DISABLED));
     }
-    if config.source == EvidenceSource::Hardware && config.node_key.is_some() {
+    if settings.source == EvidenceSource::Hardware && settings.node_key.is_some() {
         // A key file would be something the host can read or plant; refuse rather than
         // leave the operator believing a file is the node's identity.
         return Err(Unavailable::new(
@@ -801,7 +805,7 @@ fn refuse_unusable_source(
              key from the SNP derived key and never reads or writes one: remove node_key",
         ));
     }
-    if config.source == EvidenceSource::Hardware && !facts.sev_snp.guest_device {
+    if settings.source == EvidenceSource::Hardware && !facts.sev_snp.guest_device {
         return Err(Unavailable::new(
             "this node has no SEV-SNP guest device",
             "hardware evidence source, but the probe found no SEV-SNP guest device \
@@ -814,17 +818,17 @@ fn refuse_unusable_source(
 /// The state directory, where the test source keeps the files the configuration leaves to
 /// it; `None` when nothing goes there (the hardware source writes nothing).
 fn attestation_state_dir(
-    config: &AttestationConfig,
+    settings: &AttestationSettings,
     env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
     development: bool,
     status: &mut AttestationStatus,
 ) -> Result<Option<PathBuf>, Unavailable> {
-    let needs_state_dir = config.source == EvidenceSource::Test
-        && (config.node_key.is_none() || config.test_seed.is_none());
+    let needs_state_dir = settings.source == EvidenceSource::Test
+        && (settings.node_key.is_none() || settings.test_seed.is_none());
     if !needs_state_dir {
         return Ok(None);
     }
-    match config.state_dir(env, Path::new(SYSTEM_STATE_DIR), development) {
+    match settings.state_dir(env, Path::new(SYSTEM_STATE_DIR), development) {
         Ok(dir) => {
             tracing::info!(path = %dir.path.display(), origin = %dir.origin, "attestation state directory");
             status.state_dir = Some(dir.path.display().to_string());
@@ -838,20 +842,20 @@ fn attestation_state_dir(
 /// The SEV-SNP report source: the guest device, or a test signer whose seed lies at the
 /// configured path (or in the state directory, through `in_state_dir`).
 fn snp_source(
-    config: &AttestationConfig,
+    settings: &AttestationSettings,
     in_state_dir: &dyn Fn(&Option<PathBuf>, &str) -> PathBuf,
     status: &mut AttestationStatus,
 ) -> Result<attestation::collect::SnpSource, Unavailable> {
     use attestation::collect::SnpSource;
     use attestation::test_source::TestSigner;
-    match config.source {
+    match settings.source {
         EvidenceSource::Off => Err(Unavailable::new(ATTESTATION_DISABLED, ATTESTATION_DISABLED)),
         EvidenceSource::Hardware => Ok(SnpSource::Hardware {
-            vmpl: config.vmpl,
-            cert_cache: config.cert_cache.clone(),
+            vmpl: settings.vmpl,
+            cert_cache: settings.cert_cache.clone(),
         }),
         EvidenceSource::Test => {
-            let seed_path = in_state_dir(&config.test_seed, "test-evidence-seed");
+            let seed_path = in_state_dir(&settings.test_seed, "test-evidence-seed");
             status.test_seed = Some(seed_path.display().to_string());
             let mut signer = TestSigner::load_or_create_seed(&seed_path)
                 .and_then(TestSigner::from_seed)
@@ -861,7 +865,7 @@ fn snp_source(
                         format!("test evidence source: {e}"),
                     )
                 })?;
-            let measurement = config
+            let measurement = settings
                 .test_measurement
                 .unwrap_or_else(attestation::test_source::test_measurement);
             signer.template.measurement(measurement);
@@ -877,7 +881,7 @@ fn snp_source(
 /// the SNP derived key, never stored) under the hardware source, the unsealed `key_file`
 /// under the test source.
 fn attester(
-    config: &AttestationConfig,
+    settings: &AttestationSettings,
     snp: attestation::collect::SnpSource,
     gpu: attestation::collect::GpuSource,
     binding: attestation::bundle::ConfigBinding,
@@ -887,8 +891,8 @@ fn attester(
     use attestation::identity::{
         KeyFileOrigin, derive_sealed_node_key, load_or_create_unsealed_key,
     };
-    let node_key = if config.source == EvidenceSource::Hardware {
-        let sealed = derive_sealed_node_key(config.vmpl).map_err(|e| {
+    let node_key = if settings.source == EvidenceSource::Hardware {
+        let sealed = derive_sealed_node_key(settings.vmpl).map_err(|e| {
             Unavailable::new(
                 "the sealed node identity key could not be derived",
                 format!("sealed node identity key: {e}"),

@@ -20,17 +20,17 @@ pub struct CostParams {
 }
 
 impl CostParams {
-    pub fn new(profile: &CostInputs, config: &crate::config::CostConfig) -> CostParams {
+    pub fn new(profile: &CostInputs, settings: &crate::settings::CostSettings) -> CostParams {
         CostParams {
-            capex_eur: config.capex_eur.unwrap_or(profile.capex_eur),
-            amortisation_months: config
+            capex_eur: settings.capex_eur.unwrap_or(profile.capex_eur),
+            amortisation_months: settings
                 .amortisation_months
                 .unwrap_or(profile.amortisation_months)
                 .max(1),
-            energy_price_eur_per_kwh: config
+            energy_price_eur_per_kwh: settings
                 .energy_price_eur_per_kwh
                 .unwrap_or(profile.power_price_eur_per_kwh),
-            unmeasured_power_watts: config.unmeasured_power_watts,
+            unmeasured_power_watts: settings.unmeasured_power_watts,
         }
     }
 

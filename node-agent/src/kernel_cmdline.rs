@@ -1,5 +1,5 @@
-//! The agent's settings from the measured kernel command line (`/proc/cmdline`): the
-//! `sn.*` parameters. On a SEV-SNP node the command line is part of the launch measurement
+//! The boot parameters: the `sn.*` parameters of the measured kernel command line
+//! (`/proc/cmdline`). On a SEV-SNP node the command line is part of the launch measurement
 //! (OVMF checks it against the hash QEMU put into the measured memory), so only the image's
 //! builder, or a test boot whose other measurement the verifier sees, can set them; the
 //! configuration partition cannot. They select what must never come from the partition:
@@ -14,7 +14,7 @@
 //! Other `sn.` parameters belong to other readers (`sn.config_signer=` to `apply-config`)
 //! and are left alone; a malformed value of these two is an error naming the parameter.
 
-use crate::config::EvidenceSource;
+use crate::settings::EvidenceSource;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CmdlineError {
@@ -28,9 +28,9 @@ pub enum CmdlineError {
     Repeated(&'static str),
 }
 
-/// The `sn.*` settings the agent takes from the kernel command line.
+/// The boot parameters the agent takes from the kernel command line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CmdlineSettings {
+pub struct BootParameters {
     pub evidence: Option<EvidenceSource>,
     pub test_measurement: Option<[u8; 48]>,
 }
@@ -38,11 +38,11 @@ pub struct CmdlineSettings {
 const EVIDENCE: &str = "sn.evidence";
 const TEST_MEASUREMENT: &str = "sn.test_measurement";
 
-impl CmdlineSettings {
+impl BootParameters {
     /// Parses a command line (whitespace-separated `key=value` words; the kernel passes
     /// no quoting to these parameters).
-    pub fn parse(cmdline: &str) -> Result<CmdlineSettings, CmdlineError> {
-        let mut settings = CmdlineSettings::default();
+    pub fn parse(cmdline: &str) -> Result<BootParameters, CmdlineError> {
+        let mut settings = BootParameters::default();
         for word in cmdline.split_whitespace() {
             let Some((key, value)) = word.split_once('=') else {
                 continue;
@@ -95,16 +95,16 @@ mod tests {
     #[test]
     fn parses_the_agents_parameters_and_leaves_the_rest() {
         let m = "ab".repeat(48);
-        let s = CmdlineSettings::parse(&format!(
+        let s = BootParameters::parse(&format!(
             "console=ttyS0 ro roothash=00 sn.config_signer=11 sn.evidence=test sn.test_measurement={m}"
         ))
         .unwrap();
         assert_eq!(s.evidence, Some(EvidenceSource::Test));
         assert_eq!(s.test_measurement, Some([0xab; 48]));
-        let none = CmdlineSettings::parse("console=ttyS0 quiet sn.evidence").unwrap();
-        assert_eq!(none, CmdlineSettings::default());
+        let none = BootParameters::parse("console=ttyS0 quiet sn.evidence").unwrap();
+        assert_eq!(none, BootParameters::default());
         assert_eq!(
-            CmdlineSettings::parse("sn.evidence=hardware\n")
+            BootParameters::parse("sn.evidence=hardware\n")
                 .unwrap()
                 .evidence,
             Some(EvidenceSource::Hardware)
@@ -113,20 +113,20 @@ mod tests {
 
     #[test]
     fn refuses_malformed_and_repeated_values() {
-        let e = CmdlineSettings::parse("sn.evidence=tset").unwrap_err();
+        let e = BootParameters::parse("sn.evidence=tset").unwrap_err();
         assert!(e.to_string().contains("sn.evidence=\"tset\""), "{e}");
         assert_eq!(
-            CmdlineSettings::parse("sn.evidence=test sn.evidence=hardware").unwrap_err(),
+            BootParameters::parse("sn.evidence=test sn.evidence=hardware").unwrap_err(),
             CmdlineError::Repeated(EVIDENCE)
         );
-        let short = CmdlineSettings::parse("sn.evidence=test sn.test_measurement=abcd");
+        let short = BootParameters::parse("sn.evidence=test sn.test_measurement=abcd");
         assert!(short.unwrap_err().to_string().contains("96 hex digits"));
         let without_test = format!(
             "sn.evidence=hardware sn.test_measurement={}",
             "00".repeat(48)
         );
         assert!(
-            CmdlineSettings::parse(&without_test)
+            BootParameters::parse(&without_test)
                 .unwrap_err()
                 .to_string()
                 .contains("only with sn.evidence=test")

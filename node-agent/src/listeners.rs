@@ -4,7 +4,7 @@
 //! request bodies. At the cap, the connection that has waited longest for its next request
 //! headers is closed to make room, so a flood of idle or slow connections cannot lock out
 //! a scraper or a verifier; a connection with a request in progress is never closed for
-//! that. The limits are image settings ([`HttpLimits`], key `[http]` of the agent settings).
+//! that. The image sets the limits ([`HttpLimits`], table `[http]` of the agent settings).
 
 use axum::Router;
 use axum::http::{HeaderValue, Request, Response, StatusCode, header};
@@ -25,7 +25,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, watch};
 
 /// Limits of the HTTP listeners (agent settings `[http]`). Security-relevant: only the image
-/// settings set them, never the configuration partition.
+/// sets them, never the node configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpLimits {
@@ -156,18 +156,18 @@ pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
     socket.listen(LISTEN_BACKLOG)
 }
 
-/// The listener addresses the measured kernel command line sets (`sn.operator_listen=ADDR`,
-/// `sn.public_listen=ADDR`): image settings, like the agent settings file, which they
+/// The listener addresses the boot parameters set (`sn.operator_listen=ADDR`,
+/// `sn.public_listen=ADDR`): set by the image, like the agent settings file, which they
 /// override. A malformed value is an error, never ignored.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct CmdlineListeners {
+pub struct BootListeners {
     pub operator: Option<std::net::SocketAddr>,
     pub public: Option<std::net::SocketAddr>,
 }
 
-impl CmdlineListeners {
-    pub fn parse(cmdline: &str) -> Result<CmdlineListeners, String> {
-        let mut found = CmdlineListeners::default();
+impl BootListeners {
+    pub fn parse(cmdline: &str) -> Result<BootListeners, String> {
+        let mut found = BootListeners::default();
         for word in cmdline.split_whitespace() {
             let (slot, value) = if let Some(v) = word.strip_prefix("sn.operator_listen=") {
                 (&mut found.operator, v)
@@ -641,7 +641,7 @@ mod tests {
 
     #[test]
     fn listeners_from_the_kernel_command_line() {
-        let c = CmdlineListeners::parse(
+        let c = BootListeners::parse(
             "console=ttyS0 sn.evidence=test sn.operator_listen=127.0.0.1:9419 \
              sn.public_listen=[::]:9420 quiet",
         )
@@ -649,10 +649,10 @@ mod tests {
         assert_eq!(c.operator, Some("127.0.0.1:9419".parse().unwrap()));
         assert_eq!(c.public, Some("[::]:9420".parse().unwrap()));
         assert_eq!(
-            CmdlineListeners::parse("root=/dev/vda").unwrap(),
-            CmdlineListeners::default()
+            BootListeners::parse("root=/dev/vda").unwrap(),
+            BootListeners::default()
         );
-        let err = CmdlineListeners::parse("sn.public_listen=0.0.0.0").unwrap_err();
+        let err = BootListeners::parse("sn.public_listen=0.0.0.0").unwrap_err();
         assert!(err.contains("sn.public_listen=0.0.0.0"), "{err}");
     }
 

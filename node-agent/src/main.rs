@@ -1,8 +1,8 @@
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use node_agent::compose::{self, FactsSource};
-use node_agent::config::Config;
 use node_agent::node_config::NodeConfiguration;
+use node_agent::settings::Settings;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -112,13 +112,13 @@ struct Common {
 }
 
 impl Common {
-    fn resolve(&self) -> anyhow::Result<(Config, FactsSource, NodeConfiguration)> {
-        let mut config = match &self.config {
-            Some(path) => Config::load(path)?,
-            None => Config::default(),
+    fn resolve(&self) -> anyhow::Result<(Settings, FactsSource, NodeConfiguration)> {
+        let mut settings = match &self.config {
+            Some(path) => Settings::load(path)?,
+            None => Settings::default(),
         };
-        // The measured kernel command line (image settings): the listeners and the evidence
-        // source. `--kernel-cmdline FILE` names it explicitly; otherwise /proc/cmdline. The
+        // The boot parameters (the measured kernel command line): the listeners and the
+        // evidence source. `--kernel-cmdline FILE` names it explicitly; otherwise /proc/cmdline. The
         // command line's --listen (development) wins over both.
         let cmdline = match &self.kernel_cmdline {
             Some(path) => std::fs::read_to_string(path)
@@ -131,46 +131,46 @@ impl Common {
                 }
             },
         };
-        let listeners = node_agent::server::CmdlineListeners::parse(&cmdline)
+        let listeners = node_agent::listeners::BootListeners::parse(&cmdline)
             .map_err(|e| anyhow::anyhow!(e))?;
         if let Some(addr) = listeners.operator {
-            config.listen = addr;
+            settings.listen = addr;
         }
         if let Some(addr) = listeners.public {
-            config.public_listen = Some(addr);
+            settings.public_listen = Some(addr);
         }
-        let settings = node_agent::kernel_cmdline::CmdlineSettings::parse(&cmdline)?;
-        if let Some(source) = settings.evidence {
-            config.attestation.source = source;
+        let boot = node_agent::kernel_cmdline::BootParameters::parse(&cmdline)?;
+        if let Some(source) = boot.evidence {
+            settings.attestation.source = source;
         }
-        if settings.test_measurement.is_some() {
-            config.attestation.test_measurement = settings.test_measurement;
+        if boot.test_measurement.is_some() {
+            settings.attestation.test_measurement = boot.test_measurement;
         }
         let node_config = match &self.node_config {
             Some(dir) => NodeConfiguration::load(dir),
             None => NodeConfiguration::development(),
         };
         if let Some(node) = &node_config.node {
-            config.profile = node.profile.clone();
+            settings.profile = node.profile.clone();
             if let Some(s) = node.collect_interval_seconds {
-                config.collect_interval_seconds = s;
+                settings.collect_interval_seconds = s;
             }
         }
         if let Some(p) = &self.profile {
-            config.profile = p.clone();
+            settings.profile = p.clone();
         }
         if let Some(l) = self.listen {
-            config.listen = l;
+            settings.listen = l;
         }
         if let Some(r) = &self.root {
-            config.root = r.clone();
+            settings.root = r.clone();
         }
-        config.validate()?;
+        settings.validate()?;
         let facts = match &self.facts {
             Some(f) => FactsSource::Recorded(f.clone()),
-            None => FactsSource::Probe(config.root.clone()),
+            None => FactsSource::Probe(settings.root.clone()),
         };
-        Ok((config, facts, node_config))
+        Ok((settings, facts, node_config))
     }
 }
 
@@ -231,7 +231,7 @@ fn run() -> anyhow::Result<()> {
 
 /// `node-agent run`: the daemon, on its own tokio runtime.
 fn serve(common: &Common) -> anyhow::Result<()> {
-    let (config, facts, node_config) = common.resolve()?;
+    let (settings, facts, node_config) = common.resolve()?;
     // Two workers: the agent serves a handful of requests per scrape interval. Blocking
     // work (evidence collection, bounded by its own slots) needs few threads.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -242,7 +242,7 @@ fn serve(common: &Common) -> anyhow::Result<()> {
         .build()
         .context("starting the tokio runtime")?;
     runtime.block_on(compose::run(
-        config,
+        settings,
         facts,
         common.profiles_dir.clone(),
         node_config,
@@ -251,9 +251,9 @@ fn serve(common: &Common) -> anyhow::Result<()> {
 
 /// `node-agent check`: exits 1 when the node is not fit.
 fn check(common: &Common) -> anyhow::Result<()> {
-    let (config, facts, node_config) = common.resolve()?;
+    let (settings, facts, node_config) = common.resolve()?;
     let fit = compose::check(
-        &config,
+        &settings,
         &facts,
         common.profiles_dir.as_deref(),
         &node_config,

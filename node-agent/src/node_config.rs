@@ -38,7 +38,7 @@ pub struct NodeConfigView {
     pub signer: Option<String>,
 }
 
-/// The configuration: the view, and the node settings when a bundle was applied.
+/// The node configuration: the view, and the node's record when a bundle was applied.
 #[derive(Debug, Clone)]
 pub struct NodeConfiguration {
     pub view: NodeConfigView,
@@ -46,7 +46,7 @@ pub struct NodeConfiguration {
 }
 
 impl NodeConfiguration {
-    /// No `--node-config`: a development run (the agent's own configuration file only).
+    /// No `--node-config`: a development run (the agent settings file only).
     pub fn development() -> NodeConfiguration {
         NodeConfiguration {
             view: NodeConfigView {

@@ -2,11 +2,11 @@
 //! NVML, sysfs, /proc or the replica, except `/v1/attestation`, which collects evidence
 //! within the limits of [`AttestationGate`]. Bodies sent to clients name no local path and
 //! no driver detail: those go to the agent's log. The listeners and their connection limits
-//! are in [`crate::server`].
+//! are in [`crate::listeners`].
 
 use crate::exposition;
 use crate::history::History;
-use crate::server::{HttpLimits, PeerAddr};
+use crate::listeners::{HttpLimits, PeerAddr};
 use crate::snapshot::Snapshot;
 use axum::Router;
 use axum::extract::{Extension, RawQuery, State};
@@ -367,7 +367,8 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(first: Snapshot, heartbeat: Arc<Heartbeat>) -> AppState {
-        let mut history = History::new(crate::config::Config::default().collect_interval_seconds);
+        let mut history =
+            History::new(crate::settings::Settings::default().collect_interval_seconds);
         history.record(&first);
         AppState {
             history: Arc::new(RwLock::new(history)),
@@ -424,7 +425,7 @@ impl AppState {
 }
 
 /// The operator listener's routes: everything, including the dashboard and `/v1/status`
-/// (which names local paths). Served on loopback unless the image settings say otherwise.
+/// (which names local paths). Served on loopback unless the agent settings say otherwise.
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(dashboard))

@@ -1,4 +1,4 @@
-//! The agent's configuration file (TOML). Every field has a default, so the agent runs
+//! The agent settings file (TOML). Every field has a default, so the agent runs
 //! with no file at all; unknown keys are an error so that a typo never passes silently.
 
 use serde::{Deserialize, Serialize};
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub enum SettingsError {
     #[error("reading {path}: {source}")]
     Read {
         path: PathBuf,
@@ -25,15 +25,15 @@ pub enum ConfigError {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Config {
+pub struct Settings {
     /// The operator listener: every route (dashboard, `/v1/status`, metrics, health,
-    /// attestation). Loopback unless the image settings say otherwise.
+    /// attestation). Loopback unless the image sets another address.
     pub listen: SocketAddr,
     /// The public listener, off unless set: `/metrics`, `/healthz`, `/readyz` and
-    /// `/v1/attestation` only, for the subnet (see [`crate::http::public_router`]).
+    /// `/v1/attestation` only, for the subnet (see [`crate::routes::public_router`]).
     pub public_listen: Option<SocketAddr>,
     /// Connection, request and attestation limits of both listeners.
-    pub http: crate::server::HttpLimits,
+    pub http: crate::listeners::HttpLimits,
     /// Profile name, or "auto" to select from the probed machine.
     pub profile: String,
     /// Root of the /proc, /sys and /dev trees the probe reads ("/" on a real node).
@@ -42,29 +42,29 @@ pub struct Config {
     pub collect_interval_seconds: f64,
     /// A collector whose last success is older than this many intervals makes /healthz fail.
     pub stale_after_intervals: u32,
-    pub replica: ReplicaConfig,
-    pub pinning: PinningConfig,
-    pub cost: CostConfig,
-    pub attestation: AttestationConfig,
+    pub replica: ReplicaSettings,
+    pub pinning: PinningSettings,
+    pub cost: CostSettings,
+    pub attestation: AttestationSettings,
     /// Where the replica's runtime configuration is written (default: see
-    /// [`Config::runtime_config_path`]).
+    /// [`Settings::runtime_config_path`]).
     pub runtime_config: Option<PathBuf>,
 }
 
-impl Default for Config {
+impl Default for Settings {
     fn default() -> Self {
-        Config {
+        Settings {
             listen: SocketAddr::from(([127, 0, 0, 1], 9420)),
             public_listen: None,
-            http: crate::server::HttpLimits::default(),
+            http: crate::listeners::HttpLimits::default(),
             profile: "auto".to_string(),
             root: PathBuf::from("/"),
             collect_interval_seconds: 15.0,
             stale_after_intervals: 4,
-            replica: ReplicaConfig::default(),
-            pinning: PinningConfig::default(),
-            cost: CostConfig::default(),
-            attestation: AttestationConfig::default(),
+            replica: ReplicaSettings::default(),
+            pinning: PinningSettings::default(),
+            cost: CostSettings::default(),
+            attestation: AttestationSettings::default(),
             runtime_config: None,
         }
     }
@@ -95,9 +95,9 @@ pub enum GpuEvidence {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct AttestationConfig {
+pub struct AttestationSettings {
     pub source: EvidenceSource,
-    /// Directory of the node key and the test seed; unset: see [`AttestationConfig::state_dir`].
+    /// Directory of the node key and the test seed; unset: see [`AttestationSettings::state_dir`].
     pub state_dir: Option<PathBuf>,
     /// The node's Ed25519 identity key (PKCS#8 PEM), created with mode 0600 on first use.
     /// Default: `node-key.pem` in the state directory.
@@ -111,14 +111,14 @@ pub struct AttestationConfig {
     pub gpu_evidence: GpuEvidence,
     /// The measurement test reports carry (`sn.test_measurement=` on the kernel command
     /// line, with `sn.evidence=test`); None: `attestation::test_source::test_measurement()`.
-    /// Never read from a configuration file.
+    /// Never read from the settings file.
     #[serde(skip)]
     pub test_measurement: Option<[u8; 48]>,
 }
 
-impl Default for AttestationConfig {
+impl Default for AttestationSettings {
     fn default() -> Self {
-        AttestationConfig {
+        AttestationSettings {
             source: EvidenceSource::Hardware,
             state_dir: None,
             node_key: None,
@@ -142,7 +142,7 @@ pub struct StateDir {
     pub origin: String,
 }
 
-impl AttestationConfig {
+impl AttestationSettings {
     /// The state directory, first of:
     /// 1. `state_dir` from the configuration;
     /// 2. `$STATE_DIRECTORY`, set by systemd for the unit's `StateDirectory=` (first entry);
@@ -180,7 +180,7 @@ pub const SYSTEM_RUNTIME_DIR: &str = "/run/sovereign-node";
 /// The file name of the replica's runtime configuration in the runtime directory.
 pub const RUNTIME_CONFIG_FILE: &str = "runtime-config.json";
 
-impl Config {
+impl Settings {
     /// Where the replica's runtime configuration (docs/runtime-config.md) is written: the
     /// `runtime_config` key, else `runtime-config.json` in the first of `$RUNTIME_DIRECTORY`
     /// (systemd's `RuntimeDirectory=`), [`SYSTEM_RUNTIME_DIR`] when writable, and under the
@@ -218,7 +218,7 @@ impl Config {
     }
 }
 
-/// How one of the agent's directories is chosen (see [`AttestationConfig::state_dir`]).
+/// How one of the agent's directories is chosen (see [`AttestationSettings::state_dir`]).
 struct DirRule<'a> {
     what: &'a str,
     /// The directory from the configuration, and the key that sets it.
@@ -319,7 +319,7 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct ReplicaConfig {
+pub struct ReplicaSettings {
     /// The replica's own Prometheus endpoint (plain HTTP). Empty: not scraped. The default,
     /// `http://[::1]:9090/metrics`, is where the IC replica serves its metrics
     /// (`metrics.exporter.http` in its ic.json5; the IC's own node metrics proxy reads it
@@ -335,9 +335,9 @@ pub struct ReplicaConfig {
     pub process_name: String,
 }
 
-impl Default for ReplicaConfig {
+impl Default for ReplicaSettings {
     fn default() -> Self {
-        ReplicaConfig {
+        ReplicaSettings {
             metrics_url: "http://[::1]:9090/metrics".to_string(),
             scrape_timeout_seconds: 2.0,
             unit: "ic-replica.service".to_string(),
@@ -348,7 +348,7 @@ impl Default for ReplicaConfig {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct PinningConfig {
+pub struct PinningSettings {
     pub enabled: bool,
     /// The slice the replica runs in; its AllowedCPUs= is set at run time to the union
     /// of the profile's CPU sets by `node-agent set-replica-cpus` (its own root unit), and
@@ -359,7 +359,7 @@ pub struct PinningConfig {
     pub thread_patterns: BTreeMap<String, Vec<String>>,
 }
 
-impl Default for PinningConfig {
+impl Default for PinningSettings {
     fn default() -> Self {
         // Thread-name prefixes per pool of the profile (hardware_profiles::PoolKind names);
         // the GPU-patched replica names its pool threads this way. Override per deployment.
@@ -374,7 +374,7 @@ impl Default for PinningConfig {
         .into_iter()
         .map(|(pool, re)| (pool.to_string(), vec![re.to_string()]))
         .collect();
-        PinningConfig {
+        PinningSettings {
             enabled: true,
             slice: "sovereign-replica.slice".to_string(),
             thread_patterns,
@@ -385,7 +385,7 @@ impl Default for PinningConfig {
 /// Cost inputs come from the profile (`[cost]`); these override them per node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct CostConfig {
+pub struct CostSettings {
     pub capex_eur: Option<f64>,
     pub amortisation_months: Option<u32>,
     pub energy_price_eur_per_kwh: Option<f64>,
@@ -397,7 +397,7 @@ pub struct CostConfig {
     pub cpu_seconds_per_item: BTreeMap<String, f64>,
 }
 
-impl Default for CostConfig {
+impl Default for CostSettings {
     fn default() -> Self {
         // Single-thread CPU cost per item of the engine's CPU paths, order of magnitude
         // (a 1 MiB SHA-256 chunk with SHA-NI ~0.6 ms; G2 points, 8-bit shared-base MSM
@@ -415,7 +415,7 @@ impl Default for CostConfig {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
-        CostConfig {
+        CostSettings {
             capex_eur: None,
             amortisation_months: None,
             energy_price_eur_per_kwh: None,
@@ -425,13 +425,13 @@ impl Default for CostConfig {
     }
 }
 
-impl Config {
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+impl Settings {
+    pub fn load(path: &Path) -> Result<Settings, SettingsError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SettingsError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        let config: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse {
+        let config: Settings = toml::from_str(&text).map_err(|source| SettingsError::Parse {
             path: path.to_path_buf(),
             source,
         })?;
@@ -439,12 +439,14 @@ impl Config {
         Ok(config)
     }
 
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), SettingsError> {
         let positive = |name: &str, v: f64| {
             if v.is_finite() && v > 0.0 {
                 Ok(())
             } else {
-                Err(ConfigError::Invalid(format!("{name} must be > 0, is {v}")))
+                Err(SettingsError::Invalid(format!(
+                    "{name} must be > 0, is {v}"
+                )))
             }
         };
         positive("collect_interval_seconds", self.collect_interval_seconds)?;
@@ -453,19 +455,19 @@ impl Config {
             self.replica.scrape_timeout_seconds,
         )?;
         if self.cost.amortisation_months == Some(0) {
-            return Err(ConfigError::Invalid(
+            return Err(SettingsError::Invalid(
                 "cost.amortisation_months must be >= 1".into(),
             ));
         }
-        self.http.validate().map_err(ConfigError::Invalid)?;
+        self.http.validate().map_err(SettingsError::Invalid)?;
         if self.public_listen == Some(self.listen) {
-            return Err(ConfigError::Invalid(format!(
+            return Err(SettingsError::Invalid(format!(
                 "public_listen and listen are both {}",
                 self.listen
             )));
         }
         if self.stale_after_intervals == 0 {
-            return Err(ConfigError::Invalid(
+            return Err(SettingsError::Invalid(
                 "stale_after_intervals must be >= 1".into(),
             ));
         }
@@ -488,13 +490,15 @@ impl Config {
                 .map(|(k, v)| (k.as_str(), *v)),
         ) {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(ConfigError::Invalid(format!("{name} must be >= 0, is {v}")));
+                return Err(SettingsError::Invalid(format!(
+                    "{name} must be >= 0, is {v}"
+                )));
             }
         }
         for (pool, patterns) in &self.pinning.thread_patterns {
             for p in patterns {
                 regex::Regex::new(p).map_err(|e| {
-                    ConfigError::Invalid(format!("pinning.thread_patterns.{pool}: {e}"))
+                    SettingsError::Invalid(format!("pinning.thread_patterns.{pool}: {e}"))
                 })?;
             }
         }
@@ -512,18 +516,18 @@ mod tests {
 
     #[test]
     fn empty_file_is_the_default() {
-        let c: Config = toml::from_str("").unwrap();
-        assert_eq!(c, Config::default());
+        let c: Settings = toml::from_str("").unwrap();
+        assert_eq!(c, Settings::default());
         c.validate().unwrap();
     }
 
     #[test]
     fn unknown_keys_are_rejected() {
-        let err = toml::from_str::<Config>("listen = \"127.0.0.1:1\"\nlisen = 3\n").unwrap_err();
+        let err = toml::from_str::<Settings>("listen = \"127.0.0.1:1\"\nlisen = 3\n").unwrap_err();
         assert!(err.to_string().contains("lisen"), "{err}");
-        let err = toml::from_str::<Config>("[cost]\ncapex = 1.0\n").unwrap_err();
+        let err = toml::from_str::<Settings>("[cost]\ncapex = 1.0\n").unwrap_err();
         assert!(err.to_string().contains("capex"), "{err}");
-        let err = toml::from_str::<Config>("[replica]\nurl = \"x\"\n").unwrap_err();
+        let err = toml::from_str::<Settings>("[replica]\nurl = \"x\"\n").unwrap_err();
         assert!(err.to_string().contains("url"), "{err}");
     }
 
@@ -540,7 +544,7 @@ mod tests {
                     .map(|(_, v)| OsString::from(v))
             }
         };
-        let a = AttestationConfig::default();
+        let a = AttestationSettings::default();
         // systemd's StateDirectory= wins over the system default.
         let sd = env_of(vec![("STATE_DIRECTORY", "/run/sd/a:/run/sd/b".into())]);
         let d = a.state_dir(&sd, &system, false).unwrap();
@@ -552,9 +556,9 @@ mod tests {
         assert_eq!(d.path, system);
         assert!(d.origin.contains("system default"), "{}", d.origin);
         // The configured one wins over everything.
-        let c = AttestationConfig {
+        let c = AttestationSettings {
             state_dir: Some(PathBuf::from("/srv/node")),
-            ..AttestationConfig::default()
+            ..AttestationSettings::default()
         };
         assert_eq!(
             c.state_dir(&sd, &system, false).unwrap().path,
@@ -594,7 +598,7 @@ mod tests {
                     .map(|(_, v)| OsString::from(v))
             }
         };
-        let c = Config::default();
+        let c = Settings::default();
         let system = tmp.path().join("run-sovereign-node");
         let sd = env_of(vec![("RUNTIME_DIRECTORY", "/run/sovereign-node".into())]);
         let p = c.runtime_config_path(&sd, &system, false).unwrap();
@@ -623,9 +627,9 @@ mod tests {
             .unwrap();
         assert_eq!(p.path, xdg.join("sovereign-node/runtime-config.json"));
         // The configured file wins over systemd's directory.
-        let c = Config {
+        let c = Settings {
             runtime_config: Some(PathBuf::from("/etc/replica/runtime.json")),
-            ..Config::default()
+            ..Settings::default()
         };
         let p = c.runtime_config_path(&sd, &system, false).unwrap();
         assert_eq!(p.path, PathBuf::from("/etc/replica/runtime.json"));
@@ -633,9 +637,9 @@ mod tests {
 
     #[test]
     fn invalid_values_are_rejected() {
-        let c: Config = toml::from_str("collect_interval_seconds = 0.0").unwrap();
+        let c: Settings = toml::from_str("collect_interval_seconds = 0.0").unwrap();
         assert!(c.validate().is_err());
-        let c: Config = toml::from_str("[pinning.thread_patterns]\nx = [\"(\"]").unwrap();
+        let c: Settings = toml::from_str("[pinning.thread_patterns]\nx = [\"(\"]").unwrap();
         assert!(
             c.validate()
                 .unwrap_err()

@@ -8,7 +8,7 @@ use common::*;
 use node_agent::clock::ManualClock;
 use node_agent::collect::gpu::RecordedGpuSource;
 use node_agent::history::History;
-use node_agent::http::{AppState, Heartbeat, router};
+use node_agent::routes::{AppState, Heartbeat, router};
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;

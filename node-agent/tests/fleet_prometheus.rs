@@ -23,7 +23,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use node_agent::clock::ManualClock;
 use node_agent::collect::gpu::RecordedGpuSource;
-use node_agent::http::{AppState, Heartbeat, router};
+use node_agent::routes::{AppState, Heartbeat, router};
 use node_agent::snapshot::Snapshot;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

@@ -12,7 +12,7 @@ use http_body_util::BodyExt;
 use node_agent::clock::ManualClock;
 use node_agent::collect::gpu::RecordedGpuSource;
 use node_agent::history::{History, MAX_SERIES, MIN_SPACING_SECONDS, SPAN_SECONDS};
-use node_agent::http::{AppState, Heartbeat, router};
+use node_agent::routes::{AppState, Heartbeat, router};
 use node_agent::snapshot::{GpuSample, Snapshot};
 use serde_json::Value;
 use std::sync::Arc;

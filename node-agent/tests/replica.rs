@@ -202,7 +202,7 @@ fn the_collector_calls_only_the_replicas_page_up() {
 /// still checked to be the replica (a Prometheus server on the same port is not).
 #[tokio::test]
 async fn the_default_address_is_the_replicas_and_is_checked() {
-    let default = node_agent::config::ReplicaConfig::default().metrics_url;
+    let default = node_agent::settings::ReplicaSettings::default().metrics_url;
     assert_eq!(default, "http://[::1]:9090/metrics");
     assert!(ReplicaScraper::new(&default, Duration::from_secs(1)).is_ok());
     let page = read_testdata("replica/prometheus-self.txt");

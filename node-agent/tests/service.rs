@@ -10,9 +10,9 @@ use http_body_util::BodyExt;
 use node_agent::clock::ManualClock;
 use node_agent::collect::gpu::RecordedGpuSource;
 use node_agent::collect::rapl::RaplReader;
-use node_agent::http::{AppState, AttestationService, Heartbeat, public_router, router};
 use node_agent::nvml_child::NvmlChild;
 use node_agent::probe::NvmlMode;
+use node_agent::routes::{AppState, AttestationService, Heartbeat, public_router, router};
 use node_agent::snapshot::Snapshot;
 use std::sync::Arc;
 use std::time::Duration;
@@ -404,13 +404,13 @@ async fn attestation_route_without_a_source_is_503_with_the_reason() {
 #[tokio::test]
 async fn status_reports_the_attestation_state_directory_and_why() {
     use node_agent::compose::attestation_service;
-    use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
+    use node_agent::settings::{AttestationSettings, EvidenceSource, GpuEvidence};
     let dir = tempfile::tempdir().unwrap();
     let snap = fixed_snapshot("ci-2core", "auto", None);
-    let config = AttestationConfig {
+    let config = AttestationSettings {
         source: EvidenceSource::Test,
         gpu_evidence: GpuEvidence::None,
-        ..AttestationConfig::default()
+        ..AttestationSettings::default()
     };
     let sd = dir.path().to_owned();
     let env = move |name: &str| (name == "STATE_DIRECTORY").then(|| sd.clone().into_os_string());
@@ -473,14 +473,14 @@ async fn status_reports_the_attestation_state_directory_and_why() {
     // and /v1/status says so.
     let blocked = dir.path().join("file");
     std::fs::write(&blocked, "").unwrap();
-    let config = AttestationConfig {
+    let config = AttestationSettings {
         state_dir: None,
         ..config
     };
     let no_env = |_: &str| None;
     // state_dir() is tested against an unwritable system directory in config.rs; here the
     // route's wiring: a configured key path inside a file cannot be created.
-    let config = AttestationConfig {
+    let config = AttestationSettings {
         node_key: Some(blocked.join("node-key.pem")),
         test_seed: Some(dir.path().join("test-evidence-seed")),
         ..config
@@ -519,7 +519,7 @@ async fn status_reports_the_attestation_state_directory_and_why() {
 #[tokio::test]
 async fn the_hardware_source_derives_a_sealed_key_and_writes_no_file() {
     use node_agent::compose::attestation_service;
-    use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
+    use node_agent::settings::{AttestationSettings, EvidenceSource, GpuEvidence};
     if std::path::Path::new("/dev/sev-guest").exists() {
         eprintln!(
             "this machine is an SEV-SNP guest: the sealed-key derivation is exercised by attestation's ignored test"
@@ -527,11 +527,11 @@ async fn the_hardware_source_derives_a_sealed_key_and_writes_no_file() {
     }
     let dir = tempfile::tempdir().unwrap();
     let snap = fixed_snapshot("ci-2core", "auto", None);
-    let config = AttestationConfig {
+    let config = AttestationSettings {
         source: EvidenceSource::Hardware,
         gpu_evidence: GpuEvidence::None,
         state_dir: Some(dir.path().to_owned()),
-        ..AttestationConfig::default()
+        ..AttestationSettings::default()
     };
     let no_env = |_: &str| None;
     let (_, status) = attestation_service(
@@ -550,7 +550,7 @@ async fn the_hardware_source_derives_a_sealed_key_and_writes_no_file() {
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 
-    let config = AttestationConfig {
+    let config = AttestationSettings {
         node_key: Some(dir.path().join("planted.pem")),
         ..config
     };
@@ -579,14 +579,14 @@ async fn the_hardware_source_derives_a_sealed_key_and_writes_no_file() {
 #[tokio::test]
 async fn gpu_evidence_is_collected_by_the_nvml_child() {
     use node_agent::compose::attestation_service;
-    use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
+    use node_agent::settings::{AttestationSettings, EvidenceSource, GpuEvidence};
     let dir = tempfile::tempdir().unwrap();
     let snap = fixed_snapshot("ci-2core", "auto", None);
-    let config = AttestationConfig {
+    let config = AttestationSettings {
         source: EvidenceSource::Test,
         gpu_evidence: GpuEvidence::Nvml,
         state_dir: Some(dir.path().to_owned()),
-        ..AttestationConfig::default()
+        ..AttestationSettings::default()
     };
     let seen = dir.path().join("request.json");
     let child = NvmlChild::command(
@@ -670,14 +670,14 @@ async fn the_public_routes_leave_out_the_operator_views() {
 #[tokio::test]
 async fn status_does_not_promise_hardware_evidence_without_a_guest_device() {
     use node_agent::compose::attestation_service;
-    use node_agent::config::{AttestationConfig, EvidenceSource};
+    use node_agent::settings::{AttestationSettings, EvidenceSource};
     let dir = tempfile::tempdir().unwrap();
     let snap = fixed_snapshot("ci-2core", "auto", None);
     assert!(!snap.node.facts.sev_snp.guest_device);
-    let config = AttestationConfig {
+    let config = AttestationSettings {
         source: EvidenceSource::Hardware,
         state_dir: Some(dir.path().to_owned()),
-        ..AttestationConfig::default()
+        ..AttestationSettings::default()
     };
     let (service, status) = attestation_service(
         &config,
@@ -708,8 +708,8 @@ async fn status_does_not_promise_hardware_evidence_without_a_guest_device() {
 #[tokio::test]
 async fn attestation_is_bounded_by_slots_a_deadline_and_a_rate() {
     use node_agent::compose::attestation_service;
-    use node_agent::config::{AttestationConfig, EvidenceSource, GpuEvidence};
-    use node_agent::server::HttpLimits;
+    use node_agent::listeners::HttpLimits;
+    use node_agent::settings::{AttestationSettings, EvidenceSource, GpuEvidence};
     let dir = tempfile::tempdir().unwrap();
     let snap = fixed_snapshot("ci-2core", "auto", None);
     let limits = HttpLimits {
@@ -719,11 +719,11 @@ async fn attestation_is_bounded_by_slots_a_deadline_and_a_rate() {
         attestation_burst: 2,
         ..HttpLimits::default()
     };
-    let config = AttestationConfig {
+    let config = AttestationSettings {
         source: EvidenceSource::Test,
         gpu_evidence: GpuEvidence::Nvml,
         state_dir: Some(dir.path().to_owned()),
-        ..AttestationConfig::default()
+        ..AttestationSettings::default()
     };
     let pid_file = dir.path().join("child.pid");
     let child = NvmlChild::command(

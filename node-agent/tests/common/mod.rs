@@ -6,9 +6,9 @@ use hardware_profiles::ProfileSet;
 use node_agent::assessment::NodeAssessment;
 use node_agent::clock::ManualClock;
 use node_agent::collect::{Collectors, ReplicaSource};
-use node_agent::config::CostConfig;
 use node_agent::cost::{CostParams, CostTracker};
 use node_agent::probe::{NvmlMode, probe};
+use node_agent::settings::CostSettings;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
@@ -59,7 +59,7 @@ pub fn fixed_collectors(node: NodeAssessment, clock: Arc<ManualClock>) -> Collec
         node_agent::selftest_child::run_selftest(policy),
     );
     assert!(crypto.selftest.passed, "{:?}", crypto.selftest.checks);
-    let config = CostConfig::default();
+    let config = CostSettings::default();
     let cost = CostTracker::new(CostParams::new(&node.cost, &config));
     let mut c = Collectors::new(
         clock,

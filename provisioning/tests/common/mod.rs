@@ -11,8 +11,11 @@ use std::time::Duration;
 
 use attestation::test_source::{TestSigner, test_measurement};
 use hardware_profiles::ProfileSet;
-use node_agent::config::{AttestationConfig, CostConfig, EvidenceSource, GpuEvidence};
-use node_agent::http::{AppState, Heartbeat, router};
+use node_agent::routes::{AppState, Heartbeat, router};
+use node_agent::settings::{
+    AttestationSettings as AttestationConfig, CostSettings as CostConfig, EvidenceSource,
+    GpuEvidence,
+};
 use node_agent::snapshot::Snapshot;
 use provisioning::enroll::{EnrollError, EnrollRequest, enroll};
 
