@@ -18,27 +18,27 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// 2025-11-30T00:00:00Z: the fixed clock of the golden output.
-pub const T0: f64 = 1_764_460_800.0;
+pub(crate) const T0: f64 = 1_764_460_800.0;
 
-pub fn manifest_dir() -> PathBuf {
+pub(crate) fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// A probe fixture tree of the profiles helper (node-agent/tests/fixtures/<name>).
-pub fn fixture_root(name: &str) -> PathBuf {
+pub(crate) fn fixture_root(name: &str) -> PathBuf {
     manifest_dir().join("tests/fixtures").join(name)
 }
 
-pub fn testdata(path: &str) -> PathBuf {
+pub(crate) fn testdata(path: &str) -> PathBuf {
     manifest_dir().join("testdata").join(path)
 }
 
-pub fn read_testdata(path: &str) -> String {
+pub(crate) fn read_testdata(path: &str) -> String {
     std::fs::read_to_string(testdata(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// The node as the agent assesses it from a fixture tree (no NVML behind a fixture).
-pub fn node(fixture: &str, profile: &str) -> NodeAssessment {
+pub(crate) fn node(fixture: &str, profile: &str) -> NodeAssessment {
     let root = fixture_root(fixture);
     let facts = probe(&root, &NvmlMode::absent("fixture tree"));
     let profiles = ProfileSet::embedded().unwrap();
@@ -49,7 +49,7 @@ pub fn node(fixture: &str, profile: &str) -> NodeAssessment {
 /// Collectors with fixed inputs: manual clock, the node's crypto policy with every
 /// operation on the CPU (no machine-dependent GPU state) after its selftest, the two
 /// replica pages replayed in order. GPU, RAPL and pinning are left to the caller.
-pub fn fixed_collectors(node: NodeAssessment, clock: Arc<ManualClock>) -> Collectors {
+pub(crate) fn fixed_collectors(node: NodeAssessment, clock: Arc<ManualClock>) -> Collectors {
     let mut policy = node.runtime.crypto;
     for op in gpu_crypto::Operation::ALL {
         policy.operation_mut(op).backend = gpu_crypto::BackendChoice::Cpu;
@@ -81,7 +81,7 @@ pub fn fixed_collectors(node: NodeAssessment, clock: Arc<ManualClock>) -> Collec
 }
 
 /// Writes a RAPL package zone with `energy_uj` under `root`.
-pub fn write_rapl(root: &Path, energy_uj: u64) {
+pub(crate) fn write_rapl(root: &Path, energy_uj: u64) {
     let zone = root.join("sys/class/powercap/intel-rapl:0");
     std::fs::create_dir_all(&zone).unwrap();
     std::fs::write(zone.join("name"), "package-0\n").unwrap();
@@ -90,7 +90,7 @@ pub fn write_rapl(root: &Path, energy_uj: u64) {
 }
 
 /// A `node-agent run` process with its notify socket.
-pub struct Agent {
+pub(crate) struct Agent {
     pub child: Child,
     pub socket: UnixDatagram,
     pub port: u16,
@@ -100,18 +100,18 @@ pub struct Agent {
 
 impl Agent {
     /// The agent's scratch directory (its state and runtime directory).
-    pub fn dir(&self) -> &std::path::Path {
+    pub(crate) fn dir(&self) -> &std::path::Path {
         self.dir.path()
     }
 
     /// Starts the agent on a free port with a config (TOML text) and extra arguments,
     /// as systemd would (NOTIFY_SOCKET, WATCHDOG_USEC), and waits for READY=1.
-    pub fn start(config: &str, args: &[&str], watchdog_usec: Option<u64>) -> Agent {
+    pub(crate) fn start(config: &str, args: &[&str], watchdog_usec: Option<u64>) -> Agent {
         Agent::start_with(config, args, watchdog_usec, |_| {})
     }
 
     /// [`Agent::start`], with `customize` applied to the command last.
-    pub fn start_with(
+    pub(crate) fn start_with(
         config: &str,
         args: &[&str],
         watchdog_usec: Option<u64>,
@@ -164,7 +164,7 @@ impl Agent {
     }
 
     /// The next notify datagram containing `needle` (all datagrams are kept in `messages`).
-    pub fn wait_for(&mut self, needle: &str, timeout: Duration) -> String {
+    pub(crate) fn wait_for(&mut self, needle: &str, timeout: Duration) -> String {
         let deadline = Instant::now() + timeout;
         let mut buf = vec![0u8; 4096];
         while Instant::now() < deadline {
@@ -188,11 +188,11 @@ impl Agent {
     }
 
     /// A plain HTTP/1.1 GET; returns (status code, body).
-    pub fn get(&self, path: &str) -> (u16, String) {
+    pub(crate) fn get(&self, path: &str) -> (u16, String) {
         http_get(self.port, path)
     }
 
-    pub fn terminate(&mut self) -> std::process::ExitStatus {
+    pub(crate) fn terminate(&mut self) -> std::process::ExitStatus {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -213,7 +213,7 @@ impl Drop for Agent {
     }
 }
 
-pub fn http_get(port: u16, path: &str) -> (u16, String) {
+pub(crate) fn http_get(port: u16, path: &str) -> (u16, String) {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(
@@ -236,7 +236,7 @@ pub fn http_get(port: u16, path: &str) -> (u16, String) {
 }
 
 /// Agent configuration for tests: fast collection, no replica, no pinning.
-pub const TEST_CONFIG: &str = r#"
+pub(crate) const TEST_CONFIG: &str = r#"
 collect_interval_seconds = 0.2
 stale_after_intervals = 25
 [replica]
@@ -247,7 +247,7 @@ enabled = false
 
 /// Serves the recorded replica pages (testdata/replica/metrics-t0.txt until `moved` is set,
 /// metrics-t1.txt after: heights and counters grow) on loopback; returns the page's URL.
-pub fn serve_replica(rt: &tokio::runtime::Runtime, moved: Arc<AtomicBool>) -> String {
+pub(crate) fn serve_replica(rt: &tokio::runtime::Runtime, moved: Arc<AtomicBool>) -> String {
     let t0 = read_testdata("replica/metrics-t0.txt");
     let t1 = read_testdata("replica/metrics-t1.txt");
     let app = axum::Router::new().route(
