@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::io::Read as _;
 
 use crate::bundle::{Bundle, Signers};
-use crate::{ConfigError, PARTITION_BYTES, allowed_list, allowed_members, member_limit};
+use crate::{ConfigError, PARTITION_BYTES, allowed_list, allowed_members};
 
 /// The archive of `files` (name -> bytes). [`Bundle::archive`] is the way to call it.
 fn write_archive(files: &BTreeMap<String, Vec<u8>>) -> Result<Vec<u8>, ConfigError> {
@@ -274,14 +274,7 @@ fn check_member_header(
         });
     }
     check_name(name)?;
-    let limit = member_limit(name);
-    if size > limit {
-        return Err(ConfigError::OversizeMember {
-            member: name.to_string(),
-            size,
-            limit,
-        });
-    }
+    crate::bundle::check_size(name, size)?;
     if seen.contains_key(name) {
         return Err(ConfigError::DuplicateMember {
             member: name.to_string(),

@@ -278,7 +278,8 @@ impl Bundle {
     }
 }
 
-fn check_size(name: &str, size: u64) -> Result<(), ConfigError> {
+/// Refuses a member larger than its limit ([`member_limit`]).
+pub(crate) fn check_size(name: &str, size: u64) -> Result<(), ConfigError> {
     let limit = member_limit(name);
     if size > limit {
         return Err(ConfigError::OversizeMember {

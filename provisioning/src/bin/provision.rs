@@ -603,17 +603,28 @@ fn run_registry(command: RegistryCommand) -> Result<ExitStatus, Failure> {
     }
 }
 
+/// The registry at `registry` with its chain and its signed head (default REGISTRY.head)
+/// verified against `signer`, and the signer's key.
+fn verified_registry(
+    registry: &Path,
+    signer: &str,
+    head: Option<PathBuf>,
+) -> Result<(Registry, [u8; 32]), Failure> {
+    let signer = load_signer(signer)?;
+    let reg = open_registry(registry)?;
+    let head = head.unwrap_or_else(|| head_path(registry));
+    reg.check_head(&head, &signer, false)
+        .map_err(fail(ExitStatus::RegistryBroken))?;
+    Ok((reg, signer))
+}
+
 /// `provision registry check`: the chain and the signed head (default REGISTRY.head).
 fn registry_check(
     registry: &Path,
     signer: &str,
     head: Option<PathBuf>,
 ) -> Result<ExitStatus, Failure> {
-    let signer = load_signer(signer)?;
-    let reg = open_registry(registry)?;
-    let head = head.unwrap_or_else(|| head_path(registry));
-    reg.check_head(&head, &signer, false)
-        .map_err(fail(ExitStatus::RegistryBroken))?;
+    let (reg, signer) = verified_registry(registry, signer, head)?;
     let admitted = reg.admitted().count();
     println!(
         "{}: {} record(s), {admitted} registered, chain intact, head {} signed by {}",
@@ -674,12 +685,8 @@ fn registry_nodes(
     signer: &str,
     head: Option<PathBuf>,
 ) -> Result<ExitStatus, Failure> {
-    let signer = load_signer(signer)?;
-    let reg = open_registry(registry)?;
-    let head = head.unwrap_or_else(|| head_path(registry));
     // attest fleet pins what this lists: only what the governing body signed.
-    reg.check_head(&head, &signer, false)
-        .map_err(fail(ExitStatus::RegistryBroken))?;
+    let (reg, signer) = verified_registry(registry, signer, head)?;
     let mut out = format!(
         "# Registered nodes of {} ({} record(s), head {} signed by {}), for `attest fleet --nodes`.\n",
         registry.display(),
