@@ -12,10 +12,7 @@ use std::time::Duration;
 use attestation::test_source::{TestSigner, test_measurement};
 use hardware_profiles::ProfileSet;
 use node_agent::routes::{AppState, Heartbeat, router};
-use node_agent::settings::{
-    AttestationSettings as AttestationConfig, CostSettings as CostConfig, EvidenceSource,
-    GpuEvidence,
-};
+use node_agent::settings::{AttestationSettings, CostSettings, EvidenceSource, GpuEvidence};
 use node_agent::snapshot::Snapshot;
 use provisioning::enroll::{EnrollError, EnrollRequest, enroll};
 
@@ -34,7 +31,7 @@ pub(crate) fn snapshot() -> Snapshot {
         let crypto = node_agent::compose::crypto_selftest_in_process(&node);
         let cost = node_agent::cost::CostTracker::new(node_agent::cost::CostParams::new(
             &node.cost,
-            &CostConfig::default(),
+            &CostSettings::default(),
         ));
         let clock = Arc::new(node_agent::clock::ManualClock::new(1_764_460_800.0));
         let mut c =
@@ -107,16 +104,16 @@ impl Agents {
     pub(crate) fn start_with(&self, seed: u8, key: &str, binding: ([u8; 32], [u8; 32])) -> String {
         let seed_path = self.dir.path().join(format!("seed-{seed}-{key}"));
         std::fs::write(&seed_path, hex::encode([seed; 32])).unwrap();
-        let config = AttestationConfig {
+        let settings = AttestationSettings {
             source: EvidenceSource::Test,
             node_key: Some(self.dir.path().join(key)),
             test_seed: Some(seed_path),
             gpu_evidence: GpuEvidence::None,
-            ..AttestationConfig::default()
+            ..AttestationSettings::default()
         };
         // The agent's own wiring of the evidence source (no environment, development node).
         let (service, _status) = node_agent::compose::attestation_service(
-            &config,
+            &settings,
             &self.snapshot.node.facts,
             &|_| None,
             true,
