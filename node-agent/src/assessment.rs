@@ -11,10 +11,15 @@ use serde::Serialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// The node's assessment at start: what the probe found, the profile chosen for it, and
+/// whether the node is ready to run the replica under that profile.
 #[derive(Debug, Clone, Serialize)]
 pub struct NodeAssessment {
+    /// What the probe found on this machine.
     pub facts: MachineFacts,
+    /// Name of the selected profile.
     pub profile: String,
+    /// The selected profile's description.
     pub profile_description: String,
     /// How the profile was chosen: most_specific_match, development_default, pinned, forced_pin.
     pub selection: String,
@@ -22,10 +27,15 @@ pub struct NodeAssessment {
     pub explanation: Vec<String>,
     /// Where the chosen profile does not fit this machine (forced pins only).
     pub mismatches: Vec<String>,
+    /// Every readiness check is satisfied: the node is fit to run the replica.
     pub ready: bool,
+    /// The readiness checks, each with its result and detail.
     pub readiness: Vec<ReadinessCheck>,
+    /// The replica's runtime configuration derived from the profile and the facts.
     pub runtime: RuntimeConfig,
+    /// The node's SEV-SNP state, from the probe.
     pub sev_snp: SevView,
+    /// The selected profile's cost inputs (before the settings' overrides).
     pub cost: CostInputs,
     /// What the node image was built with (`/usr/share/sovereign-node/image-inputs.json`).
     pub image: ImageStatus,
@@ -44,17 +54,24 @@ pub const IMAGE_INPUTS_FILE: &str = "/usr/share/sovereign-node/image-inputs.json
 /// file is absent and `absent_reason` says so.
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct ImageStatus {
+    /// The image version; `None` when the file could not be read.
     pub version: Option<String>,
+    /// The optional inputs the image names, present or not.
     pub optional_inputs: Vec<ImageInput>,
+    /// Why the file could not be read; `None` when it was.
     pub absent_reason: Option<String>,
 }
 
+/// One optional input of the image, and whether the image was built with it.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct ImageInput {
     /// "replica", "nvidia-driver".
     pub name: String,
+    /// What the input is, in words.
     pub what: String,
+    /// The image was built with this input.
     pub present: bool,
+    /// SHA-256 of the input file, hex; `None` when the image was built without it.
     pub sha256: Option<String>,
 }
 
@@ -106,19 +123,26 @@ pub struct RuntimeConfigFile {
     pub path: Option<PathBuf>,
     /// Why this location (configured, systemd, system default, development fallback).
     pub origin: String,
+    /// The file was written.
     pub written: bool,
+    /// Why no location could be chosen or the file could not be written; `None` when it
+    /// was written.
     pub error: Option<String>,
 }
 
 /// Requirement name of the readiness check for the runtime configuration file.
 pub const RUNTIME_CONFIG_REQUIREMENT: &str = "runtime_config_written";
 
+/// The node's SEV-SNP state as /v1/status reports it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct SevView {
     /// This node runs as a SEV-SNP guest: its memory is encrypted and it can be attested.
     pub active: bool,
+    /// The probe's conclusion: "guest", "host" or "absent".
     pub state: String,
+    /// /dev/sev-guest exists.
     pub guest_device: bool,
+    /// One line per observation that led to `state`.
     pub evidence: Vec<String>,
 }
 

@@ -5,12 +5,14 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Wall-clock and monotonic time.
 pub trait Clock: Send + Sync {
+    /// Wall-clock time, seconds since the Unix epoch.
     fn unix_seconds(&self) -> f64;
     /// Monotonic seconds (any origin), for durations.
     fn monotonic_seconds(&self) -> f64;
 }
 
-pub struct SystemClock {
+/// The system's clocks; monotonic time counts from the clock's creation.
+pub(crate) struct SystemClock {
     origin: Instant,
 }
 
@@ -39,9 +41,11 @@ impl Clock for SystemClock {
 pub struct ManualClock(Mutex<f64>);
 
 impl ManualClock {
+    /// A clock standing at `unix_seconds`; its monotonic time is the same value.
     pub fn new(unix_seconds: f64) -> ManualClock {
         ManualClock(Mutex::new(unix_seconds))
     }
+    /// Moves the clock forward by `seconds`.
     pub fn advance(&self, seconds: f64) {
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) += seconds;
     }

@@ -74,7 +74,7 @@ pub fn daemon_nvml() -> NvmlMode {
     }
 }
 
-pub fn profile_set(profiles_dir: Option<&Path>) -> anyhow::Result<ProfileSet> {
+pub(crate) fn profile_set(profiles_dir: Option<&Path>) -> anyhow::Result<ProfileSet> {
     Ok(match profiles_dir {
         Some(dir) => ProfileSet::embedded_with_overrides(dir)?,
         None => ProfileSet::embedded()?,

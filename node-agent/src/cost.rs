@@ -13,13 +13,18 @@ const HOURS_PER_MONTH: f64 = 365.25 * 24.0 / 12.0;
 /// Cost inputs after the node's overrides.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CostParams {
+    /// Purchase price of the node, EUR.
     pub capex_eur: f64,
+    /// Months the purchase price is spread over (at least 1).
     pub amortisation_months: u32,
+    /// Price of energy, EUR per kWh.
     pub energy_price_eur_per_kwh: f64,
+    /// Power of what the agent cannot measure, added to the measured power, watts.
     pub unmeasured_power_watts: f64,
 }
 
 impl CostParams {
+    /// The profile's cost inputs with the settings' overrides applied.
     pub fn new(profile: &CostInputs, settings: &crate::settings::CostSettings) -> CostParams {
         CostParams {
             capex_eur: settings.capex_eur.unwrap_or(profile.capex_eur),
@@ -34,10 +39,12 @@ impl CostParams {
         }
     }
 
+    /// The purchase price spread evenly over the amortisation months, EUR per hour.
     pub fn capex_eur_per_hour(&self) -> f64 {
         self.capex_eur / (f64::from(self.amortisation_months) * HOURS_PER_MONTH)
     }
 
+    /// The energy price, EUR per joule.
     pub fn eur_per_joule(&self) -> f64 {
         self.energy_price_eur_per_kwh / 3.6e6
     }
@@ -55,6 +62,7 @@ pub struct CostTracker {
 }
 
 impl CostTracker {
+    /// A tracker that has accounted no energy yet.
     pub fn new(params: CostParams) -> CostTracker {
         CostTracker {
             params,
@@ -65,6 +73,7 @@ impl CostTracker {
         }
     }
 
+    /// The cost inputs the tracker computes with.
     pub fn params(&self) -> &CostParams {
         &self.params
     }

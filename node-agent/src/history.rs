@@ -26,7 +26,9 @@ pub const MAX_SERIES: usize = 96;
 /// What one series is: its name (the metric it follows), unit and labels.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct SeriesKey {
+    /// The series' name, after the metric it follows ("gpu_power_watts").
     pub name: &'static str,
+    /// The unit of its values, as the dashboard shows it ("W", "bytes", "blocks").
     pub unit: &'static str,
     /// Label pairs, sorted by label name.
     #[serde(serialize_with = "labels_as_map")]
@@ -152,22 +154,28 @@ impl History {
         }
     }
 
+    /// Points the ring holds at most, per series.
     pub fn capacity(&self) -> usize {
         self.capacity
     }
 
+    /// Points held now.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// No point is held yet (or the ring was cleared).
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// The least time between two points, seconds: the collection interval, at least
+    /// [`MIN_SPACING_SECONDS`].
     pub fn spacing_seconds(&self) -> f64 {
         self.spacing_seconds
     }
 
+    /// Series held now.
     pub fn series_count(&self) -> usize {
         self.series.len()
     }

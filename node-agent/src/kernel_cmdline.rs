@@ -16,14 +16,20 @@
 
 use crate::settings::EvidenceSource;
 
+/// Why the agent's boot parameters are unusable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CmdlineError {
+    /// A parameter's value is malformed, or not allowed with the others.
     #[error("kernel command line: {param}={value:?}: {reason}")]
     Invalid {
+        /// The parameter (`sn.evidence`, `sn.test_measurement`).
         param: &'static str,
+        /// Its value as given (empty where the value itself is not at fault).
         value: String,
+        /// What is wrong with it.
         reason: String,
     },
+    /// The named parameter is given more than once.
     #[error("kernel command line: {0} appears more than once")]
     Repeated(&'static str),
 }
@@ -31,7 +37,10 @@ pub enum CmdlineError {
 /// The boot parameters the agent takes from the kernel command line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BootParameters {
+    /// `sn.evidence=`: the evidence source; `None`: the settings decide.
     pub evidence: Option<EvidenceSource>,
+    /// `sn.test_measurement=`: the measurement test reports carry; `None`: the test
+    /// source's default.
     pub test_measurement: Option<[u8; 48]>,
 }
 

@@ -2,6 +2,8 @@
 //! readiness, proves the crypto path, pins the replica's thread pools, and serves health,
 //! status and Prometheus telemetry (GPU, SEV-SNP, crypto paths, replica health, cost).
 
+#![warn(missing_docs)]
+
 pub mod assessment;
 pub mod child;
 pub mod clock;

@@ -49,6 +49,7 @@ pub struct HttpLimits {
     /// Evidence collections started per second on average by one client, with bursts of
     /// `attestation_burst`; more get 429.
     pub attestation_per_second: f64,
+    /// Evidence collections one client may start at once before its rate applies.
     pub attestation_burst: u32,
     /// Clients whose rate and concurrency the agent tracks at once. A new client finds room
     /// by replacing one that has been quiet long enough to have its full burst again;
@@ -86,7 +87,9 @@ impl Default for HttpLimits {
 }
 
 impl HttpLimits {
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks that every timeout and rate is positive and every count at least its
+    /// minimum; the error names the key under `http.`.
+    pub(crate) fn validate(&self) -> Result<(), String> {
         let positive = |name: &str, v: f64| {
             if v.is_finite() && v > 0.0 {
                 Ok(())
@@ -125,14 +128,15 @@ impl HttpLimits {
         Ok(())
     }
 
-    pub fn header_read_timeout(&self) -> Duration {
+    pub(crate) fn header_read_timeout(&self) -> Duration {
         Duration::from_secs_f64(self.header_read_timeout_seconds)
     }
 
-    pub fn write_timeout(&self) -> Duration {
+    pub(crate) fn write_timeout(&self) -> Duration {
         Duration::from_secs_f64(self.write_timeout_seconds)
     }
 
+    /// `attestation_timeout_seconds` as a [`Duration`].
     pub fn attestation_timeout(&self) -> Duration {
         Duration::from_secs_f64(self.attestation_timeout_seconds)
     }
@@ -161,11 +165,14 @@ pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
 /// override. A malformed value is an error, never ignored.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct BootListeners {
+    /// `sn.operator_listen=`: the operator listener's address; `None`: the settings'.
     pub operator: Option<std::net::SocketAddr>,
+    /// `sn.public_listen=`: the public listener's address; `None`: the settings'.
     pub public: Option<std::net::SocketAddr>,
 }
 
 impl BootListeners {
+    /// Reads both parameters from a command line; Err names the malformed word.
     pub fn parse(cmdline: &str) -> Result<BootListeners, String> {
         let mut found = BootListeners::default();
         for word in cmdline.split_whitespace() {
@@ -271,18 +278,18 @@ struct Refusals {
 }
 
 /// A TCP listener serving `router` within `limits` until `shutdown` turns true.
-pub struct Listener {
+pub(crate) struct Listener {
     /// What the listener serves, in words ("operator", "public").
-    pub role: &'static str,
-    pub listener: TcpListener,
-    pub router: Router,
-    pub limits: HttpLimits,
+    pub(crate) role: &'static str,
+    pub(crate) listener: TcpListener,
+    pub(crate) router: Router,
+    pub(crate) limits: HttpLimits,
 }
 
 impl Listener {
     /// Accepts and serves until `shutdown` becomes true, then gives requests in progress
     /// `shutdown_grace_seconds` to finish.
-    pub async fn serve(self, mut shutdown: watch::Receiver<bool>) {
+    pub(crate) async fn serve(self, mut shutdown: watch::Receiver<bool>) {
         let Listener {
             role,
             listener,

@@ -9,6 +9,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Unit;
 use std::fmt;
 
+/// One sample's label pairs: (label name, value).
 pub type Labels = Vec<(&'static str, String)>;
 
 /// Writes metric families: each family's descriptor once, then one sample per label set;
@@ -18,10 +19,12 @@ pub struct FamilyWriter<'e, 'a> {
 }
 
 impl<'e, 'a> FamilyWriter<'e, 'a> {
+    /// A writer of families into `encoder` (the /metrics page's collector).
     pub fn new(encoder: &'e mut DescriptorEncoder<'a>) -> FamilyWriter<'e, 'a> {
         FamilyWriter { encoder }
     }
 
+    /// A gauge family `name` with `help` and `unit`, one sample per label set.
     pub fn gauge(
         &mut self,
         name: &str,
@@ -41,6 +44,8 @@ impl<'e, 'a> FamilyWriter<'e, 'a> {
         Ok(())
     }
 
+    /// A counter family `name` with `help` and `unit`, one sample per label set (samples
+    /// named with the `_total` suffix).
     pub fn counter(
         &mut self,
         name: &str,
@@ -76,10 +81,12 @@ pub fn opt(labels: Labels, v: Option<f64>) -> Vec<(Labels, f64)> {
     v.map(|v| vec![(labels, v)]).unwrap_or_default()
 }
 
+/// The unit `watts` (prometheus-client names no unit for power).
 pub fn watts() -> Unit {
     Unit::Other("watts".to_string())
 }
 
+/// The unit `hertz` (prometheus-client names no unit for frequency).
 pub fn hertz() -> Unit {
     Unit::Other("hertz".to_string())
 }

@@ -26,11 +26,15 @@ pub struct NodeConfigView {
     pub reason: Option<String>,
     /// The refusal's stable name (sn-config's `ConfigError::kind`).
     pub error_kind: Option<String>,
+    /// The bundle member a refusal is about; `None` when there is none.
     pub member: Option<String>,
-    /// From the verified node.toml.
+    /// The node's name, from the verified node.toml; `None` unless applied.
     pub node: Option<String>,
+    /// The subnet's name, from the verified node.toml; `None` unless applied.
     pub subnet: Option<String>,
+    /// The node's host name, from the verified node.toml; `None` unless applied.
     pub hostname: Option<String>,
+    /// The hardware profile node.toml pins the node to; `None` unless applied.
     pub profile: Option<String>,
     /// SHA-256 of the bundle's SHA256SUMS, hex; bound into the attestation evidence.
     pub bundle_digest: Option<String>,
@@ -41,7 +45,9 @@ pub struct NodeConfigView {
 /// The node configuration: the view, and the node's record when a bundle was applied.
 #[derive(Debug, Clone)]
 pub struct NodeConfiguration {
+    /// What /v1/status says about the configuration.
     pub view: NodeConfigView,
+    /// The verified node.toml; `None` unless a bundle was applied.
     pub node: Option<NodeConfig>,
 }
 

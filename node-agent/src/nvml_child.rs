@@ -30,7 +30,7 @@ const EVIDENCE_TIMEOUT: Duration = Duration::from_secs(30);
 /// What the daemon asks (JSON on the child's standard input).
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "request", rename_all = "snake_case")]
-pub enum Request {
+pub(crate) enum Request {
     Probe,
     Sample,
     /// Evidence over a verifier nonce (64 hex digits).
@@ -42,7 +42,7 @@ pub enum Request {
 /// What the child answers (JSON on its standard output).
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "answer", rename_all = "snake_case")]
-pub enum Answer {
+pub(crate) enum Answer {
     Inventory {
         inventory: GpuInventory,
     },
@@ -60,7 +60,7 @@ pub enum Answer {
 }
 
 /// The child's side: answers `request` with NVML in this process.
-pub fn answer(request: Request) -> Answer {
+pub(crate) fn answer(request: Request) -> Answer {
     let failed = |reason: String| Answer::Failed { reason };
     match request {
         // NVML's part only: the daemon lists the PCI bus itself (`probe::probe_gpus`).

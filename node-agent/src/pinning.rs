@@ -18,38 +18,65 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Why a pinning step failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PinningError {
+    /// A file of /proc or of the cgroup tree could not be read.
     #[error("reading {path}: {source}")]
     Read {
+        /// The file or directory.
         path: PathBuf,
+        /// The read's error.
         source: std::io::Error,
     },
+    /// A /proc file did not have the expected form.
     #[error("{path}: cannot parse: {detail}")]
-    Parse { path: PathBuf, detail: String },
-    #[error("sched_setaffinity(tid {tid}, {cpus}): {source}")]
-    Affinity {
-        tid: u32,
-        cpus: String,
-        source: nix::errno::Errno,
-    },
-    #[error("systemctl set-property {slice} AllowedCPUs={cpus}: {detail}")]
-    Slice {
-        slice: String,
-        cpus: String,
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong with it.
         detail: String,
     },
+    /// `sched_setaffinity` refused a thread's CPU set.
+    #[error("sched_setaffinity(tid {tid}, {cpus}): {source}")]
+    Affinity {
+        /// The thread.
+        tid: u32,
+        /// The CPU set, as a list.
+        cpus: String,
+        /// The system call's error.
+        source: nix::errno::Errno,
+    },
+    /// `systemctl set-property` did not set the slice's `AllowedCPUs=`.
+    #[error("systemctl set-property {slice} AllowedCPUs={cpus}: {detail}")]
+    Slice {
+        /// The slice unit.
+        slice: String,
+        /// The CPU set, as a list.
+        cpus: String,
+        /// Why it failed: systemctl's status and stderr, or a timeout.
+        detail: String,
+    },
+    /// The slice's effective CPU set is not the union of the pools' sets.
     #[error("{slice}: AllowedCPUs is {actual:?} ({path}), the profile's pools need {expected}")]
     SliceMismatch {
+        /// The slice unit.
         slice: String,
+        /// The slice's `cpuset.cpus` file.
         path: PathBuf,
+        /// What the file holds.
         actual: String,
+        /// The union of the pools' CPU sets, as a list.
         expected: String,
     },
+    /// A pool's thread-name pattern is not a valid regular expression.
     #[error("pool {pool}: pattern {pattern:?}: {source}")]
     Pattern {
+        /// The pool.
         pool: String,
+        /// The pattern.
         pattern: String,
+        /// The regex compiler's error.
         source: regex::Error,
     },
 }
@@ -57,12 +84,14 @@ pub enum PinningError {
 /// One pool: its CPU set (from the profile) and the thread names that belong to it.
 #[derive(Debug, Clone)]
 pub struct PoolPlan {
-    pub pool: String,
-    pub cpus: CpuSet,
-    pub patterns: Vec<Regex>,
+    pub(crate) pool: String,
+    pub(crate) cpus: CpuSet,
+    pub(crate) patterns: Vec<Regex>,
 }
 
 impl PoolPlan {
+    /// The plan of pool `pool`: its CPU set and its thread-name patterns, compiled. Err
+    /// when a pattern is not a valid regular expression.
     pub fn new(pool: &str, cpus: CpuSet, patterns: &[String]) -> Result<PoolPlan, PinningError> {
         let patterns = patterns
             .iter()
@@ -85,7 +114,9 @@ impl PoolPlan {
 /// One thread as /proc shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThreadState {
+    /// The thread id.
     pub tid: u32,
+    /// The thread's name (/proc/<pid>/task/<tid>/comm, at most 15 bytes).
     pub name: String,
     /// `Cpus_allowed_list` of /proc/<pid>/task/<tid>/status.
     pub allowed: CpuSet,
@@ -102,7 +133,7 @@ fn read(path: &Path) -> Result<String, PinningError> {
 
 /// Start time of a process (field 22 of /proc/<pid>/stat): with the pid, it identifies
 /// one process even when the kernel reuses its pid.
-pub fn process_start_time(proc_root: &Path, pid: u32) -> Result<u64, PinningError> {
+pub(crate) fn process_start_time(proc_root: &Path, pid: u32) -> Result<u64, PinningError> {
     let path = proc_root.join(pid.to_string()).join("stat");
     let text = read(&path)?;
     let fields = stat_fields(&path, &text)?;
@@ -193,7 +224,7 @@ pub fn set_thread_affinity(tid: u32, cpus: &CpuSet) -> Result<(), PinningError> 
 
 /// The cgroup directory of a slice, relative to the cgroup root: systemd nests
 /// `a-b-c.slice` as `a.slice/a-b.slice/a-b-c.slice` (`-.slice` is the root itself).
-pub fn slice_cgroup_path(slice: &str) -> PathBuf {
+pub(crate) fn slice_cgroup_path(slice: &str) -> PathBuf {
     let stem = slice.strip_suffix(".slice").unwrap_or(slice);
     let mut path = PathBuf::new();
     if stem.is_empty() || stem == "-" {
@@ -210,7 +241,7 @@ pub fn slice_cgroup_path(slice: &str) -> PathBuf {
 /// cgroup directory: the replica is the process there whose comm is `process_name` (read
 /// from the cgroup tree: the agent has no access to systemd's bus). Else the lowest pid
 /// with that comm in `proc_root`.
-pub fn locate_replica(
+pub(crate) fn locate_replica(
     unit_cgroup: Option<&Path>,
     process_name: &str,
     proc_root: &Path,
@@ -300,6 +331,7 @@ pub fn set_slice_cpus(slice: &str, cpus: &CpuSet, timeout: Duration) -> Result<(
 /// Where the agent reads the slice's effective CPU set: `cpuset.cpus` of its cgroup.
 #[derive(Debug, Clone)]
 pub struct SliceCheck {
+    /// The slice unit (`sovereign-replica.slice`).
     pub slice: String,
     /// The slice's cgroup directory (e.g. /sys/fs/cgroup/sovereign.slice/sovereign-replica.slice).
     pub cgroup: PathBuf,
@@ -347,7 +379,7 @@ impl Pinner {
         }
     }
 
-    pub fn status(&self) -> &PinningStatus {
+    pub(crate) fn status(&self) -> &PinningStatus {
         &self.status
     }
 
@@ -358,7 +390,7 @@ impl Pinner {
     }
 
     /// The replica is not running: nothing to pin.
-    pub fn replica_absent(&mut self, reason: &str) -> &PinningStatus {
+    pub(crate) fn replica_absent(&mut self, reason: &str) -> &PinningStatus {
         self.status.replica_pid = None;
         self.status.inactive_reason = Some(reason.to_string());
         for p in &mut self.status.pools {
@@ -377,7 +409,7 @@ impl Pinner {
     /// Reads the slice's effective CPU set and compares it with the union of the pools'
     /// sets. Not set yet (no cgroup, empty `cpuset.cpus`): reported as not set, no error;
     /// another set: an error, recorded once per value read.
-    pub fn check_slice(&mut self) {
+    pub(crate) fn check_slice(&mut self) {
         let Some(check) = self.slice.clone() else {
             return;
         };
@@ -474,7 +506,7 @@ impl Pinner {
 }
 
 /// Pools of the runtime configuration that have a CPU set and a thread-name pattern.
-pub fn plan_from_runtime(
+pub(crate) fn plan_from_runtime(
     runtime: &hardware_profiles::runtime::RuntimeConfig,
     patterns: &BTreeMap<String, Vec<String>>,
 ) -> Result<Vec<PoolPlan>, PinningError> {

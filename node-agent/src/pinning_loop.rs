@@ -16,7 +16,9 @@ pub enum ReplicaProcess {
     /// The process with this comm in the unit's cgroup directory (where systemd runs the
     /// node), else in /proc.
     Locate {
+        /// The replica unit's cgroup directory; `None` where systemd does not run the node.
         unit_cgroup: Option<PathBuf>,
+        /// The replica's /proc/<pid>/comm.
         process_name: String,
     },
     /// A known pid (tests).
@@ -27,6 +29,7 @@ pub enum ReplicaProcess {
 /// `pinning` collector's up, duration and error in the telemetry).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PinningReport {
+    /// What the pinner did in the pass.
     pub status: PinningStatus,
     /// None until the first pass.
     pub run: Option<CollectorStatus>,
@@ -41,7 +44,7 @@ impl PinningBoard {
         PinningBoard(Arc::new(Mutex::new(report)))
     }
 
-    pub fn latest(&self) -> PinningReport {
+    pub(crate) fn latest(&self) -> PinningReport {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
@@ -61,7 +64,11 @@ pub struct PinningLoop {
 }
 
 impl PinningLoop {
-    pub fn new(pinner: Pinner, process: ReplicaProcess, clock: Arc<dyn Clock>) -> PinningLoop {
+    pub(crate) fn new(
+        pinner: Pinner,
+        process: ReplicaProcess,
+        clock: Arc<dyn Clock>,
+    ) -> PinningLoop {
         let board = PinningBoard::new(PinningReport {
             status: pinner.status().clone(),
             run: None,

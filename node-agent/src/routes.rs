@@ -32,6 +32,8 @@ pub struct Heartbeat {
 }
 
 impl Heartbeat {
+    /// A heartbeat that has not beaten yet, stale once no cycle completed for
+    /// `stale_after`.
     pub fn new(stale_after: Duration) -> Heartbeat {
         Heartbeat {
             origin: Instant::now(),
@@ -40,12 +42,14 @@ impl Heartbeat {
         }
     }
 
+    /// Records that a collection cycle completed now.
     pub fn beat(&self) {
         let ms = self.origin.elapsed().as_millis() as u64;
         self.last_cycle_ms.store(ms, Ordering::Relaxed);
     }
 
-    pub fn age(&self) -> Duration {
+    /// Time since the last completed cycle (since creation, before the first).
+    pub(crate) fn age(&self) -> Duration {
         let now = self.origin.elapsed().as_millis() as u64;
         Duration::from_millis(now.saturating_sub(self.last_cycle_ms.load(Ordering::Relaxed)))
     }
@@ -69,6 +73,7 @@ impl Heartbeat {
 pub enum AttestationService {
     /// Not set up; the reason is what callers get with a 503.
     Unavailable(String),
+    /// Evidence is collected by this attester, within the [`AttestationGate`]'s limits.
     Ready(Arc<attestation::collect::Attester>),
 }
 
@@ -78,9 +83,11 @@ pub enum AttestationService {
 pub struct AttestationStatus {
     /// "hardware", "test" or "off".
     pub source: String,
+    /// The route serves evidence; false: it answers 503 for `reason`.
     pub available: bool,
     /// Why the route answers 503, when it does.
     pub reason: Option<String>,
+    /// The directory of the node key and the test seed; `None` when none was chosen.
     pub state_dir: Option<String>,
     /// Why that state directory (configured, systemd StateDirectory=, system default, or
     /// the development profile's user directory and why the system one was not usable).
@@ -89,7 +96,9 @@ pub struct AttestationStatus {
     pub node_key: Option<String>,
     /// How the key is held: sealed (derived from the SNP derived key) or an unsealed file.
     pub node_key_kind: Option<String>,
+    /// The node's Ed25519 identity public key, hex; `None` when the route is unavailable.
     pub node_public_key: Option<String>,
+    /// The test chain's seed file (test evidence source only).
     pub test_seed: Option<String>,
     /// Whether bundles carry GPU evidence (NVML).
     pub gpu_evidence: bool,
@@ -127,7 +136,8 @@ pub enum Refusal {
 }
 
 impl AttestationGate {
-    pub fn new(limits: &HttpLimits) -> AttestationGate {
+    /// A gate with no collection running and every client's bucket full, under `limits`.
+    pub(crate) fn new(limits: &HttpLimits) -> AttestationGate {
         let reserved = usize::from(!limits.attestation_reserved_for.is_empty());
         let bucket = TokenBucket::new(limits.attestation_per_second, limits.attestation_burst);
         AttestationGate {
@@ -356,16 +366,19 @@ impl TokenBucket {
 /// What the handlers share.
 #[derive(Clone)]
 pub struct AppState {
-    pub snapshot: Arc<RwLock<Arc<Snapshot>>>,
+    pub(crate) snapshot: Arc<RwLock<Arc<Snapshot>>>,
+    /// The collection thread's liveness (`/healthz`); `publish` beats it.
     pub heartbeat: Arc<Heartbeat>,
-    pub attestation: Arc<AttestationService>,
-    pub attestation_status: Arc<AttestationStatus>,
-    pub attestation_gate: Arc<AttestationGate>,
+    pub(crate) attestation: Arc<AttestationService>,
+    pub(crate) attestation_status: Arc<AttestationStatus>,
+    pub(crate) attestation_gate: Arc<AttestationGate>,
     /// The recent history of the key series (`/v1/history`), appended to by `publish`.
     pub history: Arc<RwLock<History>>,
 }
 
 impl AppState {
+    /// State serving `first` with `heartbeat`, no evidence source, the default limits and
+    /// a history sized for the default collection interval.
     pub fn new(first: Snapshot, heartbeat: Arc<Heartbeat>) -> AppState {
         let mut history =
             History::new(crate::settings::Settings::default().collect_interval_seconds);
@@ -392,11 +405,13 @@ impl AppState {
         self
     }
 
+    /// Reports `status` as the attestation route's state in /v1/status.
     pub fn with_attestation_status(mut self, status: AttestationStatus) -> AppState {
         self.attestation_status = Arc::new(status);
         self
     }
 
+    /// Serves `GET /v1/attestation` from `service`.
     pub fn with_attestation(mut self, service: AttestationService) -> AppState {
         self.attestation = Arc::new(service);
         self
@@ -410,10 +425,12 @@ impl AppState {
         self
     }
 
-    pub fn latest(&self) -> Arc<Snapshot> {
+    /// The snapshot the handlers serve now.
+    pub(crate) fn latest(&self) -> Arc<Snapshot> {
         Arc::clone(&self.snapshot.read().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// Serves `snapshot` from now on, records it in the history and beats the heartbeat.
     pub fn publish(&self, snapshot: Snapshot) {
         self.history
             .write()

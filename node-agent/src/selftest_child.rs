@@ -33,8 +33,11 @@ pub const SELFTEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// selftest's verdict, and the selftest engine's counters (where each operation ran).
 #[derive(Debug, Clone)]
 pub struct CryptoOutcome {
+    /// The engine's paths and GPU state (a CPU-only engine's when the selftest failed).
     pub report: EngineReport,
+    /// The selftest's verdict, one line per check.
     pub selftest: SelftestResult,
+    /// The selftest engine's counters: calls and items per operation, by where they ran.
     pub stats: StatsSnapshot,
     /// How the selftest's engine obtained its GPU programs (none without a GPU).
     pub kernel_loads: Vec<KernelLoadCount>,
@@ -44,8 +47,11 @@ pub struct CryptoOutcome {
 /// GPU saved.
 #[derive(Debug, Clone, Serialize)]
 pub struct CryptoStatus {
+    /// The engine's paths and GPU state, as established at start.
     pub report: EngineReport,
+    /// The selftest's verdict.
     pub selftest: SelftestResult,
+    /// The selftest engine's counters.
     pub stats: StatsSnapshot,
     /// CPU-seconds the GPU saved (GPU items x configured CPU cost per item).
     pub offloaded_cpu_seconds: f64,
@@ -56,6 +62,7 @@ pub struct CryptoStatus {
 /// The selftest's verdict.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SelftestResult {
+    /// Every check passed.
     pub passed: bool,
     /// One line per check, "ok: ..." or "FAILED: ...".
     pub checks: Vec<String>,
@@ -65,8 +72,11 @@ pub struct SelftestResult {
 /// compiled, skipped or refused, with the reason kind), owned for the trip through JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelLoadCount {
+    /// `precompiled`, `cache`, `compiled`, `skipped` or `refused`.
     pub outcome: String,
+    /// The reason kind (a short, bounded label); empty where there is none.
     pub reason: String,
+    /// GPU programs loaded with this outcome and reason since the process started.
     pub count: u64,
 }
 
@@ -85,15 +95,20 @@ fn kernel_loads() -> Vec<KernelLoadCount> {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum ChildOutput {
+    /// The engine started and the selftest ran.
     Report {
+        /// The selftest's report: per-operation checks, engine report and counters.
         report: Box<SelftestReport>,
+        /// How the engine obtained its GPU programs.
         #[serde(default)]
         kernel_loads: Vec<KernelLoadCount>,
     },
     /// The engine could not start under the policy (e.g. a GPU-pinned operation, no GPU, or
     /// kernels refused in cached-only mode: `kernel_loads` says which).
     EngineFailed {
+        /// The engine's error.
         reason: String,
+        /// How the engine tried to obtain its GPU programs.
         #[serde(default)]
         kernel_loads: Vec<KernelLoadCount>,
     },

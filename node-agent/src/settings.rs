@@ -7,22 +7,32 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Why the settings file could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
+    /// The file could not be read.
     #[error("reading {path}: {source}")]
     Read {
+        /// The settings file.
         path: PathBuf,
+        /// The read's error.
         source: std::io::Error,
     },
+    /// The file is not valid TOML for [`Settings`] (including unknown keys).
     #[error("parsing {path}: {source}")]
     Parse {
+        /// The settings file.
         path: PathBuf,
+        /// The TOML parser's error, with its position.
         source: toml::de::Error,
     },
+    /// A value is out of range or inconsistent with another; names the key.
     #[error("invalid configuration: {0}")]
     Invalid(String),
 }
 
+/// The agent's settings: listeners, profile choice, collection, replica, pinning, cost
+/// and attestation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Settings {
@@ -42,9 +52,13 @@ pub struct Settings {
     pub collect_interval_seconds: f64,
     /// A collector whose last success is older than this many intervals makes /healthz fail.
     pub stale_after_intervals: u32,
+    /// The replica: its metrics endpoint, its unit and its process name (`[replica]`).
     pub replica: ReplicaSettings,
+    /// Thread pinning of the replica's pools (`[pinning]`).
     pub pinning: PinningSettings,
+    /// The node's overrides of the profile's cost inputs (`[cost]`).
     pub cost: CostSettings,
+    /// Where attestation evidence comes from and the node's identity key (`[attestation]`).
     pub attestation: AttestationSettings,
     /// Where the replica's runtime configuration is written (default: see
     /// [`Settings::runtime_config_path`]).
@@ -89,13 +103,17 @@ pub enum EvidenceSource {
 pub enum GpuEvidence {
     /// When the probe found an NVIDIA GPU (NVML or the PCI bus).
     Auto,
+    /// Always, whatever the probe found.
     Nvml,
+    /// Never: the bundle carries SEV-SNP evidence only.
     None,
 }
 
+/// The attestation settings (`[attestation]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AttestationSettings {
+    /// Where the evidence comes from.
     pub source: EvidenceSource,
     /// Directory of the node key and the test seed; unset: see [`AttestationSettings::state_dir`].
     pub state_dir: Option<PathBuf>,
@@ -107,7 +125,10 @@ pub struct AttestationSettings {
     pub test_seed: Option<PathBuf>,
     /// snpguest-style certificate cache, used when the host gives no certificate table.
     pub cert_cache: Option<PathBuf>,
+    /// The VMPL the SEV-SNP reports are requested at and the sealed node key is derived
+    /// for (0: the most privileged).
     pub vmpl: u32,
+    /// Whether bundles carry GPU evidence (NVML).
     pub gpu_evidence: GpuEvidence,
     /// The measurement test reports carry (`sn.test_measurement=` on the kernel command
     /// line, with `sn.evidence=test`); None: `attestation::test_source::test_measurement()`.
@@ -137,6 +158,7 @@ pub const SYSTEM_STATE_DIR: &str = "/var/lib/sovereign-node";
 /// The directory that holds the node key and the test seed, and why it was chosen.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StateDir {
+    /// The chosen directory (or, for the runtime configuration, file).
     pub path: PathBuf,
     /// Where the choice came from, in words (reported in /v1/status and the log).
     pub origin: String,
@@ -317,6 +339,7 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
         .create(dir)
 }
 
+/// The replica the agent watches and pins (`[replica]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReplicaSettings {
@@ -327,6 +350,7 @@ pub struct ReplicaSettings {
     /// up only when the page carries a family only the replica exports (see
     /// `collect::replica`).
     pub metrics_url: String,
+    /// How long one scrape of the replica's metrics may take, seconds.
     pub scrape_timeout_seconds: f64,
     /// systemd unit of the replica, in the pinning slice (used when systemd runs the node:
     /// the replica is the process named `process_name` in this unit's cgroup).
@@ -346,9 +370,11 @@ impl Default for ReplicaSettings {
     }
 }
 
+/// Thread pinning of the replica's pools (`[pinning]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PinningSettings {
+    /// Pin the replica's threads; false turns the pinning loop off.
     pub enabled: bool,
     /// The slice the replica runs in; its AllowedCPUs= is set at run time to the union
     /// of the profile's CPU sets by `node-agent set-replica-cpus` (its own root unit), and
@@ -386,8 +412,11 @@ impl Default for PinningSettings {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CostSettings {
+    /// Purchase price of the node, EUR; `None`: the profile's.
     pub capex_eur: Option<f64>,
+    /// Months the purchase price is spread over (at least 1); `None`: the profile's.
     pub amortisation_months: Option<u32>,
+    /// Price of energy, EUR per kWh; `None`: the profile's.
     pub energy_price_eur_per_kwh: Option<f64>,
     /// Power of what the agent cannot measure (board, fans, disks, NIC), added to the
     /// measured GPU and CPU-package power. 0 counts measured power only.
@@ -426,6 +455,7 @@ impl Default for CostSettings {
 }
 
 impl Settings {
+    /// Reads, parses and validates the settings file at `path`.
     pub fn load(path: &Path) -> Result<Settings, SettingsError> {
         let text = std::fs::read_to_string(path).map_err(|source| SettingsError::Read {
             path: path.to_path_buf(),
@@ -439,6 +469,9 @@ impl Settings {
         Ok(config)
     }
 
+    /// Checks ranges and consistency: positive interval and timeout, at least one
+    /// amortisation month and stale interval, distinct listeners, non-negative costs,
+    /// valid HTTP limits and thread-name patterns.
     pub fn validate(&self) -> Result<(), SettingsError> {
         let positive = |name: &str, v: f64| {
             if v.is_finite() && v > 0.0 {
@@ -505,7 +538,8 @@ impl Settings {
         Ok(())
     }
 
-    pub fn collect_interval(&self) -> Duration {
+    /// The collectors' interval as a [`Duration`].
+    pub(crate) fn collect_interval(&self) -> Duration {
         Duration::from_secs_f64(self.collect_interval_seconds)
     }
 }

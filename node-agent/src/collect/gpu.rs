@@ -37,7 +37,7 @@ pub struct ChildGpuSource {
 }
 
 impl ChildGpuSource {
-    pub fn new(child: NvmlChild, xid: XidWatcher) -> ChildGpuSource {
+    pub(crate) fn new(child: NvmlChild, xid: XidWatcher) -> ChildGpuSource {
         ChildGpuSource { child, xid }
     }
 }

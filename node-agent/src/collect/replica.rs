@@ -24,20 +24,52 @@ use prometheus_parse::{Sample, Scrape, Value};
 use std::fmt;
 use std::time::Duration;
 
+/// Why the replica's health could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplicaScrapeError {
+    /// The configured URL does not parse or is not `http://`.
     #[error("invalid replica metrics URL {url:?}: {detail}")]
-    Url { url: String, detail: String },
+    Url {
+        /// The configured URL.
+        url: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// The request failed (connection refused, reset) or the body could not be read.
     #[error("GET {url}: {detail}")]
-    Http { url: String, detail: String },
+    Http {
+        /// The URL requested.
+        url: String,
+        /// The client's error.
+        detail: String,
+    },
+    /// No complete answer within the scrape timeout.
     #[error("GET {url}: timed out after {seconds} s")]
-    Timeout { url: String, seconds: f64 },
+    Timeout {
+        /// The URL requested.
+        url: String,
+        /// The scrape timeout, seconds.
+        seconds: f64,
+    },
+    /// The endpoint answered with a status other than success.
     #[error("GET {url}: HTTP status {status}")]
-    Status { url: String, status: u16 },
+    Status {
+        /// The URL requested.
+        url: String,
+        /// The HTTP status code.
+        status: u16,
+    },
+    /// The page is not in the Prometheus text format; the parser's message.
     #[error("replica metrics page does not parse: {0}")]
     Parse(String),
+    /// The page parses but carries none of the replica's families.
     #[error("not the replica's metrics: {url} serves {found}")]
-    NoReplicaMetrics { url: String, found: String },
+    NoReplicaMetrics {
+        /// The URL the page was served at.
+        url: String,
+        /// What the page is instead ([`not_the_replica`]).
+        found: String,
+    },
 }
 
 fn value(s: &Sample) -> Option<f64> {
@@ -185,6 +217,8 @@ pub struct ReplicaScraper {
 }
 
 impl ReplicaScraper {
+    /// A scraper of `url` (`http://` only) whose requests time out after `timeout`. Err
+    /// when the URL does not parse or is not plain HTTP.
     pub fn new(url: &str, timeout: Duration) -> Result<ReplicaScraper, ReplicaScrapeError> {
         let uri: hyper::Uri =
             url.parse()
@@ -206,11 +240,14 @@ impl ReplicaScraper {
         })
     }
 
+    /// The URL scraped.
     pub fn url(&self) -> &str {
         &self.url
     }
 
-    pub async fn fetch(&self) -> Result<String, ReplicaScrapeError> {
+    /// GETs the page, within the timeout; Err on a failed request, a status other than
+    /// success, a body that is not UTF-8, or the timeout.
+    pub(crate) async fn fetch(&self) -> Result<String, ReplicaScrapeError> {
         let http = |detail: String| ReplicaScrapeError::Http {
             url: self.url.clone(),
             detail,

@@ -27,6 +27,7 @@ pub const KMSG: &str = "/dev/kmsg";
 pub struct XidEvent {
     /// `dddd:bb:dd` (domain, bus, device; lowercase hex), as [`pci_address`] writes it.
     pub pci_address: String,
+    /// The Xid: NVIDIA's number for the kind of error.
     pub xid: u64,
 }
 
@@ -152,7 +153,8 @@ impl XidWatcher {
         *self.error.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason);
     }
 
-    pub fn error(&self) -> Option<String> {
+    /// Why the log cannot be read (or stopped being read); `None` while it is read.
+    pub(crate) fn error(&self) -> Option<String> {
         self.error
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -62,6 +62,8 @@ fn flags_of(block: Option<&Block>) -> Vec<String> {
     flags
 }
 
+/// The CPU facts under `root`: vendor, model, online CPUs, cores, sockets, NUMA nodes and
+/// flags, from /proc/cpuinfo and /sys.
 pub fn probe_cpu(root: &Path) -> CpuFacts {
     let (blocks, cpuinfo_error) = match read(root, "/proc/cpuinfo") {
         Ok(text) => (parse_cpuinfo(&text), None),

@@ -36,6 +36,8 @@ pub fn nvidia_pci_devices(root: &Path) -> Vec<PciDevice> {
     devices
 }
 
+/// The NVIDIA GPUs: the PCI devices under `root` and, through `mode`, each GPU's facts
+/// from NVML (unknown, with the reason, where NVML is absent or fails).
 pub fn probe_gpus(root: &Path, mode: &NvmlMode) -> GpuInventory {
     let pci_nvidia = nvidia_pci_devices(root);
     match mode {

@@ -30,10 +30,14 @@ pub enum NvmlMode {
     /// Ask a `node-agent nvml` child to do that (the daemon; see [`crate::nvml_child`]).
     Child(crate::nvml_child::NvmlChild),
     /// Do not use NVML; GPUs are reported as unreadable for this reason.
-    Absent { reason: String },
+    Absent {
+        /// Why NVML is not used, reported for every GPU fact.
+        reason: String,
+    },
 }
 
 impl NvmlMode {
+    /// [`NvmlMode::Absent`] for `reason`.
     pub fn absent(reason: impl Into<String>) -> NvmlMode {
         NvmlMode::Absent {
             reason: reason.into(),

@@ -15,6 +15,7 @@ use super::{read_value, under};
 use hardware_profiles::{Fact, SevSnpFacts, SevSnpState};
 use std::path::Path;
 
+/// The SEV-SNP observations under `root` and the state they lead to.
 pub fn probe_sev_snp(root: &Path) -> SevSnpFacts {
     let guest_device = under(root, "/dev/sev-guest").exists();
     let flags = super::cpu::first_flags(root);
