@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::bench::{BenchEntry, BenchFile, BenchOp};
 use crate::subnet::Subnet;
 use ed25519_dalek::SigningKey;
-use sn_config::node::{NODE_CONFIG_SCHEMA, NodeNetwork, NodeOperator};
+use sn_config::node::{NODE_CONFIG_SCHEMA, NodeNetwork, NodeOffload, NodeOperator};
 use sn_config::{Bundle, ConfigError, NodeConfig};
 
 /// Consensus signature shares each node's signature is verified for per block
@@ -782,8 +782,9 @@ fn render_threads(o: &mut String, p: &ProfilePlan, m: &ModeFigures) {
     );
 }
 
-/// node.toml of every node of the subnet (the sn-config contract).
-pub fn node_configs(subnet: &Subnet) -> Vec<NodeConfig> {
+/// node.toml of every node of the subnet (the sn-config contract), with the host work
+/// the GPU takes off its profile where `plan` has GPU-assisted figures for it.
+pub fn node_configs(subnet: &Subnet, plan: &Plan) -> Vec<NodeConfig> {
     subnet
         .nodes
         .iter()
@@ -819,14 +820,31 @@ pub fn node_configs(subnet: &Subnet) -> Vec<NodeConfig> {
                     dns: net.dns.clone(),
                 },
                 operator,
+                offload: plan
+                    .profiles
+                    .iter()
+                    .find(|p| p.profile == node.profile)
+                    .and_then(|p| node_offload(p, plan.n)),
             }
         })
         .collect()
 }
 
+/// node.toml's `[offload]` for a node of `profile` in a subnet of `n` nodes.
+fn node_offload(profile: &ProfilePlan, n: u64) -> Option<NodeOffload> {
+    let frees = profile.gpu_frees.as_ref()?;
+    Some(NodeOffload {
+        benchmark: profile.bench.clone(),
+        dkg_round_dealings: 2 * n,
+        host_cpu_seconds_per_dkg_round: frees.host_cpu_seconds_per_dkg_round,
+        burst_threads_freed: frees.burst_threads,
+        steady_threads_freed: frees.steady_threads,
+    })
+}
+
 /// One signed configuration bundle per node.
-pub fn bundles(subnet: &Subnet, key: &SigningKey) -> Result<Vec<Bundle>, ConfigError> {
-    node_configs(subnet)
+pub fn bundles(subnet: &Subnet, plan: &Plan, key: &SigningKey) -> Result<Vec<Bundle>, ConfigError> {
+    node_configs(subnet, plan)
         .iter()
         .map(|node| Bundle::sign(node, None, key))
         .collect()

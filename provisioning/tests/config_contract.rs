@@ -26,7 +26,7 @@ fn plan_bundles(key: &SigningKey) -> Vec<Bundle> {
         &Default::default(),
     )
     .unwrap();
-    provisioning::plan::bundles(&subnet, key).unwrap()
+    provisioning::plan::bundles(&subnet, &provisioning::plan::plan(&subnet).unwrap(), key).unwrap()
 }
 
 fn node01() -> Bundle {

@@ -26,7 +26,9 @@ fn example_bundle(dir: &Path) -> PathBuf {
     )
     .unwrap();
     let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
-    let bundles = provisioning::plan::bundles(&subnet, &key).unwrap();
+    let bundles =
+        provisioning::plan::bundles(&subnet, &provisioning::plan::plan(&subnet).unwrap(), &key)
+            .unwrap();
     let path = dir.join("node-01");
     bundles[0].write_dir(&path).unwrap();
     path

@@ -486,7 +486,7 @@ fn the_shipped_example_plans_13_nodes_and_writes_bundles_the_agent_accepts() {
     );
 
     let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
-    let bundles = provisioning::plan::bundles(&subnet, &key).unwrap();
+    let bundles = provisioning::plan::bundles(&subnet, &p, &key).unwrap();
     assert_eq!(bundles.len(), 13);
     let out = tempfile::tempdir().unwrap();
     for b in &bundles {
@@ -506,6 +506,18 @@ fn the_shipped_example_plans_13_nodes_and_writes_bundles_the_agent_accepts() {
         assert_eq!(seen.view.subnet.as_deref(), Some("sovereign-eu-1"));
         assert_eq!(seen.view.profile.as_deref(), Some("sovereign-node"));
         assert_eq!(seen.binding(), (b.digest(), key.verifying_key().to_bytes()));
+        // The plan's GPU figures reach the node in its signed node.toml.
+        let frees = prof.gpu_frees.as_ref().unwrap();
+        let offload = seen.node.as_ref().and_then(|n| n.offload.as_ref()).unwrap();
+        assert_eq!(offload.benchmark, prof.bench);
+        assert_eq!(offload.dkg_round_dealings, 26);
+        assert_eq!(
+            offload.host_cpu_seconds_per_dkg_round,
+            frees.host_cpu_seconds_per_dkg_round
+        );
+        assert!(offload.host_cpu_seconds_per_dkg_round > 0.0);
+        assert_eq!(offload.burst_threads_freed, frees.burst_threads);
+        assert_eq!(offload.steady_threads_freed, frees.steady_threads);
         assert!(b.node().network.ipv6_address.starts_with("2001:db8:5e1::"));
     }
     // Deterministic archives: the same bundle gives the same bytes.

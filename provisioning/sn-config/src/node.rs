@@ -36,6 +36,28 @@ pub struct NodeConfig {
     pub network: NodeNetwork,
     /// Who operates the node, and the SSH keys that may log in.
     pub operator: NodeOperator,
+    /// What the plan computed the GPU takes off this node's host; absent where the plan
+    /// had no GPU-assisted figures for the node's profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offload: Option<NodeOffload>,
+}
+
+/// node.toml's `[offload]`: the plan's figures of the host work the GPU takes off a node of
+/// its profile, from the profile's benchmark (CPU path minus GPU-assisted path). The agent
+/// exports them beside the CPU-seconds it counts offloaded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeOffload {
+    /// Where the benchmark was measured (machine, date, command), as the plan prints it.
+    pub benchmark: String,
+    /// Dealing verifications in one DKG round (`2n`).
+    pub dkg_round_dealings: u64,
+    /// Host CPU seconds one DKG round's verifications no longer cost.
+    pub host_cpu_seconds_per_dkg_round: f64,
+    /// Threads at the peak without the GPU minus with it (negative: the GPU mode needs more).
+    pub burst_threads_freed: i64,
+    /// Threads busy on average without the GPU minus with it.
+    pub steady_threads_freed: f64,
 }
 
 /// node.toml's `[network]`: static addressing, as text (parsed by [`NodeConfig::addresses`]).
@@ -64,6 +86,33 @@ pub struct NodeOperator {
     pub name: String,
     /// OpenSSH public keys of the node's operator (one line each).
     pub ssh_keys: Vec<String>,
+}
+
+impl NodeOffload {
+    /// Finite figures, a benchmark named in one line of printable text.
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.benchmark.is_empty()
+            || self.benchmark.len() > 512
+            || self.benchmark.chars().any(char::is_control)
+        {
+            return Err(invalid(
+                "offload.benchmark",
+                "is not 1 to 512 bytes of one line of text",
+            ));
+        }
+        for (field, value) in [
+            (
+                "offload.host_cpu_seconds_per_dkg_round",
+                self.host_cpu_seconds_per_dkg_round,
+            ),
+            ("offload.steady_threads_freed", self.steady_threads_freed),
+        ] {
+            if !value.is_finite() {
+                return Err(invalid(field, format!("{value} is not a finite number")));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The parsed addresses of [`NodeNetwork`].
@@ -167,6 +216,9 @@ impl NodeConfig {
             }
         }
         self.addresses()?;
+        if let Some(offload) = &self.offload {
+            offload.validate()?;
+        }
         for (i, key) in self.operator.ssh_keys.iter().enumerate() {
             if key.contains(['\n', '\r']) {
                 return Err(invalid(
@@ -233,5 +285,72 @@ impl NodeConfig {
     pub fn to_toml(&self) -> String {
         // Serialising plain strings, numbers and string lists cannot fail.
         toml::to_string(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NODE: &str = r#"schema = "sovereign-node/node-config/v2"
+subnet = "lab-1"
+name = "node-07"
+hostname = "node-07"
+profile = "development"
+
+[network]
+ipv6_address = "fd00:5e::17/64"
+ipv6_gateway = "fd00:5e::1"
+dns = ["fd00:5e::53"]
+
+[operator]
+name = "operator-a"
+ssh_keys = []
+"#;
+
+    fn with_offload(section: &str) -> Result<NodeConfig, ConfigError> {
+        NodeConfig::parse(format!("{NODE}\n[offload]\n{section}").as_bytes())
+    }
+
+    #[test]
+    fn offload_figures_round_trip_and_are_optional() {
+        assert_eq!(NodeConfig::parse(NODE.as_bytes()).unwrap().offload, None);
+        let node = with_offload(
+            "benchmark = \"measured on AMD EPYC (16 CPU threads) + NVIDIA H200\"\n\
+             dkg_round_dealings = 26\nhost_cpu_seconds_per_dkg_round = 4.5\n\
+             burst_threads_freed = 3\nsteady_threads_freed = 0.25\n",
+        )
+        .unwrap();
+        let offload = node.offload.clone().unwrap();
+        assert_eq!(offload.dkg_round_dealings, 26);
+        assert_eq!(offload.host_cpu_seconds_per_dkg_round, 4.5);
+        assert_eq!(offload.burst_threads_freed, 3);
+        let text = toml::to_string(&node).unwrap();
+        assert_eq!(NodeConfig::parse(text.as_bytes()).unwrap(), node);
+    }
+
+    #[test]
+    fn offload_figures_that_are_not_numbers_or_one_line_are_refused() {
+        let figures =
+            "dkg_round_dealings = 26\nburst_threads_freed = 3\nsteady_threads_freed = 0.25\n";
+        for (section, field) in [
+            (
+                format!("benchmark = \"b\"\nhost_cpu_seconds_per_dkg_round = nan\n{figures}"),
+                "offload.host_cpu_seconds_per_dkg_round",
+            ),
+            (
+                format!("benchmark = \"a\\nb\"\nhost_cpu_seconds_per_dkg_round = 1.0\n{figures}"),
+                "offload.benchmark",
+            ),
+            (
+                format!("benchmark = \"\"\nhost_cpu_seconds_per_dkg_round = 1.0\n{figures}"),
+                "offload.benchmark",
+            ),
+        ] {
+            let err = with_offload(&section).unwrap_err().to_string();
+            assert!(err.contains(field), "{section}: {err}");
+        }
+        let unknown = with_offload("benchmark = \"b\"\nthreads = 1\n").unwrap_err();
+        assert!(unknown.to_string().contains("unknown field"), "{unknown}");
     }
 }

@@ -357,7 +357,7 @@ fn run_plan(a: &PlanArgs) -> Result<ExitStatus, Failure> {
         let key_path = a.signing_key.as_deref().ok_or_else(|| {
             fail(ExitStatus::InvalidInput)(anyhow!("--out needs --signing-key KEY"))
         })?;
-        write_plan_dir(dir, &subnet, key_path, &text, &plan_json)?;
+        write_plan_dir(dir, &subnet, &plan, key_path, &text, &plan_json)?;
     }
     print!("{}", if a.json { &plan_json } else { &text });
     Ok(ExitStatus::Success)
@@ -368,6 +368,7 @@ fn run_plan(a: &PlanArgs) -> Result<ExitStatus, Failure> {
 fn write_plan_dir(
     dir: &Path,
     subnet: &Subnet,
+    plan: &provisioning::plan::Plan,
     key_path: &Path,
     text: &str,
     plan_json: &str,
@@ -375,7 +376,7 @@ fn write_plan_dir(
     let key =
         sn_config::sign::load_signing_key(key_path).map_err(fail(ExitStatus::InvalidInput))?;
     let bundles =
-        provisioning::plan::bundles(subnet, &key).map_err(fail(ExitStatus::InvalidInput))?;
+        provisioning::plan::bundles(subnet, plan, &key).map_err(fail(ExitStatus::InvalidInput))?;
     let io = |path: &Path| format!("writing {}", path.display());
     std::fs::create_dir_all(dir)
         .with_context(|| io(dir))

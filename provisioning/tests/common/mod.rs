@@ -68,7 +68,13 @@ impl Agents {
             &Default::default(),
         )
         .unwrap();
-        for b in provisioning::plan::bundles(&subnet, &plan_key()).unwrap() {
+        for b in provisioning::plan::bundles(
+            &subnet,
+            &provisioning::plan::plan(&subnet).unwrap(),
+            &plan_key(),
+        )
+        .unwrap()
+        {
             b.write_dir(&plan.join(&b.node().name)).unwrap();
         }
         Agents {
@@ -246,7 +252,13 @@ impl Agents {
         .unwrap();
         assert!(subnet.network.dns.len() > 1);
         subnet.network.dns.truncate(1);
-        for b in provisioning::plan::bundles(&subnet, &plan_key()).unwrap() {
+        for b in provisioning::plan::bundles(
+            &subnet,
+            &provisioning::plan::plan(&subnet).unwrap(),
+            &plan_key(),
+        )
+        .unwrap()
+        {
             b.write_dir(&plan.join(&b.node().name)).unwrap();
         }
         plan
