@@ -7,7 +7,9 @@ use hardware_profiles::{
     CostInputs, MachineFacts, Pin, ProfileSet, ReadinessCheck, RuntimeConfig, SelectError,
     SelectedBy, SevSnpState,
 };
+use prometheus_client::registry::Unit;
 use serde::Serialize;
+use sn_config::NodeOffload;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -318,5 +320,40 @@ pub fn encode_metrics(node: &NodeAssessment, families: &mut FamilyWriter) -> fmt
         None,
         &one(vec![], flag(node.sev_snp.guest_device)),
     )?;
+    if let Some(offload) = node.configuration.as_ref().and_then(|c| c.offload.as_ref()) {
+        encode_planned_offload(offload, families)?;
+    }
     Ok(())
+}
+
+/// The plan's offload figures from the node's bundle: what the profile's benchmark says the
+/// GPU takes off this node's host, beside the CPU-seconds the agent counts offloaded.
+fn encode_planned_offload(offload: &NodeOffload, families: &mut FamilyWriter) -> fmt::Result {
+    families.gauge(
+        "sovereign_planned_offload_host_cpu_per_dkg_round",
+        "Host CPU time one DKG round's dealing verifications no longer cost with the GPU, from the plan's benchmark of the node's profile.",
+        Some(Unit::Seconds),
+        &one(
+            vec![
+                ("benchmark", offload.benchmark.clone()),
+                ("dealings", offload.dkg_round_dealings.to_string()),
+            ],
+            offload.host_cpu_seconds_per_dkg_round,
+        ),
+    )?;
+    families.gauge(
+        "sovereign_planned_offload_threads",
+        "Host threads the GPU frees, from the plan: at the DKG and checkpoint peak (burst) and on average (steady).",
+        None,
+        &[
+            (
+                vec![("load", "burst".to_string())],
+                offload.burst_threads_freed as f64,
+            ),
+            (
+                vec![("load", "steady".to_string())],
+                offload.steady_threads_freed,
+            ),
+        ],
+    )
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use sn_config::NodeConfig;
+use sn_config::NodeOffload;
 use sn_config::apply::{ApplyState, ApplyStatus};
 
 /// Requirement name of the readiness check for the node configuration.
@@ -40,6 +41,9 @@ pub struct NodeConfigView {
     pub bundle_digest: Option<String>,
     /// The bundle signer's Ed25519 public key, hex; bound into the evidence too.
     pub signer: Option<String>,
+    /// The plan's figures of the host work the GPU takes off this node (node.toml's
+    /// `[offload]`); `None` unless applied with them.
+    pub offload: Option<NodeOffload>,
 }
 
 /// The node configuration: the view, and the node's record when a bundle was applied.
@@ -68,6 +72,7 @@ impl NodeConfiguration {
                 profile: None,
                 bundle_digest: None,
                 signer: None,
+                offload: None,
             },
             node: None,
         }
@@ -126,6 +131,7 @@ impl NodeConfiguration {
                 view.profile = Some(node.profile.clone());
                 view.bundle_digest = status.bundle_digest.clone();
                 view.signer = status.signer.clone();
+                view.offload = node.offload.clone();
                 NodeConfiguration {
                     view,
                     node: Some(node),

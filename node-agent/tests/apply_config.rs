@@ -235,7 +235,15 @@ fn nothing_pinned_makes_the_node_not_ready_and_the_agent_stays_up() {
 #[test]
 fn the_agent_runs_the_applied_configuration_and_names_the_node() {
     let s = Setup::new();
-    let bundle = sn_config::Bundle::sign(&node_config("development"), None, &key()).unwrap();
+    let mut node = node_config("development");
+    node.offload = Some(sn_config::NodeOffload {
+        benchmark: "measured on a lab machine, 2026-12-03".into(),
+        dkg_round_dealings: 26,
+        host_cpu_seconds_per_dkg_round: 4.25,
+        burst_threads_freed: 3,
+        steady_threads_freed: 0.5,
+    });
+    let bundle = sn_config::Bundle::sign(&node, None, &key()).unwrap();
     let out = s.apply(
         &s.partition(&bundle.archive().unwrap()),
         &production_cmdline(),
@@ -256,7 +264,19 @@ fn the_agent_runs_the_applied_configuration_and_names_the_node() {
     assert_eq!(c["node"], "node-07");
     assert_eq!(c["subnet"], "lab-1");
     assert_eq!(c["bundle_digest"], hex::encode(bundle.digest()));
+    assert_eq!(c["offload"]["host_cpu_seconds_per_dkg_round"], 4.25);
     assert_eq!(status["node"]["profile"], "development");
+    // The plan's offload figures, exported beside the offloaded CPU-seconds counter.
+    let (code, metrics) = agent.get("/metrics");
+    assert_eq!(code, 200);
+    for line in [
+        "sovereign_planned_offload_host_cpu_per_dkg_round_seconds{benchmark=\"measured on a lab machine, 2026-12-03\",dealings=\"26\"} 4.25",
+        "sovereign_planned_offload_threads{load=\"burst\"} 3",
+        "sovereign_planned_offload_threads{load=\"steady\"} 0.5",
+        "sovereign_crypto_offloaded_cpu_seconds_total ",
+    ] {
+        assert!(metrics.contains(line), "{line} not in\n{metrics}");
+    }
 }
 
 #[test]

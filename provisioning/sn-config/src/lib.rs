@@ -35,7 +35,7 @@ pub mod sign;
 
 pub use bundle::Bundle;
 pub use error::ConfigError;
-pub use node::NodeConfig;
+pub use node::{NodeConfig, NodeOffload};
 
 /// Size of the `sn-config` partition; the node reads no more than this.
 pub const PARTITION_BYTES: u64 = 16 << 20;

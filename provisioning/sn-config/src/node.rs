@@ -1,6 +1,7 @@
-//! `node.toml`: the node's identity and network, the one settings member of a bundle.
-//! Nothing here can change what the node trusts (key location, evidence source, state
-//! directory, listeners): those come from the measured image only.
+//! `node.toml`: the node's identity and network (and the plan's offload figures, which the
+//! agent only reports), the one settings member of a bundle. Nothing here can change what
+//! the node trusts (key location, evidence source, state directory, listeners): those come
+//! from the measured image only.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
