@@ -1,4 +1,4 @@
-// sppark's GPU MSM as a measured peer for the side-by-side benchmark (issue 6); never
+// sppark's GPU MSM as a measured peer for the side-by-side benchmark; never
 // shipped. Instantiated as sppark's poc/msm-cuda does for BLS12-381: Jacobian result,
 // XYZZ buckets, the buckets' affine points, fr_t scalars passed as plain little-endian
 // integers (mont = false). Built on the GPU machine by build_peer.sh with
