@@ -14,8 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::archive::{Partition, read_partition};
 use crate::bundle::Bundle;
+use crate::error::ConfigError;
 use crate::fs::{io_at, parent_of, sync_dir};
-use crate::{ConfigError, NODE_CONFIG, PARTITION_BYTES, REPLICA_CONFIG};
+use crate::members::{NODE_CONFIG, PARTITION_BYTES, REPLICA_CONFIG};
 
 /// `schema` of status.json.
 pub const STATUS_SCHEMA: &str = "sovereign-node/config-status/v1";

@@ -14,17 +14,18 @@ use std::collections::BTreeMap;
 use std::io::Read as _;
 
 use crate::bundle::{Bundle, Signers};
-use crate::{ConfigError, PARTITION_BYTES, allowed_list, allowed_members};
+use crate::error::ConfigError;
+use crate::members::{PARTITION_BYTES, SIGNATURE, SUMS, allowed_list, allowed_members};
 
 /// The archive of `files` (name -> bytes). [`Bundle::archive`] is the way to call it.
 fn write_archive(files: &BTreeMap<String, Vec<u8>>) -> Result<Vec<u8>, ConfigError> {
     let archive_err = |name: &str, e: std::io::Error| ConfigError::Archive(format!("{name}: {e}"));
     let mut builder = tar::Builder::new(Vec::new());
-    let order = [crate::SUMS, crate::SIGNATURE].into_iter().chain(
+    let order = [SUMS, SIGNATURE].into_iter().chain(
         files
             .keys()
             .map(String::as_str)
-            .filter(|n| *n != crate::SUMS && *n != crate::SIGNATURE),
+            .filter(|n| *n != SUMS && *n != SIGNATURE),
     );
     for name in order {
         let Some(bytes) = files.get(name) else {
@@ -118,8 +119,8 @@ fn check_canonical(name: &str, size: u64, actual: &[u8; 512]) -> Result<(), Conf
 /// The writer's order: SHA256SUMS, SHA256SUMS.sig, then the content members by name.
 fn writer_rank(name: &str) -> (u8, &str) {
     match name {
-        crate::SUMS => (0, ""),
-        crate::SIGNATURE => (1, ""),
+        SUMS => (0, ""),
+        SIGNATURE => (1, ""),
         other => (2, other),
     }
 }
@@ -287,8 +288,7 @@ fn check_member_header(
             field: "member order".into(),
             detail: format!(
                 "the writer writes {}, {}, then the content members by name",
-                crate::SUMS,
-                crate::SIGNATURE
+                SUMS, SIGNATURE
             ),
             member: name.to_string(),
         });

@@ -7,11 +7,12 @@ use std::path::Path;
 use ed25519_dalek::SigningKey;
 use sha2::{Digest, Sha256};
 
+use crate::error::ConfigError;
+use crate::members::{
+    NODE_CONFIG, REPLICA_CONFIG, SIGNATURE, SUMS, allowed_list, allowed_members, member_limit,
+};
 use crate::node::NodeConfig;
 use crate::sign::SignatureFile;
-use crate::{
-    ConfigError, NODE_CONFIG, REPLICA_CONFIG, SIGNATURE, SUMS, allowed_members, member_limit,
-};
 
 /// Whose signature [`Bundle::verify_with`] accepts.
 #[derive(Clone, Copy)]
@@ -134,7 +135,7 @@ impl Bundle {
             if !allowed_members().any(|m| m == name) {
                 return Err(ConfigError::UnknownMember {
                     member: name.clone(),
-                    allowed: crate::allowed_list(),
+                    allowed: allowed_list(),
                 });
             }
             check_size(name, bytes.len() as u64)?;
@@ -205,7 +206,7 @@ impl Bundle {
             if !allowed_members().any(|m| m == name) {
                 return Err(ConfigError::UnknownMember {
                     member: name,
-                    allowed: crate::allowed_list(),
+                    allowed: allowed_list(),
                 });
             }
             let meta = std::fs::symlink_metadata(&path).map_err(io(&path))?;

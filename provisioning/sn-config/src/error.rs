@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
+use crate::members::{SIGNATURE, SUMS};
+
 /// Why a bundle, an archive or a signing key was refused.
 #[derive(Debug, Error)]
 pub enum ConfigError {
@@ -179,10 +181,10 @@ impl ConfigError {
             | ConfigError::ChecksumMismatch { member, .. }
             | ConfigError::NonCanonicalHeader { member, .. }
             | ConfigError::Invalid { member, .. } => Some(member),
-            ConfigError::Sums(_) => Some(crate::SUMS),
+            ConfigError::Sums(_) => Some(SUMS),
             ConfigError::SignatureFile(_)
             | ConfigError::BadSignature { .. }
-            | ConfigError::WrongSigner { .. } => Some(crate::SIGNATURE),
+            | ConfigError::WrongSigner { .. } => Some(SIGNATURE),
             _ => None,
         }
     }

@@ -4,7 +4,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::ConfigError;
+use crate::error::ConfigError;
 
 pub(crate) fn io_at(path: &Path) -> impl FnOnce(std::io::Error) -> ConfigError + '_ {
     move |source| ConfigError::Io {

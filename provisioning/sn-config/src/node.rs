@@ -7,7 +7,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ConfigError, NODE_CONFIG};
+use crate::error::ConfigError;
+use crate::members::NODE_CONFIG;
 
 /// `schema` of node.toml.
 pub const NODE_CONFIG_SCHEMA: &str = "sovereign-node/node-config/v2";

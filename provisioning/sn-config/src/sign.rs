@@ -11,7 +11,7 @@ use ed25519_dalek::pkcs8::{DecodePrivateKey as _, EncodePrivateKey as _};
 use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
 use serde::{Deserialize, Serialize};
 
-use crate::ConfigError;
+use crate::error::ConfigError;
 
 /// `schema` of SHA256SUMS.sig.
 pub const SIGNATURE_SCHEMA: &str = "sovereign-node/config-signature/v1";
