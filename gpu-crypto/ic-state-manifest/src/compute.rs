@@ -1,10 +1,10 @@
 //! Manifest of a checkpoint directory, as the replica's `compute_manifest` builds it
 //! (without its incremental re-use of a previous manifest's chunk hashes).
 
-use super::hash::{CHUNK_DOMAIN, file_hash};
-use super::{
-    CHUNK_SIZE, ChunkInfo, FileInfo, Manifest, ManifestError, ManifestVersion,
-    UNVERIFIED_CHECKPOINT_MARKER,
+use crate::error::ManifestError;
+use crate::hash::{CHUNK_DOMAIN, file_hash};
+use crate::manifest::{
+    CHUNK_SIZE, ChunkInfo, FileInfo, Manifest, ManifestVersion, UNVERIFIED_CHECKPOINT_MARKER,
 };
 use gpu_crypto::{DomainSeparator, Engine};
 use rayon::prelude::*;

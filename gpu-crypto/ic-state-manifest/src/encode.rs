@@ -12,7 +12,7 @@
 //! encoding into 1 MiB sub-manifest hashes entry by entry; the IC's own compatibility test
 //! pins these bytes (see tests/manifest.rs).
 
-use super::{ChunkInfo, FileInfo, Manifest};
+use crate::manifest::{ChunkInfo, FileInfo, Manifest};
 
 /// Where encoded bytes go: a buffer, or the sub-manifest hasher.
 pub(crate) trait ByteSink {

@@ -1,7 +1,8 @@
 //! The IC's manifest hashes (`rs/state_manager/src/manifest.rs` and `manifest/hash.rs`).
 
-use super::encode::{ByteSink, encode_manifest};
-use super::{CHUNK_SIZE, ChunkInfo, Manifest, ManifestError, ManifestVersion};
+use crate::encode::{ByteSink, encode_manifest};
+use crate::error::ManifestError;
+use crate::manifest::{CHUNK_SIZE, ChunkInfo, Manifest, ManifestVersion};
 use sha2::{Digest, Sha256};
 
 pub(crate) const CHUNK_DOMAIN: &str = "ic-state-chunk";

@@ -1,6 +1,7 @@
 //! The JSON form of a manifest (see the module documentation).
 
-use super::{ChunkInfo, FileInfo, Manifest, ManifestError, ManifestVersion};
+use crate::error::ManifestError;
+use crate::manifest::{ChunkInfo, FileInfo, Manifest, ManifestVersion};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::io::{Read, Write};
 

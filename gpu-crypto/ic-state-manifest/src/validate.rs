@@ -6,8 +6,9 @@
 //! Like the replica, chunk sizes are not bounded by the chunk size and chunk hashes are
 //! not checked (that needs the data).
 
-use super::hash::file_hash;
-use super::{ChunkInfo, FileInfo, Manifest, ManifestError, ManifestVersion};
+use crate::error::ManifestError;
+use crate::hash::file_hash;
+use crate::manifest::{ChunkInfo, FileInfo, Manifest, ManifestVersion};
 use std::path::Path;
 
 /// Checks the manifest's internal consistency, as the replica does: chunks grouped by
