@@ -11,8 +11,8 @@
 mod timing;
 
 use gpu_crypto::gpu::bench::{
-    ShaKernel, decompress_breakdown, decompress_kernels, fp_chain_latency, h2d_bandwidth,
-    sha256_device_resident, sha256_from_pinned,
+    ShaKernel, ShaThroughput, decompress_breakdown, decompress_kernels, fp_chain_latency,
+    h2d_bandwidth, sha256_device_resident, sha256_from_pinned,
 };
 use gpu_crypto::gpu::{DecompressKernel, GpuBackend, LATENCY_KERNEL_MAX_POINTS};
 use gpu_crypto::{G1Affine, G1Projective};
@@ -133,6 +133,46 @@ fn main() -> anyhow::Result<()> {
     // GPU_BENCH_VARIANTS=0: only the production kernels (no benchmark variants).
     let variants = std::env::var("GPU_BENCH_VARIANTS").as_deref() != Ok("0");
     let threads = rayon::current_num_threads();
+    let gpu = open_gpu()?;
+    println!("CPU: {threads} rayon threads");
+    let mut rows = Vec::new();
+
+    // GPU_BENCH_ONLY=sha-kernels: only SHA-256 kernel variants over device-resident chunks.
+    if std::env::var("GPU_BENCH_ONLY").as_deref() == Ok("sha-kernels") {
+        return sha_kernel_variants(&gpu, if quick { 512 } else { 16384 });
+    }
+
+    // G1 decompression, host bytes -> host results (engine-level call).
+    let max_log = if quick { 12 } else { 20 };
+    let all_points = random_points(1 << max_log);
+    print_fp_chains(&gpu)?;
+    let (latency_448, rate_max) = bench_decompress(&gpu, &all_points, max_log, &mut rows)?;
+    bench_decompress_kernels(&gpu, &all_points, max_log, variants)?;
+    bench_decompress_breakdown(&gpu, &all_points)?;
+
+    // GPU_BENCH_ONLY=decompress: stop after the decompression figures.
+    if std::env::var("GPU_BENCH_ONLY").as_deref() == Ok("decompress") {
+        print_rows(&rows, threads);
+        print_decompress_figures(&rows, latency_448, max_log, rate_max);
+        return Ok(());
+    }
+
+    bench_sha_pageable(&gpu, quick, &mut rows)?;
+    let dr = bench_sha_device_resident(&gpu, quick, variants)?;
+    let h2d = bench_h2d(&gpu)?;
+    if !quick {
+        bench_sha_device_resident_32768(&gpu)?;
+    }
+    let pn = bench_sha_from_pinned(&gpu, quick, h2d)?;
+
+    print_rows(&rows, threads);
+    print_decompress_figures(&rows, latency_448, max_log, rate_max);
+    print_sha_figures(&rows, &dr, &pn, h2d);
+    Ok(())
+}
+
+/// Opens GPU 0 and prints what it is and how its programs were loaded.
+fn open_gpu() -> anyhow::Result<GpuBackend> {
     let t0 = Instant::now();
     let gpu = GpuBackend::open(0).map_err(|e| anyhow::anyhow!("GPU unusable: {e}"))?;
     println!(
@@ -146,24 +186,27 @@ fn main() -> anyhow::Result<()> {
             l.program, l.source, l.seconds
         );
     }
-    println!("CPU: {threads} rayon threads");
-    let mut rows = Vec::new();
+    Ok(gpu)
+}
 
-    // GPU_BENCH_ONLY=sha-kernels: only SHA-256 kernel variants over device-resident chunks.
-    if std::env::var("GPU_BENCH_ONLY").as_deref() == Ok("sha-kernels") {
-        return sha_kernel_variants(&gpu, if quick { 512 } else { 16384 });
-    }
-
-    // G1 decompression, host bytes -> host results (engine-level call).
-    let max_log = if quick { 12 } else { 20 };
-    let all_points = random_points(1 << max_log);
-    // Latency of dependent chains of field operations (one warp): what bounds small batches.
+/// Latency of dependent chains of field operations (one warp): what bounds small batches.
+fn print_fp_chains(gpu: &GpuBackend) -> anyhow::Result<()> {
     for (name, ns) in
-        fp_chain_latency(&gpu, 4096, 5).map_err(|e| anyhow::anyhow!("fp chains: {e}"))?
+        fp_chain_latency(gpu, 4096, 5).map_err(|e| anyhow::anyhow!("fp chains: {e}"))?
     {
         println!("fp chain {name:<22}: {ns:>8.1} ns per dependent step");
     }
+    Ok(())
+}
 
+/// End-to-end decompression, GPU against CPU, over every batch size up to 2^`max_log`;
+/// returns the 448-point GPU latency and the 2^`max_log`-point GPU rate.
+fn bench_decompress(
+    gpu: &GpuBackend,
+    all_points: &[[u8; 48]],
+    max_log: u32,
+    rows: &mut Vec<Row>,
+) -> anyhow::Result<(f64, f64)> {
     let mut sizes: Vec<usize> = vec![
         1, 4, 16, 64, 128, 256, 448, 1024, 2048, 3072, 4096, 6144, 8192, 16384, 65536,
     ];
@@ -178,48 +221,10 @@ fn main() -> anyhow::Result<()> {
     for &n in &sizes {
         let pts = &all_points[..n];
         let reps = (65536 / n).clamp(2, 50);
-        let (g, gout) = time(reps, || gpu.g1_decompress(pts));
-        let gout = gout.map_err(|e| anyhow::anyhow!("GPU decompress: {e}"))?;
-        let (c, cout) = time(if n >= 65536 { 1 } else { reps }, || cpu_decompress(pts));
-        let mismatches = gout.iter().zip(&cout).filter(|(g, c)| g != c).count();
-        anyhow::ensure!(mismatches == 0, "decompress n={n}: {mismatches} mismatches");
-        println!(
-            "decompress n={n:>8}: GPU {:>10.3} ms ({:>11.0} pts/s)  CPU {:>10.3} ms ({:>9.0} pts/s)  all {n} equal  [{:?} kernel]",
-            g * 1e3,
-            n as f64 / g,
-            c * 1e3,
-            n as f64 / c,
-            DecompressKernel::for_batch(n)
-        );
-        // Around the switch, the other kernel end to end too (the switch's evidence).
-        if (448..=16384).contains(&n) {
-            let other = match DecompressKernel::for_batch(n) {
-                DecompressKernel::Latency => DecompressKernel::Throughput,
-                DecompressKernel::Throughput => DecompressKernel::Latency,
-            };
-            let (o, oout) = time(reps, || gpu.g1_decompress_with(pts, other));
-            let oout = oout.map_err(|e| anyhow::anyhow!("GPU decompress ({other:?}): {e}"))?;
-            anyhow::ensure!(
-                oout == cout,
-                "decompress n={n} ({other:?}): differs from the CPU"
-            );
-            println!(
-                "decompress n={n:>8}: GPU {:>10.3} ms with the {other:?} kernel instead (switch at {LATENCY_KERNEL_MAX_POINTS}); all {n} equal",
-                o * 1e3
-            );
-        }
+        let (g, c) = bench_decompress_batch(gpu, pts, reps)?;
         if n == 448 {
             latency_448 = g;
-            // The spread of the target figure, not only its median.
-            let [lo, med, hi] = time_spread(500, || {
-                let _ = gpu.g1_decompress(pts);
-            });
-            println!(
-                "decompress n=     448: GPU end to end over 500 calls: fastest {:.3} ms, median {:.3} ms, slowest {:.3} ms",
-                lo * 1e3,
-                med * 1e3,
-                hi * 1e3
-            );
+            decompress_spread_448(gpu, pts);
         }
         if n == 1 << max_log {
             rate_max = n as f64 / g;
@@ -233,15 +238,77 @@ fn main() -> anyhow::Result<()> {
             per_item: n as f64 / g,
         });
     }
+    Ok((latency_448, rate_max))
+}
 
-    // Kernel-only decompression time on device-resident points: the production kernel
-    // and the benchmark variants (other formulas, other register budgets), each checked.
+/// One batch size end to end, GPU and CPU, results compared; around the kernel switch,
+/// the other kernel too. Returns the GPU and CPU seconds.
+fn bench_decompress_batch(
+    gpu: &GpuBackend,
+    pts: &[[u8; 48]],
+    reps: usize,
+) -> anyhow::Result<(f64, f64)> {
+    let n = pts.len();
+    let (g, gout) = time(reps, || gpu.g1_decompress(pts));
+    let gout = gout.map_err(|e| anyhow::anyhow!("GPU decompress: {e}"))?;
+    let (c, cout) = time(if n >= 65536 { 1 } else { reps }, || cpu_decompress(pts));
+    let mismatches = gout.iter().zip(&cout).filter(|(g, c)| g != c).count();
+    anyhow::ensure!(mismatches == 0, "decompress n={n}: {mismatches} mismatches");
+    println!(
+        "decompress n={n:>8}: GPU {:>10.3} ms ({:>11.0} pts/s)  CPU {:>10.3} ms ({:>9.0} pts/s)  all {n} equal  [{:?} kernel]",
+        g * 1e3,
+        n as f64 / g,
+        c * 1e3,
+        n as f64 / c,
+        DecompressKernel::for_batch(n)
+    );
+    // Around the switch, the other kernel end to end too (the switch's evidence).
+    if (448..=16384).contains(&n) {
+        let other = match DecompressKernel::for_batch(n) {
+            DecompressKernel::Latency => DecompressKernel::Throughput,
+            DecompressKernel::Throughput => DecompressKernel::Latency,
+        };
+        let (o, oout) = time(reps, || gpu.g1_decompress_with(pts, other));
+        let oout = oout.map_err(|e| anyhow::anyhow!("GPU decompress ({other:?}): {e}"))?;
+        anyhow::ensure!(
+            oout == cout,
+            "decompress n={n} ({other:?}): differs from the CPU"
+        );
+        println!(
+            "decompress n={n:>8}: GPU {:>10.3} ms with the {other:?} kernel instead (switch at {LATENCY_KERNEL_MAX_POINTS}); all {n} equal",
+            o * 1e3
+        );
+    }
+    Ok((g, c))
+}
+
+/// The spread of the target figure (448 points end to end), not only its median.
+fn decompress_spread_448(gpu: &GpuBackend, pts: &[[u8; 48]]) {
+    let [lo, med, hi] = time_spread(500, || {
+        let _ = gpu.g1_decompress(pts);
+    });
+    println!(
+        "decompress n=     448: GPU end to end over 500 calls: fastest {:.3} ms, median {:.3} ms, slowest {:.3} ms",
+        lo * 1e3,
+        med * 1e3,
+        hi * 1e3
+    );
+}
+
+/// Kernel-only decompression time on device-resident points: the production kernel
+/// and the benchmark variants (other formulas, other register budgets), each checked.
+fn bench_decompress_kernels(
+    gpu: &GpuBackend,
+    all_points: &[[u8; 48]],
+    max_log: u32,
+    variants: bool,
+) -> anyhow::Result<()> {
     for &n in &[32usize, 448, 2048, 4096, 8192, 16384, 1 << max_log] {
         if n > all_points.len() {
             continue;
         }
         let reps = if n >= 1 << 20 { 5 } else { 20 };
-        for k in decompress_kernels(&gpu, &all_points[..n], reps, variants)
+        for k in decompress_kernels(gpu, &all_points[..n], reps, variants)
             .map_err(|e| anyhow::anyhow!("decompression kernels: {e}"))?
         {
             anyhow::ensure!(
@@ -260,13 +327,16 @@ fn main() -> anyhow::Result<()> {
             );
         }
     }
+    Ok(())
+}
 
-    // Where a single-segment decompression's time goes, stage by stage.
+/// Where a single-segment decompression's time goes, stage by stage.
+fn bench_decompress_breakdown(gpu: &GpuBackend, all_points: &[[u8; 48]]) -> anyhow::Result<()> {
     for &n in &[448usize, 65536] {
         if n > all_points.len() {
             continue;
         }
-        let b = decompress_breakdown(&gpu, &all_points[..n], 20)
+        let b = decompress_breakdown(gpu, &all_points[..n], 20)
             .map_err(|e| anyhow::anyhow!("decompress breakdown: {e}"))?;
         println!(
             "decompress breakdown n={n:>6} (medians, ms): stage {:.3}  upload {:.3}  poison {:.3}  kernel {:.3}  download {:.3}  decode {:.3}  | sequential total {:.3}; all {n} equal the CPU",
@@ -279,17 +349,12 @@ fn main() -> anyhow::Result<()> {
             b.total.median * 1e3,
         );
     }
+    Ok(())
+}
 
-    // GPU_BENCH_ONLY=decompress: stop after the decompression figures.
-    if std::env::var("GPU_BENCH_ONLY").as_deref() == Ok("decompress") {
-        print_rows(&rows, threads);
-        print_decompress_figures(&rows, latency_448, max_log, rate_max);
-        return Ok(());
-    }
-
-    // SHA-256 of 1 MiB chunks from ordinary (pageable) host memory, engine-level call.
-    let max_chunks = if quick { 64 } else { 4096 };
-    let data: Vec<Vec<u8>> = (0..max_chunks)
+/// `chunks` pseudo-random 1 MiB chunks (xorshift, one seed per chunk).
+fn random_chunks(chunks: usize) -> Vec<Vec<u8>> {
+    (0..chunks)
         .into_par_iter()
         .map(|i| {
             let mut x = (i as u64 + 7).wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -302,7 +367,13 @@ fn main() -> anyhow::Result<()> {
             }
             v
         })
-        .collect();
+        .collect()
+}
+
+/// SHA-256 of 1 MiB chunks from ordinary (pageable) host memory, engine-level call.
+fn bench_sha_pageable(gpu: &GpuBackend, quick: bool, rows: &mut Vec<Row>) -> anyhow::Result<()> {
+    let max_chunks = if quick { 64 } else { 4096 };
+    let data = random_chunks(max_chunks);
     let refs: Vec<&[u8]> = data.iter().map(|c| c.as_slice()).collect();
     for &n in &[1usize, 4, 16, 64, 128, 256, 512, 1024, 4096] {
         if n > max_chunks {
@@ -330,10 +401,16 @@ fn main() -> anyhow::Result<()> {
             per_item: gb / g,
         });
     }
-    drop(refs);
-    drop(data);
+    Ok(())
+}
 
-    // SHA-256 kernel over device-resident chunks, and streamed from pinned host memory.
+/// The SHA-256 kernel over device-resident chunks: the benchmark variants (when
+/// `variants`), then the production kernel, whose result is returned.
+fn bench_sha_device_resident(
+    gpu: &GpuBackend,
+    quick: bool,
+    variants: bool,
+) -> anyhow::Result<ShaThroughput> {
     let resident_chunks = if quick { 512 } else { 16384 };
     let sha_variants = if variants {
         &[
@@ -347,9 +424,9 @@ fn main() -> anyhow::Result<()> {
     } else {
         &[][..]
     };
-    print_sha_variants(&gpu, sha_variants, resident_chunks)?;
+    print_sha_variants(gpu, sha_variants, resident_chunks)?;
     let dr = sha256_device_resident(
-        &gpu,
+        gpu,
         ShaKernel::Production,
         resident_chunks,
         1 << 20,
@@ -370,7 +447,12 @@ fn main() -> anyhow::Result<()> {
         dr.seconds.max * 1e3,
         dr.gbps()
     );
-    let (h2d, h2d_t) = h2d_bandwidth(&gpu, 1 << 30, 5).map_err(|e| anyhow::anyhow!("h2d: {e}"))?;
+    Ok(dr)
+}
+
+/// Host-to-device bandwidth from pinned memory (GB/s), the bound for streamed hashing.
+fn bench_h2d(gpu: &GpuBackend) -> anyhow::Result<f64> {
+    let (h2d, h2d_t) = h2d_bandwidth(gpu, 1 << 30, 5).map_err(|e| anyhow::anyhow!("h2d: {e}"))?;
     println!(
         "H2D pinned 1 GiB copies: {:.2} GB/s (median {:.2} ms, {:.2}-{:.2})",
         h2d,
@@ -378,23 +460,31 @@ fn main() -> anyhow::Result<()> {
         h2d_t.min * 1e3,
         h2d_t.max * 1e3
     );
-    if !quick {
-        let big = sha256_device_resident(&gpu, ShaKernel::Production, 32768, 1 << 20, IC_PREFIX, 3)
-            .map_err(|e| anyhow::anyhow!("device-resident 32768: {e}"))?;
-        anyhow::ensure!(
-            big.mismatches == 0,
-            "device-resident 32768: {} mismatches",
-            big.mismatches
-        );
-        println!(
-            "sha256 device-resident {} x 1 MiB (two warps per scheduler): {:.2} ms median, {:.1} GB/s; all digests equal the CPU's",
-            big.chunks,
-            big.seconds.median * 1e3,
-            big.gbps()
-        );
-    }
+    Ok(h2d)
+}
+
+/// The production SHA-256 kernel over 32768 device-resident chunks.
+fn bench_sha_device_resident_32768(gpu: &GpuBackend) -> anyhow::Result<()> {
+    let big = sha256_device_resident(gpu, ShaKernel::Production, 32768, 1 << 20, IC_PREFIX, 3)
+        .map_err(|e| anyhow::anyhow!("device-resident 32768: {e}"))?;
+    anyhow::ensure!(
+        big.mismatches == 0,
+        "device-resident 32768: {} mismatches",
+        big.mismatches
+    );
+    println!(
+        "sha256 device-resident {} x 1 MiB (two warps per scheduler): {:.2} ms median, {:.1} GB/s; all digests equal the CPU's",
+        big.chunks,
+        big.seconds.median * 1e3,
+        big.gbps()
+    );
+    Ok(())
+}
+
+/// SHA-256 streamed from pinned host memory, against the H2D bandwidth `h2d` (GB/s).
+fn bench_sha_from_pinned(gpu: &GpuBackend, quick: bool, h2d: f64) -> anyhow::Result<ShaThroughput> {
     let pinned_chunks = if quick { 256 } else { 16384 };
-    let pn = sha256_from_pinned(&gpu, pinned_chunks, 1 << 20, IC_PREFIX, 256, 16, 3)
+    let pn = sha256_from_pinned(gpu, pinned_chunks, 1 << 20, IC_PREFIX, 256, 16, 3)
         .map_err(|e| anyhow::anyhow!("from pinned: {e}"))?;
     anyhow::ensure!(
         pn.mismatches == 0,
@@ -408,12 +498,14 @@ fn main() -> anyhow::Result<()> {
         pn.gbps(),
         100.0 * pn.gbps() / h2d
     );
+    Ok(pn)
+}
 
-    print_rows(&rows, threads);
-    print_decompress_figures(&rows, latency_448, max_log, rate_max);
+/// The end of the figure table: the SHA-256 figures.
+fn print_sha_figures(rows: &[Row], dr: &ShaThroughput, pn: &ShaThroughput, h2d: f64) {
     println!(
         "| sha256 (1 MiB chunks) crossover | {} |",
-        crossover(&rows, "sha256")
+        crossover(rows, "sha256")
     );
     println!(
         "| sha256 device-resident {} x 1 MiB | {:.1} GB/s |",
@@ -427,7 +519,6 @@ fn main() -> anyhow::Result<()> {
     );
     println!("| H2D bandwidth (pinned, 1 GiB) | {:.2} GB/s |", h2d);
     println!("| from-pinned / H2D | {:.0}% |", 100.0 * pn.gbps() / h2d);
-    Ok(())
 }
 
 /// The GPU-vs-CPU table of every row measured.

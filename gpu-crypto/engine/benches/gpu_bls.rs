@@ -159,193 +159,217 @@ fn main() {
         // 65,536 is left out to keep the run short (docs/results/crossover-bls-verify-h200 has it).
         &[64, 256, 512, 1024, 2048, 4096, 16384]
     };
-    // Hashing alone: the GPU kernel against ic_bls12_381 (the CPU path) and blst on all
-    // host cores, on 32-byte messages as in the batches below.
     for n in [1024usize, 4096, 16384] {
-        let mut rng = ChaCha20Rng::seed_from_u64(n as u64);
-        let messages: Vec<Vec<u8>> = (0..n)
-            .map(|_| {
-                let mut m = vec![0u8; 32];
-                rng.fill_bytes(&mut m);
-                m
-            })
-            .collect();
-        let tagged: Vec<(&[u8], &[u8])> = messages.iter().map(|m| (SCHEME.dst(), &m[..])).collect();
-        let (g, points) = time(5, || gpu.hash_to_g1(&tagged).expect("GPU hash"));
-        let (c, want) = time(3, || {
-            messages
-                .par_iter()
-                .map(|m| cpu::hash_message_to_g1(SCHEME, m))
-                .collect::<Vec<_>>()
-        });
-        assert_eq!(points, want, "GPU and CPU hashes differ");
-        let (b, _) = time(3, || {
-            messages
-                .par_iter()
-                .map(|m| {
-                    let mut p = blst::blst_p1::default();
-                    // SAFETY: blst reads the message and tag slices and writes one point.
-                    unsafe {
-                        blst::blst_hash_to_g1(
-                            &mut p,
-                            m.as_ptr(),
-                            m.len(),
-                            SCHEME.dst().as_ptr(),
-                            SCHEME.dst().len(),
-                            std::ptr::null(),
-                            0,
-                        )
-                    };
-                    p
-                })
-                .collect::<Vec<_>>()
-        });
-        println!(
-            "hash to G1 {n}: GPU {:.3} ms, ic_bls12_381 on all cores {:.3} ms, blst on all cores {:.3} ms (points equal)",
-            g * 1e3,
-            c * 1e3,
-            b * 1e3
-        );
+        bench_hash_to_g1(&gpu, n);
     }
     for &n in distinct {
-        let t = Instant::now();
-        let b = make_batch(n, n as u64, false);
-        let it = items(&b);
-        let reps = match n {
-            65536.. => 2,
-            16384.. => 3,
-            _ => 5,
-        };
-        println!("distinct {n}: inputs in {:.1} s", t.elapsed().as_secs_f64());
-        let (one_s, v) = time(reps, || {
-            gpu.bls_verify_batch_with(&it, BlsGpuStrategy::RandomCombination)
-                .expect("GPU verify")
-        });
-        assert!(all_ok(&v), "GPU rejected a valid batch of {n}");
-        let (split_s, v) = time(reps, || {
-            gpu.bls_verify_batch_with(&it, BlsGpuStrategy::RandomCombinationSplit)
-                .expect("GPU verify")
-        });
-        assert!(all_ok(&v), "GPU rejected a valid batch of {n}");
-        let (quarter_s, v) = time(reps, || {
-            gpu.bls_verify_batch_with(&it, BlsGpuStrategy::RandomCombinationQuarters)
-                .expect("GPU verify")
-        });
-        assert!(all_ok(&v), "GPU rejected a valid batch of {n}");
-        let (default_s, v) = time(reps, || gpu.bls_verify_batch(&it).expect("GPU verify"));
-        assert!(all_ok(&v), "GPU rejected a valid batch of {n}");
-        let gpu_s = one_s.min(split_s).min(quarter_s);
-        let per_item = if n <= 16384 {
-            let (s, v) = time(reps, || {
-                gpu.bls_verify_batch_with(&it, BlsGpuStrategy::PerItem)
-                    .expect("GPU verify")
-            });
-            assert!(all_ok(&v));
-            Some(s)
-        } else {
-            None
-        };
-        let (cpu_s, v) = time(reps, || cpu::bls_verify_batch(&it));
-        assert!(all_ok(&v), "CPU rejected a valid batch of {n}");
-        let (b64, ok) = time(reps, || blst_verify(&b, 64));
-        assert!(ok, "blst rejected a valid batch of {n}");
-        let (b128, ok) = time(reps, || blst_verify(&b, 128));
-        assert!(ok, "blst rejected a valid batch of {n}");
-        println!(
-            "distinct {n}: GPU one thread/item {:.3} ms, two threads/item {:.3} ms, four threads/item {:.3} ms, default choice {:.3} ms, per-item strategy {}, CPU path {:.3} ms, blst 64-bit {:.3} ms, 128-bit {:.3} ms",
-            one_s * 1e3,
-            split_s * 1e3,
-            quarter_s * 1e3,
-            default_s * 1e3,
-            per_item.map_or("-".into(), |s| format!("{:.3} ms", s * 1e3)),
-            cpu_s * 1e3,
-            b64 * 1e3,
-            b128 * 1e3
-        );
-        rows.push(Row {
-            what: format!("distinct messages, {n}"),
-            gpu_ms: gpu_s * 1e3,
-            one_ms: Some(one_s * 1e3),
-            split_ms: Some(split_s * 1e3),
-            quarter_ms: Some(quarter_s * 1e3),
-            per_item_ms: per_item.map(|s| s * 1e3),
-            cpu_ms: cpu_s * 1e3,
-            blst64_ms: Some(b64 * 1e3),
-            blst128_ms: Some(b128 * 1e3),
-            n,
-        });
+        let b = bench_distinct(&gpu, n, &mut rows);
         // Invalid items: one, and 1% of the batch, at random positions.
         if n == 4096 || (quick && n == 1024) {
             for bad in [1usize, n / 100] {
-                let mut spoiled = Batch {
-                    signatures: b.signatures.clone(),
-                    public_keys: b.public_keys.clone(),
-                    messages: b.messages.clone(),
-                    blst_public_keys: Vec::new(),
-                };
-                let mut rng = ChaCha20Rng::seed_from_u64(bad as u64);
-                for _ in 0..bad {
-                    let p = rng.gen_range(0..n);
-                    spoiled.messages[p].push(1);
-                }
-                let it = items(&spoiled);
-                let (s, v) = time(3, || gpu.bls_verify_batch(&it).expect("GPU verify"));
-                let want = cpu::bls_verify_batch(&it);
-                assert_eq!(v, want, "GPU and CPU verdicts differ");
-                let (c, _) = time(3, || cpu::bls_verify_batch(&it));
-                let rejected = want.iter().filter(|r| r.is_err()).count();
-                println!(
-                    "distinct {n}, {rejected} invalid: GPU {:.3} ms, CPU path {:.3} ms (verdicts equal)",
-                    s * 1e3,
-                    c * 1e3
-                );
-                rows.push(Row {
-                    what: format!("distinct messages, {n}, {rejected} invalid"),
-                    gpu_ms: s * 1e3,
-                    one_ms: None,
-                    split_ms: None,
-                    quarter_ms: None,
-                    per_item_ms: None,
-                    cpu_ms: c * 1e3,
-                    blst64_ms: None,
-                    blst128_ms: None,
-                    n,
-                });
+                rows.push(bench_invalid(&gpu, &b, bad));
             }
         }
     }
     for n in [28usize, 100] {
-        let b = make_batch(n, 1000 + n as u64, true);
-        let it = items(&b);
-        let (g, v) = time(7, || gpu.bls_verify_batch(&it).expect("GPU verify"));
-        assert!(all_ok(&v));
-        let (c, v) = time(7, || cpu::bls_verify_batch(&it));
-        assert!(all_ok(&v));
-        println!(
-            "same message {n}: GPU {:.3} ms, CPU path {:.3} ms",
-            g * 1e3,
-            c * 1e3
-        );
-        rows.push(Row {
-            what: format!("same message, {n} shares"),
-            gpu_ms: g * 1e3,
-            one_ms: None,
-            split_ms: None,
-            quarter_ms: None,
-            per_item_ms: None,
-            cpu_ms: c * 1e3,
-            blst64_ms: None,
-            blst128_ms: None,
-            n,
-        });
+        rows.push(bench_same_message(&gpu, n));
     }
+    print_table(&rows);
+}
 
+/// Hashing alone: the GPU kernel against ic_bls12_381 (the CPU path) and blst on all
+/// host cores, on `n` 32-byte messages as in the batches.
+fn bench_hash_to_g1(gpu: &GpuBackend, n: usize) {
+    let mut rng = ChaCha20Rng::seed_from_u64(n as u64);
+    let messages: Vec<Vec<u8>> = (0..n)
+        .map(|_| {
+            let mut m = vec![0u8; 32];
+            rng.fill_bytes(&mut m);
+            m
+        })
+        .collect();
+    let tagged: Vec<(&[u8], &[u8])> = messages.iter().map(|m| (SCHEME.dst(), &m[..])).collect();
+    let (g, points) = time(5, || gpu.hash_to_g1(&tagged).expect("GPU hash"));
+    let (c, want) = time(3, || {
+        messages
+            .par_iter()
+            .map(|m| cpu::hash_message_to_g1(SCHEME, m))
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(points, want, "GPU and CPU hashes differ");
+    let (b, _) = time(3, || {
+        messages
+            .par_iter()
+            .map(|m| blst_hash_to_g1(m))
+            .collect::<Vec<_>>()
+    });
+    println!(
+        "hash to G1 {n}: GPU {:.3} ms, ic_bls12_381 on all cores {:.3} ms, blst on all cores {:.3} ms (points equal)",
+        g * 1e3,
+        c * 1e3,
+        b * 1e3
+    );
+}
+
+/// blst's hash of one message to G1 under the scheme's tag.
+fn blst_hash_to_g1(m: &[u8]) -> blst::blst_p1 {
+    let mut p = blst::blst_p1::default();
+    // SAFETY: blst reads the message and tag slices and writes one point.
+    unsafe {
+        blst::blst_hash_to_g1(
+            &mut p,
+            m.as_ptr(),
+            m.len(),
+            SCHEME.dst().as_ptr(),
+            SCHEME.dst().len(),
+            std::ptr::null(),
+            0,
+        )
+    };
+    p
+}
+
+/// A valid batch of `n` signatures on distinct messages through every GPU strategy, the
+/// CPU path and blst (64- and 128-bit scalars); pushes its row and returns the batch.
+fn bench_distinct(gpu: &GpuBackend, n: usize, rows: &mut Vec<Row>) -> Batch {
+    let t = Instant::now();
+    let b = make_batch(n, n as u64, false);
+    let it = items(&b);
+    let reps = match n {
+        65536.. => 2,
+        16384.. => 3,
+        _ => 5,
+    };
+    println!("distinct {n}: inputs in {:.1} s", t.elapsed().as_secs_f64());
+    let strategy = |s: BlsGpuStrategy| {
+        let (secs, v) = time(reps, || {
+            gpu.bls_verify_batch_with(&it, s).expect("GPU verify")
+        });
+        assert!(all_ok(&v), "GPU rejected a valid batch of {n}");
+        secs
+    };
+    let one_s = strategy(BlsGpuStrategy::RandomCombination);
+    let split_s = strategy(BlsGpuStrategy::RandomCombinationSplit);
+    let quarter_s = strategy(BlsGpuStrategy::RandomCombinationQuarters);
+    let (default_s, v) = time(reps, || gpu.bls_verify_batch(&it).expect("GPU verify"));
+    assert!(all_ok(&v), "GPU rejected a valid batch of {n}");
+    let gpu_s = one_s.min(split_s).min(quarter_s);
+    let per_item = if n <= 16384 {
+        let (s, v) = time(reps, || {
+            gpu.bls_verify_batch_with(&it, BlsGpuStrategy::PerItem)
+                .expect("GPU verify")
+        });
+        assert!(all_ok(&v));
+        Some(s)
+    } else {
+        None
+    };
+    let (cpu_s, v) = time(reps, || cpu::bls_verify_batch(&it));
+    assert!(all_ok(&v), "CPU rejected a valid batch of {n}");
+    let (b64, ok) = time(reps, || blst_verify(&b, 64));
+    assert!(ok, "blst rejected a valid batch of {n}");
+    let (b128, ok) = time(reps, || blst_verify(&b, 128));
+    assert!(ok, "blst rejected a valid batch of {n}");
+    println!(
+        "distinct {n}: GPU one thread/item {:.3} ms, two threads/item {:.3} ms, four threads/item {:.3} ms, default choice {:.3} ms, per-item strategy {}, CPU path {:.3} ms, blst 64-bit {:.3} ms, 128-bit {:.3} ms",
+        one_s * 1e3,
+        split_s * 1e3,
+        quarter_s * 1e3,
+        default_s * 1e3,
+        per_item.map_or("-".into(), |s| format!("{:.3} ms", s * 1e3)),
+        cpu_s * 1e3,
+        b64 * 1e3,
+        b128 * 1e3
+    );
+    rows.push(Row {
+        what: format!("distinct messages, {n}"),
+        gpu_ms: gpu_s * 1e3,
+        one_ms: Some(one_s * 1e3),
+        split_ms: Some(split_s * 1e3),
+        quarter_ms: Some(quarter_s * 1e3),
+        per_item_ms: per_item.map(|s| s * 1e3),
+        cpu_ms: cpu_s * 1e3,
+        blst64_ms: Some(b64 * 1e3),
+        blst128_ms: Some(b128 * 1e3),
+        n,
+    });
+    b
+}
+
+/// `b` with `bad` messages spoiled at random positions, GPU against the CPU path.
+fn bench_invalid(gpu: &GpuBackend, b: &Batch, bad: usize) -> Row {
+    let n = b.signatures.len();
+    let mut spoiled = Batch {
+        signatures: b.signatures.clone(),
+        public_keys: b.public_keys.clone(),
+        messages: b.messages.clone(),
+        blst_public_keys: Vec::new(),
+    };
+    let mut rng = ChaCha20Rng::seed_from_u64(bad as u64);
+    for _ in 0..bad {
+        let p = rng.gen_range(0..n);
+        spoiled.messages[p].push(1);
+    }
+    let it = items(&spoiled);
+    let (s, v) = time(3, || gpu.bls_verify_batch(&it).expect("GPU verify"));
+    let want = cpu::bls_verify_batch(&it);
+    assert_eq!(v, want, "GPU and CPU verdicts differ");
+    let (c, _) = time(3, || cpu::bls_verify_batch(&it));
+    let rejected = want.iter().filter(|r| r.is_err()).count();
+    println!(
+        "distinct {n}, {rejected} invalid: GPU {:.3} ms, CPU path {:.3} ms (verdicts equal)",
+        s * 1e3,
+        c * 1e3
+    );
+    Row {
+        what: format!("distinct messages, {n}, {rejected} invalid"),
+        gpu_ms: s * 1e3,
+        one_ms: None,
+        split_ms: None,
+        quarter_ms: None,
+        per_item_ms: None,
+        cpu_ms: c * 1e3,
+        blst64_ms: None,
+        blst128_ms: None,
+        n,
+    }
+}
+
+/// `n` signature shares on one message, GPU against the CPU path.
+fn bench_same_message(gpu: &GpuBackend, n: usize) -> Row {
+    let b = make_batch(n, 1000 + n as u64, true);
+    let it = items(&b);
+    let (g, v) = time(7, || gpu.bls_verify_batch(&it).expect("GPU verify"));
+    assert!(all_ok(&v));
+    let (c, v) = time(7, || cpu::bls_verify_batch(&it));
+    assert!(all_ok(&v));
+    println!(
+        "same message {n}: GPU {:.3} ms, CPU path {:.3} ms",
+        g * 1e3,
+        c * 1e3
+    );
+    Row {
+        what: format!("same message, {n} shares"),
+        gpu_ms: g * 1e3,
+        one_ms: None,
+        split_ms: None,
+        quarter_ms: None,
+        per_item_ms: None,
+        cpu_ms: c * 1e3,
+        blst64_ms: None,
+        blst128_ms: None,
+        n,
+    }
+}
+
+/// The table of every row measured.
+fn print_table(rows: &[Row]) {
     println!();
     println!(
         "| batch | GPU ms (best; default strategy for rows without a split) | one / two / four threads per item | GPU per item | CPU path ms | blst ms (64-bit / 128-bit) | GPU signatures/s | GPU vs best blst |"
     );
     println!("|---|---|---|---|---|---|---|---|");
-    for r in &rows {
+    for r in rows {
         let best = match (r.blst64_ms, r.blst128_ms) {
             (Some(a), Some(b)) => Some(a.min(b)),
             _ => None,

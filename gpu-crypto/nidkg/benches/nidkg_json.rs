@@ -17,7 +17,7 @@
 mod common;
 
 use common::{SmallScalarBatch, Threads, blst_msm_one_thread, blst_msm_threaded, from_blst, ops};
-use ic_bls12_381::G1Projective;
+use ic_bls12_381::{G1Projective, Scalar};
 use nidkg::msm::{msm_4bit_full_width, msm_naive, msm_shared_bases_u8};
 use nidkg::params::NUM_ZK_REPETITIONS;
 use nidkg::{
@@ -158,6 +158,15 @@ fn verify_all(prepared: &[(DealingFile, Vec<u8>)], threads: Threads, checks: Che
     assert!(report.verdicts.iter().all(Result::is_ok), "honest dealings");
 }
 
+/// How long each measurement samples.
+#[derive(Clone, Copy)]
+struct Sampling {
+    min_samples: usize,
+    budget: Duration,
+    /// Samples of a whole DKG round.
+    round_samples: usize,
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "quick");
     let skip_rounds = std::env::args().any(|a| a == "skip-rounds");
@@ -172,252 +181,301 @@ fn main() {
         .into_iter()
         .filter(|n| only.is_none_or(|k| k == *n))
         .collect();
-    // A round verifies 2n dealings (seconds at n = 40): fewer samples.
-    let round_samples = if quick { 1 } else { 3 };
-
+    let sampling = Sampling {
+        min_samples,
+        budget,
+        // A round verifies 2n dealings (seconds at n = 40): fewer samples.
+        round_samples: if quick { 1 } else { 3 },
+    };
     for &n in &sizes {
-        let keys = common::receivers(n, n as u64);
-        for kind in [ThresholdKind::High, ThresholdKind::Low] {
-            let t = kind.threshold(n);
-            let create = sample(min_samples.min(3), budget, || {
-                common::dealing_file(&keys, kind, 1)
-            });
-            timing_row("create", kind.name().into(), n, Some(t), "1".into(), create);
-            let file = common::dealing_file(&keys, kind, 0);
-            for threads in [Threads::One, Threads::All] {
-                let backend = ops(threads);
-                let mut phases: Vec<PhaseTimes> = Vec::new();
-                let totals = sample(min_samples, budget, || {
-                    let report = verify_with(&backend, &file).expect("honest dealing");
-                    phases.push(report.phases);
-                    report
-                });
-                phases.remove(0); // the warm-up run
-                let pick =
-                    |f: fn(&PhaseTimes) -> Duration| ms(median(phases.iter().map(f).collect()));
-                let min = *totals.iter().min().expect("samples");
-                emit(Row {
-                    bench: "verify",
-                    variant: kind.name().into(),
-                    n,
-                    t: Some(t),
-                    threads: threads.label(),
-                    samples: totals.len(),
-                    median_ms: ms(median(totals)),
-                    min_ms: ms(min),
-                    cpu_median_ms: last_cpu_median_ms(),
-                    phases_median_ms: Some(Phases {
-                        deserialize: pick(|p| p.deserialize),
-                        integrity: pick(|p| p.integrity),
-                        chunking: pick(|p| p.chunking),
-                        sharing: pick(|p| p.sharing),
-                    }),
-                });
-            }
-            let prepared = batch_inputs(std::slice::from_ref(&file));
-            for threads in [Threads::One, Threads::All] {
-                let samples = sample(min_samples, budget, || {
-                    verify_all(&prepared, threads, Checks::Combined)
-                });
-                timing_row(
-                    "verify_combined",
-                    kind.name().into(),
-                    n,
-                    Some(t),
-                    threads.label(),
-                    samples,
-                );
-            }
-        }
+        bench_dealings(n, sampling);
     }
-
     for &n in &sizes {
-        let batch = SmallScalarBatch::new(n, 7);
-        let l = NUM_ZK_REPETITIONS;
-        let reference: Vec<G1Projective> = (0..l)
-            .map(|k| msm_shared_bases_u8(&batch.bases, batch.row(k)))
-            .collect();
-        let check = |got: Vec<G1Projective>, what: &str| {
-            assert_eq!(got, reference, "{what} disagrees with the bucket MSM");
-        };
-        check(
-            (0..l)
-                .map(|k| msm_4bit_full_width(&batch.bases, &batch.row_scalars(k)))
-                .collect(),
-            "4-bit full width",
-        );
-        check(
-            (0..l)
-                .map(|k| from_blst(&blst_msm_one_thread(&batch.blst_bases, batch.row(k), 8)))
-                .collect(),
-            "blst 8-bit",
-        );
-        let wide: Vec<Vec<u8>> = (0..l).map(|k| common::widen(batch.row(k))).collect();
-        check(
-            (0..l)
-                .map(|k| from_blst(&blst_msm_threaded(&batch.blst_bases, &wide[k], 255)))
-                .collect(),
-            "blst 255-bit",
-        );
-        let row_scalars: Vec<Vec<_>> = (0..l).map(|k| batch.row_scalars(k)).collect();
-
-        let variants: Vec<Variant<'_>> = vec![
-            (
-                "nidkg-bucket-u8",
-                Threads::One,
-                Box::new(|| {
-                    for k in 0..l {
-                        std::hint::black_box(msm_shared_bases_u8(&batch.bases, batch.row(k)));
-                    }
-                }),
-            ),
-            (
-                "nidkg-bucket-u8",
-                Threads::All,
-                Box::new(|| {
-                    (0..l).into_par_iter().for_each(|k| {
-                        std::hint::black_box(msm_shared_bases_u8(&batch.bases, batch.row(k)));
-                    })
-                }),
-            ),
-            (
-                "ic-4bit-64-windows",
-                Threads::One,
-                Box::new(|| {
-                    for s in &row_scalars {
-                        std::hint::black_box(msm_4bit_full_width(&batch.bases, s));
-                    }
-                }),
-            ),
-            (
-                "ic-4bit-64-windows",
-                Threads::All,
-                Box::new(|| {
-                    row_scalars.par_iter().for_each(|s| {
-                        std::hint::black_box(msm_4bit_full_width(&batch.bases, s));
-                    })
-                }),
-            ),
-            (
-                "blst-8bit",
-                Threads::One,
-                Box::new(|| {
-                    for k in 0..l {
-                        std::hint::black_box(blst_msm_one_thread(
-                            &batch.blst_bases,
-                            batch.row(k),
-                            8,
-                        ));
-                    }
-                }),
-            ),
-            (
-                "blst-8bit-blst-pool",
-                Threads::All,
-                Box::new(|| {
-                    for k in 0..l {
-                        std::hint::black_box(blst_msm_threaded(&batch.blst_bases, batch.row(k), 8));
-                    }
-                }),
-            ),
-            (
-                "blst-255bit",
-                Threads::One,
-                Box::new(|| {
-                    for w in &wide {
-                        std::hint::black_box(blst_msm_one_thread(&batch.blst_bases, w, 255));
-                    }
-                }),
-            ),
-            (
-                "blst-255bit-blst-pool",
-                Threads::All,
-                Box::new(|| {
-                    for w in &wide {
-                        std::hint::black_box(blst_msm_threaded(&batch.blst_bases, w, 255));
-                    }
-                }),
-            ),
-        ];
-        for (name, threads, f) in variants {
-            let samples = sample(min_samples, budget, &f);
-            timing_row("msm_32x16n", name.into(), n, None, threads.label(), samples);
-        }
-        // One constant-time multiplication per point: slow, a single sample.
-        let naive = sample(1, Duration::ZERO, || {
-            for s in &row_scalars {
-                std::hint::black_box(msm_naive(&batch.bases, s));
-            }
-        });
-        timing_row(
-            "msm_32x16n",
-            "ic_bls12_381-ct-mul-per-point".into(),
-            n,
-            None,
-            "1".into(),
-            naive,
-        );
+        bench_msm(n, sampling);
     }
     if !skip_rounds {
         for &n in &sizes {
-            let round = common::round(n);
-            let sequential = sample(round_samples, budget, || {
-                for f in &round.files {
-                    verify_with(&ops(Threads::All), f).expect("honest dealing");
-                }
+            bench_round(n, sampling);
+        }
+    }
+}
+
+/// `create`, `verify` and `verify_combined` rows for one dealing at each threshold.
+fn bench_dealings(n: usize, s: Sampling) {
+    let keys = common::receivers(n, n as u64);
+    for kind in [ThresholdKind::High, ThresholdKind::Low] {
+        let t = kind.threshold(n);
+        let create = sample(s.min_samples.min(3), s.budget, || {
+            common::dealing_file(&keys, kind, 1)
+        });
+        timing_row("create", kind.name().into(), n, Some(t), "1".into(), create);
+        let file = common::dealing_file(&keys, kind, 0);
+        for threads in [Threads::One, Threads::All] {
+            bench_verify(&file, kind, n, threads, s);
+        }
+        let prepared = batch_inputs(std::slice::from_ref(&file));
+        for threads in [Threads::One, Threads::All] {
+            let samples = sample(s.min_samples, s.budget, || {
+                verify_all(&prepared, threads, Checks::Combined)
             });
             timing_row(
-                "dkg_round",
-                "sequential-dealings-rayon-inside".into(),
+                "verify_combined",
+                kind.name().into(),
                 n,
-                None,
-                Threads::All.label(),
-                sequential,
+                Some(t),
+                threads.label(),
+                samples,
             );
-            let spread = sample(round_samples, budget, || {
-                round.files.par_iter().for_each(|f| {
-                    verify_with(&ops(Threads::One), f).expect("honest dealing");
+        }
+    }
+}
+
+/// The `verify` row of one dealing file on `threads`, with the per-phase medians.
+fn bench_verify(file: &[u8], kind: ThresholdKind, n: usize, threads: Threads, s: Sampling) {
+    let backend = ops(threads);
+    let mut phases: Vec<PhaseTimes> = Vec::new();
+    let totals = sample(s.min_samples, s.budget, || {
+        let report = verify_with(&backend, file).expect("honest dealing");
+        phases.push(report.phases);
+        report
+    });
+    phases.remove(0); // the warm-up run
+    let pick = |f: fn(&PhaseTimes) -> Duration| ms(median(phases.iter().map(f).collect()));
+    let min = *totals.iter().min().expect("samples");
+    emit(Row {
+        bench: "verify",
+        variant: kind.name().into(),
+        n,
+        t: Some(kind.threshold(n)),
+        threads: threads.label(),
+        samples: totals.len(),
+        median_ms: ms(median(totals)),
+        min_ms: ms(min),
+        cpu_median_ms: last_cpu_median_ms(),
+        phases_median_ms: Some(Phases {
+            deserialize: pick(|p| p.deserialize),
+            integrity: pick(|p| p.integrity),
+            chunking: pick(|p| p.chunking),
+            sharing: pick(|p| p.sharing),
+        }),
+    });
+}
+
+/// The `msm_32x16n` rows at size `n`, after every implementation is checked against the
+/// bucket MSM.
+fn bench_msm(n: usize, s: Sampling) {
+    let batch = SmallScalarBatch::new(n, 7);
+    let wide = check_msm_implementations(&batch);
+    let row_scalars: Vec<Vec<Scalar>> = (0..NUM_ZK_REPETITIONS)
+        .map(|k| batch.row_scalars(k))
+        .collect();
+    let mut variants = ours_and_ic_variants(&batch, &row_scalars);
+    variants.extend(blst_variants(&batch, &wide));
+    for (name, threads, f) in variants {
+        let samples = sample(s.min_samples, s.budget, &f);
+        timing_row("msm_32x16n", name.into(), n, None, threads.label(), samples);
+    }
+    // One constant-time multiplication per point: slow, a single sample.
+    let naive = sample(1, Duration::ZERO, || {
+        for s in &row_scalars {
+            std::hint::black_box(msm_naive(&batch.bases, s));
+        }
+    });
+    timing_row(
+        "msm_32x16n",
+        "ic_bls12_381-ct-mul-per-point".into(),
+        n,
+        None,
+        "1".into(),
+        naive,
+    );
+}
+
+/// Checks the 4-bit baseline and blst (8-bit and 255-bit scalars) against the bucket MSM
+/// on every row; returns the rows widened to 255-bit scalars for blst.
+fn check_msm_implementations(batch: &SmallScalarBatch) -> Vec<Vec<u8>> {
+    let l = NUM_ZK_REPETITIONS;
+    let reference: Vec<G1Projective> = (0..l)
+        .map(|k| msm_shared_bases_u8(&batch.bases, batch.row(k)))
+        .collect();
+    let check = |got: Vec<G1Projective>, what: &str| {
+        assert_eq!(got, reference, "{what} disagrees with the bucket MSM");
+    };
+    check(
+        (0..l)
+            .map(|k| msm_4bit_full_width(&batch.bases, &batch.row_scalars(k)))
+            .collect(),
+        "4-bit full width",
+    );
+    check(
+        (0..l)
+            .map(|k| from_blst(&blst_msm_one_thread(&batch.blst_bases, batch.row(k), 8)))
+            .collect(),
+        "blst 8-bit",
+    );
+    let wide: Vec<Vec<u8>> = (0..l).map(|k| common::widen(batch.row(k))).collect();
+    check(
+        (0..l)
+            .map(|k| from_blst(&blst_msm_threaded(&batch.blst_bases, &wide[k], 255)))
+            .collect(),
+        "blst 255-bit",
+    );
+    wide
+}
+
+/// This crate's bucket MSM and the 4-bit full-width baseline, on one thread and on all.
+fn ours_and_ic_variants<'a>(
+    batch: &'a SmallScalarBatch,
+    row_scalars: &'a [Vec<Scalar>],
+) -> Vec<Variant<'a>> {
+    let l = NUM_ZK_REPETITIONS;
+    vec![
+        (
+            "nidkg-bucket-u8",
+            Threads::One,
+            Box::new(move || {
+                for k in 0..l {
+                    std::hint::black_box(msm_shared_bases_u8(&batch.bases, batch.row(k)));
+                }
+            }),
+        ),
+        (
+            "nidkg-bucket-u8",
+            Threads::All,
+            Box::new(move || {
+                (0..l).into_par_iter().for_each(|k| {
+                    std::hint::black_box(msm_shared_bases_u8(&batch.bases, batch.row(k)));
                 })
+            }),
+        ),
+        (
+            "ic-4bit-64-windows",
+            Threads::One,
+            Box::new(move || {
+                for s in row_scalars {
+                    std::hint::black_box(msm_4bit_full_width(&batch.bases, s));
+                }
+            }),
+        ),
+        (
+            "ic-4bit-64-windows",
+            Threads::All,
+            Box::new(move || {
+                row_scalars.par_iter().for_each(|s| {
+                    std::hint::black_box(msm_4bit_full_width(&batch.bases, s));
+                })
+            }),
+        ),
+    ]
+}
+
+/// blst with 8-bit and with 255-bit (`wide`) scalars, on one thread and on its own pool.
+fn blst_variants<'a>(batch: &'a SmallScalarBatch, wide: &'a [Vec<u8>]) -> Vec<Variant<'a>> {
+    let l = NUM_ZK_REPETITIONS;
+    vec![
+        (
+            "blst-8bit",
+            Threads::One,
+            Box::new(move || {
+                for k in 0..l {
+                    std::hint::black_box(blst_msm_one_thread(&batch.blst_bases, batch.row(k), 8));
+                }
+            }),
+        ),
+        (
+            "blst-8bit-blst-pool",
+            Threads::All,
+            Box::new(move || {
+                for k in 0..l {
+                    std::hint::black_box(blst_msm_threaded(&batch.blst_bases, batch.row(k), 8));
+                }
+            }),
+        ),
+        (
+            "blst-255bit",
+            Threads::One,
+            Box::new(move || {
+                for w in wide {
+                    std::hint::black_box(blst_msm_one_thread(&batch.blst_bases, w, 255));
+                }
+            }),
+        ),
+        (
+            "blst-255bit-blst-pool",
+            Threads::All,
+            Box::new(move || {
+                for w in wide {
+                    std::hint::black_box(blst_msm_threaded(&batch.blst_bases, w, 255));
+                }
+            }),
+        ),
+    ]
+}
+
+/// The `dkg_round` rows: the 2n dealings of one round at size `n`, verified each way.
+fn bench_round(n: usize, s: Sampling) {
+    let round = common::round(n);
+    let sequential = sample(s.round_samples, s.budget, || {
+        for f in &round.files {
+            verify_with(&ops(Threads::All), f).expect("honest dealing");
+        }
+    });
+    timing_row(
+        "dkg_round",
+        "sequential-dealings-rayon-inside".into(),
+        n,
+        None,
+        Threads::All.label(),
+        sequential,
+    );
+    let spread = sample(s.round_samples, s.budget, || {
+        round.files.par_iter().for_each(|f| {
+            verify_with(&ops(Threads::One), f).expect("honest dealing");
+        })
+    });
+    timing_row(
+        "dkg_round",
+        "dealings-over-threads-1t-each".into(),
+        n,
+        None,
+        Threads::All.label(),
+        spread,
+    );
+    bench_round_batches(&round.files, n, s);
+    let one = sample(1, Duration::ZERO, || {
+        for f in &round.files {
+            verify_with(&ops(Threads::One), f).expect("honest dealing");
+        }
+    });
+    timing_row(
+        "dkg_round",
+        "sequential-1t".into(),
+        n,
+        None,
+        "1".into(),
+        one,
+    );
+}
+
+/// A round's dealings as one `verify_batch` call, exact and combined checks, on all
+/// threads and on one.
+fn bench_round_batches(files: &[Vec<u8>], n: usize, s: Sampling) {
+    let prepared = batch_inputs(files);
+    for (variant, checks) in [
+        ("one-batch-exact", Checks::Exact),
+        ("one-batch-combined", Checks::Combined),
+    ] {
+        for threads in [Threads::All, Threads::One] {
+            let samples = sample(s.round_samples, s.budget, || {
+                verify_all(&prepared, threads, checks)
             });
             timing_row(
                 "dkg_round",
-                "dealings-over-threads-1t-each".into(),
+                variant.into(),
                 n,
                 None,
-                Threads::All.label(),
-                spread,
-            );
-            let prepared = batch_inputs(&round.files);
-            for (variant, checks) in [
-                ("one-batch-exact", Checks::Exact),
-                ("one-batch-combined", Checks::Combined),
-            ] {
-                for threads in [Threads::All, Threads::One] {
-                    let samples = sample(round_samples, budget, || {
-                        verify_all(&prepared, threads, checks)
-                    });
-                    timing_row(
-                        "dkg_round",
-                        variant.into(),
-                        n,
-                        None,
-                        threads.label(),
-                        samples,
-                    );
-                }
-            }
-            let one = sample(1, Duration::ZERO, || {
-                for f in &round.files {
-                    verify_with(&ops(Threads::One), f).expect("honest dealing");
-                }
-            });
-            timing_row(
-                "dkg_round",
-                "sequential-1t".into(),
-                n,
-                None,
-                "1".into(),
-                one,
+                threads.label(),
+                samples,
             );
         }
     }
