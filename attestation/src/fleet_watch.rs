@@ -146,11 +146,7 @@ pub enum InputError {
 /// ([`Policy::missing_for_admission`]) and every entry without its chip id, node key or
 /// planned configuration digest (admission compares each node with what was registered).
 pub fn admission_gaps(policy: &Policy, nodes: &NodeList) -> Vec<String> {
-    let mut missing: Vec<String> = policy
-        .missing_for_admission()
-        .into_iter()
-        .map(str::to_string)
-        .collect();
+    let mut missing = policy.missing_for_admission();
     for node in &nodes.node {
         let absent: Vec<&str> = [
             ("chip_id", node.chip_id.is_none()),

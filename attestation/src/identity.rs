@@ -23,7 +23,7 @@ use ed25519_dalek::pkcs8::{DecodePrivateKey as _, EncodePrivateKey as _};
 use hkdf::Hkdf;
 use sha2::Sha256;
 use thiserror::Error;
-use zeroize::Zeroizing;
+use zeroize::{Zeroize, Zeroizing};
 
 /// Why the node key could not be derived or loaded.
 #[derive(Debug, Error)]
@@ -158,11 +158,29 @@ impl KeyRequest {
 /// The node's Ed25519 key from a 32-byte SNP derived key: HKDF-SHA256 with this purpose's
 /// salt and info gives the Ed25519 seed.
 pub fn node_key_from_derived_key(derived: &[u8; 32]) -> Result<SigningKey, IdentityError> {
-    let hk = Hkdf::<Sha256>::new(Some(HKDF_SALT), derived);
     let mut seed = Zeroizing::new([0u8; 32]);
-    hk.expand(HKDF_INFO, seed.as_mut())
-        .map_err(|e| IdentityError::Kdf(e.to_string()))?;
+    let mut prk = Zeroizing::new([0u8; 32]);
+    hkdf_seed(derived, &mut prk, &mut seed)?;
     Ok(SigningKey::from_bytes(&seed))
+}
+
+/// HKDF-SHA256 of `derived` into `seed`, the pseudorandom key passing through `prk`, which
+/// is wiped before this returns. `Hkdf::new` would drop the extracted PRK unwiped; taking
+/// it from `extract` lets it be wiped. The HMAC state keyed with it, inside `Hkdf`, has no
+/// wipe and cannot be reached.
+fn hkdf_seed(
+    derived: &[u8; 32],
+    prk: &mut [u8; 32],
+    seed: &mut [u8; 32],
+) -> Result<(), IdentityError> {
+    let (mut extracted, hk) = Hkdf::<Sha256>::extract(Some(HKDF_SALT), derived);
+    prk.copy_from_slice(extracted.as_slice());
+    extracted.as_mut_slice().zeroize();
+    let expanded = hk
+        .expand(HKDF_INFO, seed)
+        .map_err(|e| IdentityError::Kdf(e.to_string()));
+    prk.zeroize();
+    expanded
 }
 
 /// A sealed node key and the request it was derived with (reported in the status).
@@ -325,6 +343,19 @@ mod tests {
             );
             assert_eq!(sev.launch_mit_vector, None);
         }
+    }
+
+    /// The extracted PRK does not outlive the derivation.
+    #[test]
+    fn the_hkdf_pseudorandom_key_is_wiped_and_the_seed_is_the_vectors() {
+        let derived: [u8; 32] = std::array::from_fn(|i| i as u8);
+        let (mut prk, mut seed) = ([0xa5u8; 32], [0u8; 32]);
+        hkdf_seed(&derived, &mut prk, &mut seed).unwrap();
+        assert_eq!(prk, [0u8; 32], "the PRK is left in memory");
+        assert_eq!(
+            hex::encode(seed),
+            "11dae2fa3d72347f13ffc47b233f32287deec418a820d75e370802b1d2d162c1"
+        );
     }
 
     /// Vectors computed independently of this crate: HKDF-SHA256 with Python's hmac module,

@@ -12,6 +12,7 @@
 //! * [`nodes`]: the registered nodes (NODES.toml) and what a verifier expects of each.
 //! * [`fleet`]: fetching and verifying evidence from many node agents.
 //! * [`fleet_watch`]: `attest fleet --every`: the fleet check every interval, as metrics.
+//! * [`waiver`]: the checks a policy value enables, and `[waive]` for those it leaves out.
 //! * [`retry`]: one evidence request, retried within a deadline with a fresh nonce per try.
 //!
 //! The types a verifier and the node agent use (the bundle and its verification, the
@@ -32,6 +33,7 @@ pub mod retry;
 pub mod snp;
 pub mod snp_checks;
 pub mod test_source;
+pub mod waiver;
 
 // What most callers need, at the crate root (the modules keep the detail).
 pub use bundle::{Bundle, BundleError, ConfigBinding, verify_bundle};

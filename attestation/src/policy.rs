@@ -128,6 +128,10 @@ pub struct PolicyFile {
     /// `[config]`: the configuration signers.
     #[serde(default)]
     pub config: ConfigSection,
+    /// `[waive]`: checks this policy deliberately leaves without their value, each with the
+    /// reason (crate::waiver).
+    #[serde(default)]
+    pub waive: std::collections::BTreeMap<String, String>,
 }
 
 /// The node configuration bundles (sn-config) this policy accepts.
@@ -148,55 +152,29 @@ pub struct ReportSection {
     pub signing_keys: Vec<String>,
 }
 
-fn yes() -> bool {
-    true
-}
-
 /// `[guest_policy]`: the guest policy bits and values required; debug and migration agent are
 /// refused whatever it says.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GuestPolicySection {
-    /// Whether the guest may allow SMT (default true).
-    #[serde(default = "yes")]
-    pub allow_smt: bool,
-    /// The guest must run on a single socket (SINGLE_SOCKET).
-    #[serde(default)]
-    pub require_single_socket: bool,
-    /// Whether the guest may allow CXL memory (default true).
-    #[serde(default = "yes")]
-    pub allow_cxl: bool,
-    /// The guest must demand AES-256-XTS memory encryption.
-    #[serde(default)]
-    pub require_aes_256_xts: bool,
-    /// The guest must demand RAPL disabled.
-    #[serde(default)]
-    pub require_rapl_disabled: bool,
-    /// The guest must demand ciphertext hiding.
-    #[serde(default)]
-    pub require_ciphertext_hiding: bool,
+    /// Whether the guest may allow SMT (unset: allowed, and a gap to waive).
+    pub allow_smt: Option<bool>,
+    /// The guest must run on a single socket (SINGLE_SOCKET); unset: not required, a gap to waive.
+    pub require_single_socket: Option<bool>,
+    /// Whether the guest may allow CXL memory (unset: allowed, and a gap to waive).
+    pub allow_cxl: Option<bool>,
+    /// The guest must demand AES-256-XTS memory encryption; unset: not required, a gap to waive.
+    pub require_aes_256_xts: Option<bool>,
+    /// The guest must demand RAPL disabled; unset: not required, a gap to waive.
+    pub require_rapl_disabled: Option<bool>,
+    /// The guest must demand ciphertext hiding; unset: not required, a gap to waive.
+    pub require_ciphertext_hiding: Option<bool>,
     /// Minimum ABI the guest policy must demand of the firmware, "major.minor".
     pub min_abi: Option<String>,
     /// VMPLs the report may come from, e.g. [0].
     pub vmpl: Option<Vec<u32>>,
     /// Minimum guest SVN.
     pub min_guest_svn: Option<u32>,
-}
-
-impl Default for GuestPolicySection {
-    fn default() -> Self {
-        GuestPolicySection {
-            allow_smt: true,
-            require_single_socket: false,
-            allow_cxl: true,
-            require_aes_256_xts: false,
-            require_rapl_disabled: false,
-            require_ciphertext_hiding: false,
-            min_abi: None,
-            vmpl: None,
-            min_guest_svn: None,
-        }
-    }
 }
 
 /// A TCB minimum of one product, compared field by field (security patch levels).
@@ -334,6 +312,10 @@ pub struct Policy {
     pub is_default: bool,
     /// Every file the policy refers to, in the order of [`Policy::sha256`].
     pub referenced_files: Vec<ReferencedFile>,
+    /// Checks whose value the policy leaves out (crate::waiver::GAPS).
+    pub unset: Vec<&'static str>,
+    /// `[waive]`: check name to the reason it is waived.
+    pub waivers: std::collections::BTreeMap<String, String>,
     /// The digest of the policy text and every file it refers to (see [`policy_digest`]);
     /// all zeros for a policy built without text (`resolve`, the default policy).
     pub sha256: [u8; 32],
@@ -406,14 +388,16 @@ impl Policy {
         let crl = crl(&file.trust, base, &mut referenced_files)?;
         let (gpu_count, gpu) = gpu_policy(&file.gpu)?;
         let config_signers = config_signers(&file.config)?;
+        let unset = crate::waiver::unset(&file);
+        let waivers = crate::waiver::waivers(&file.waive, &unset)?;
         Ok(Policy {
             signing_keys: file.report.signing_keys.clone(),
-            allow_smt: g.allow_smt,
-            require_single_socket: g.require_single_socket,
-            allow_cxl: g.allow_cxl,
-            require_aes_256_xts: g.require_aes_256_xts,
-            require_rapl_disabled: g.require_rapl_disabled,
-            require_ciphertext_hiding: g.require_ciphertext_hiding,
+            allow_smt: g.allow_smt.unwrap_or(true),
+            require_single_socket: g.require_single_socket.unwrap_or(false),
+            allow_cxl: g.allow_cxl.unwrap_or(true),
+            require_aes_256_xts: g.require_aes_256_xts.unwrap_or(false),
+            require_rapl_disabled: g.require_rapl_disabled.unwrap_or(false),
+            require_ciphertext_hiding: g.require_ciphertext_hiding.unwrap_or(false),
             min_abi,
             vmpl: g.vmpl.clone(),
             min_guest_svn: g.min_guest_svn,
@@ -439,15 +423,37 @@ impl Policy {
             config_signers,
             is_default: false,
             referenced_files,
+            unset,
+            waivers,
             sha256: [0; 32],
         })
     }
 
     /// What keeps this policy from admitting nodes (enrolment and `attest fleet` refuse such
     /// a policy unless the lab override is given): a missing measurement allow-list, TCB
-    /// minimum, allowed VMPLs, expected GPU count or pinned configuration signer, and a test
-    /// root (`trust.test_root_ark` makes it a lab policy). Empty when the policy can admit.
-    pub fn missing_for_admission(&self) -> Vec<&'static str> {
+    /// minimum, allowed VMPLs, expected GPU count or pinned configuration signer, a test
+    /// root (`trust.test_root_ark` makes it a lab policy), and every other check whose value
+    /// is left out without a waiver (crate::waiver). Empty when the policy can admit.
+    pub fn missing_for_admission(&self) -> Vec<String> {
+        let mut missing: Vec<String> = self
+            .missing_required()
+            .into_iter()
+            .map(String::from)
+            .collect();
+        missing.extend(crate::waiver::unwaived(&self.unset, &self.waivers));
+        missing
+    }
+
+    /// The checks this policy waives, "check: reason", for the decision record.
+    pub fn waived(&self) -> Vec<String> {
+        self.waivers
+            .iter()
+            .map(|(check, reason)| format!("{check}: {reason}"))
+            .collect()
+    }
+
+    /// The values no waiver can replace.
+    fn missing_required(&self) -> Vec<&'static str> {
         let mut missing = Vec::new();
         if self.measurements.is_empty() {
             missing.push(

@@ -619,7 +619,7 @@ fn a_policy_lacking_what_admission_needs_says_what() {
     }
     assert!(!missing.contains("test root"), "{missing}");
     let complete = format!(
-        "[identity]\nmeasurements = [\"{}\"]\n[tcb.milan]\nbootloader = 0\ntee = 0\nsnp = 0\nmicrocode = 0\n[guest_policy]\nvmpl = [0]\n[gpu]\ncount = 0\n[config]\nsigners = [\"{}\"]\n",
+        "[identity]\nmeasurements = [\"{}\"]\n[tcb.milan]\nbootloader = 0\ntee = 0\nsnp = 0\nmicrocode = 0\n[guest_policy]\nvmpl = [0]\nallow_smt = true\nallow_cxl = true\nrequire_single_socket = false\nrequire_aes_256_xts = false\nrequire_rapl_disabled = false\nrequire_ciphertext_hiding = false\n[waive]\n\"snp.chain.crl\" = \"offline\"\n\"snp.tcb.firmware\" = \"test\"\n\"snp.policy.abi\" = \"test\"\n\"snp.policy.guest_svn\" = \"test\"\n\"config.image_signer\" = \"no manifest\"\n[gpu]\ncount = 0\n[config]\nsigners = [\"{}\"]\n",
         "ab".repeat(48),
         hex::encode(
             ed25519_dalek::SigningKey::from_bytes(&[1; 32])

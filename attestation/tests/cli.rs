@@ -329,7 +329,7 @@ fn fleet_refuses_a_test_root_policy_and_incomplete_node_entries_unless_lab() {
             .to_bytes(),
     );
     let complete = format!(
-        "[identity]\nmeasurements = [\"{}\"]\n[tcb.milan]\nbootloader = 0\ntee = 0\nsnp = 0\nmicrocode = 0\n[guest_policy]\nvmpl = [0]\n[gpu]\ncount = 0\n[config]\nsigners = [\"{signer}\"]\n",
+        "[identity]\nmeasurements = [\"{}\"]\n[tcb.milan]\nbootloader = 0\ntee = 0\nsnp = 0\nmicrocode = 0\n[guest_policy]\nvmpl = [0]\nallow_smt = true\nallow_cxl = true\nrequire_single_socket = false\nrequire_aes_256_xts = false\nrequire_rapl_disabled = false\nrequire_ciphertext_hiding = false\n[waive]\n\"snp.chain.crl\" = \"offline\"\n\"snp.tcb.firmware\" = \"test\"\n\"snp.policy.abi\" = \"test\"\n\"snp.policy.guest_svn\" = \"test\"\n\"config.image_signer\" = \"no manifest\"\n[gpu]\ncount = 0\n[config]\nsigners = [\"{signer}\"]\n",
         "ab".repeat(48)
     );
     std::fs::write(d("policy.toml"), &complete).unwrap();

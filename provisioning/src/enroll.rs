@@ -162,11 +162,7 @@ fn load_policy(req: &EnrollRequest<'_>) -> Result<(Policy, Option<Vec<String>>),
         path: req.policy.to_owned(),
         message: e.to_string(),
     })?;
-    let mut lacking: Vec<String> = policy
-        .missing_for_admission()
-        .into_iter()
-        .map(str::to_string)
-        .collect();
+    let mut lacking = policy.missing_for_admission();
     if lacking.is_empty() && req.plan_bundle.is_some() {
         return Ok((policy, None));
     }
@@ -231,6 +227,7 @@ fn new_record(
         config_signer: None,
         planned_config_digest: plan_bundle.map(|b| hex::encode(b.digest())),
         lab_policy: lab,
+        waived: Some(policy.waived()).filter(|w| !w.is_empty()),
         reasons: Vec::new(),
         reason: None,
         supersedes: None,

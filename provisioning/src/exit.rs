@@ -19,8 +19,9 @@ pub enum ExitStatus {
     TargetRefused = 3,
     /// 4: I/O failure on the target or the registry (write error, short write).
     Io = 4,
-    /// 5: the registry does not verify: its hash chain, or against the governing body's
-    /// signed head.
+    /// 5: the registry does not verify: its hash chain, against the governing body's
+    /// signed head, or against the witness of the last head verified (a rollback, a fork,
+    /// no witness).
     RegistryBroken = 5,
 }
 
@@ -43,8 +44,8 @@ Exit status: 0 success; 1 a check failed (verification mismatch, enrolment or re
 transition refused); 2 invalid input (subnet file, bundle, manifest, image, policy, arguments); \
 3 target refused (in use or mounted, system disk, partition, not a block device, too small, \
 serial or size not as expected, the image itself); 4 I/O failure on the target or the registry (write error, \
-short write); 5 the registry does not verify (its hash chain, or against the governing body's \
-signed head).";
+short write); 5 the registry does not verify (its hash chain, against the governing body's \
+signed head, or against the witness of the last head verified: rollback, fork, no witness).";
 
 #[cfg(test)]
 mod tests {

@@ -13,6 +13,8 @@
 //! * [`target`]: refusing mounted devices and the running system's disk.
 //! * [`flash`]: write, sync, read back and compare; `verify` for later re-checks.
 //! * [`registry`]: the governing body's append-only, hash-chained registry.
+//! * [`witness`]: the governing body's record of the last registry head it verified, so
+//!   that an older registry put back with its older signed head is refused.
 //! * [`enroll`]: fetch evidence with a fresh nonce, verify, decide, record.
 //! * [`exit`]: the exit statuses of `provision`, one per kind of failure.
 
@@ -27,5 +29,6 @@ pub mod plan;
 pub mod registry;
 pub mod subnet;
 pub mod target;
+pub mod witness;
 
 pub use hardware_profiles::Location;

@@ -136,6 +136,10 @@ pub struct Record {
     /// policy lacked. Absent for production decisions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab_policy: Option<Vec<String>>,
+    /// The checks the policy waives (`[waive]`), "check: reason": what this decision was
+    /// taken without. Absent when the policy waives nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waived: Option<Vec<String>>,
     /// Why it was refused: failed checks and registry rules; empty when admitted.
     pub reasons: Vec<String>,
     /// For a transition: why the governing body took it (`--reason`).
@@ -829,6 +833,34 @@ pub fn head_path(registry: &Path) -> PathBuf {
     PathBuf::from(p)
 }
 
+/// Checks that `signed` names `signer` and that its signature verifies under it. The error
+/// completes "signed head FILE" (it starts with " is signed by" or ": ").
+pub fn verify_head_signature(signed: &SignedHead, signer: &[u8; 32]) -> Result<(), String> {
+    let key = VerifyingKey::from_bytes(signer)
+        .map_err(|e| format!(": signer {}: {e}", hex::encode(signer)))?;
+    if signed.signer != hex::encode(signer) {
+        return Err(format!(
+            " is signed by {}, not the governing body's key {}",
+            signed.signer,
+            hex::encode(signer)
+        ));
+    }
+    let signature = hex::decode(&signed.signature)
+        .ok()
+        .and_then(|b| Signature::from_slice(&b).ok())
+        .ok_or_else(|| ": bad signature encoding".to_string())?;
+    key.verify(
+        &head_message(signed.records, &signed.head_sha256),
+        &signature,
+    )
+    .map_err(|_| {
+        format!(
+            ": the signature does not verify under {}",
+            hex::encode(signer)
+        )
+    })
+}
+
 /// What the signed head check found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeadCheck {
@@ -836,6 +868,8 @@ pub struct HeadCheck {
     pub signed: u64,
     /// Records after it, not signed (enrolments not yet reviewed, or forged).
     pub unsigned: u64,
+    /// The signed head itself, verified.
+    pub head: SignedHead,
 }
 
 impl Registry {
@@ -907,6 +941,7 @@ impl Registry {
         Ok(HeadCheck {
             signed: signed.records,
             unsigned,
+            head: signed,
         })
     }
 
@@ -932,43 +967,18 @@ impl Registry {
                 format!("signed head {}: not a signed head: {e}", head.display()),
             )
         })?;
-        let key = VerifyingKey::from_bytes(signer)
-            .map_err(|e| self.broken(0, format!("signer {}: {e}", hex::encode(signer))))?;
-        if signed.signer != hex::encode(signer) {
-            return Err(self.broken(
-                0,
-                format!(
-                    "signed head {} is signed by {}, not the governing body's key {}",
-                    head.display(),
-                    signed.signer,
-                    hex::encode(signer)
-                ),
-            ));
-        }
-        let signature = hex::decode(&signed.signature)
-            .ok()
-            .and_then(|b| Signature::from_slice(&b).ok())
-            .ok_or_else(|| {
-                self.broken(
-                    0,
-                    format!("signed head {}: bad signature encoding", head.display()),
-                )
-            })?;
-        key.verify(
-            &head_message(signed.records, &signed.head_sha256),
-            &signature,
-        )
-        .map_err(|_| {
-            self.broken(
-                0,
-                format!(
-                    "signed head {}: the signature does not verify under {}",
-                    head.display(),
-                    hex::encode(signer)
-                ),
-            )
-        })?;
+        verify_head_signature(&signed, signer)
+            .map_err(|why| self.broken(0, format!("signed head {}{why}", head.display())))?;
         Ok(signed)
+    }
+
+    /// SHA-256 of the line at which the first `records` records end (GENESIS for none):
+    /// the chained digest of that prefix. None when the file holds fewer records.
+    pub fn prefix_sha256(&self, records: u64) -> Option<&str> {
+        match records {
+            0 => Some(GENESIS),
+            n => self.hashes.get(n as usize - 1).map(String::as_str),
+        }
     }
 
     /// [`RegistryError::Broken`] for this registry's file at `line`.

@@ -145,11 +145,16 @@ fn enrolment_admits_refuses_and_audits_every_decision() {
         .unwrap()
         .sign_head(&gb, &provisioning::registry::head_path(&registry))
         .unwrap();
+    // This test's registry has no witness yet: the explicit override starts one.
+    let witness = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(BIN)
         .args(["registry", "nodes", "--registry"])
         .arg(&registry)
         .arg("--signer")
         .arg(hex::encode(gb.verifying_key().to_bytes()))
+        .arg("--witness")
+        .arg(witness.path().join("witness.json"))
+        .arg("--no-witness")
         .output()
         .unwrap();
     assert!(
@@ -355,10 +360,14 @@ fn a_tampered_registry_is_detected_and_nothing_is_appended() {
     // The binary reports a broken chain with exit status 5, an intact signed one with 0.
     let gb = ed25519_dalek::SigningKey::from_bytes(&[9; 32]);
     let signer = hex::encode(gb.verifying_key().to_bytes());
+    let witness = tempfile::tempdir().unwrap();
     let check = || {
         std::process::Command::new(BIN)
             .args(["registry", "check", "--signer", &signer, "--registry"])
             .arg(&registry)
+            .arg("--witness")
+            .arg(witness.path().join("witness.json"))
+            .arg("--no-witness")
             .output()
             .unwrap()
     };
@@ -425,4 +434,40 @@ fn the_enroll_command_exits_0_when_admitted_and_1_when_refused() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("ADMITTED node-a"));
     let out = run(Path::new("/nonexistent/policy.toml"));
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn an_unwaived_gap_is_refused_and_waivers_are_recorded() {
+    let agents = Agents::new();
+    let registry = agents.registry();
+    let node = agents.start(7, "key-a");
+    let plan = agents.bundle("node-01");
+    // The test policy without its `[waive]` table: each check left without its value is
+    // named, and nothing is decided.
+    let policy = agents.policy(7, true);
+    let unwaived = agents.dir.path().join("unwaived.toml");
+    let text = std::fs::read_to_string(&policy).unwrap();
+    assert!(text.contains(common::WAIVERS));
+    std::fs::write(&unwaived, text.replace(common::WAIVERS, "")).unwrap();
+    let err = enrol_with(&node, "node-01", &unwaived, &registry, Some(&plan), false).unwrap_err();
+    assert_eq!(err.exit_code(), 2, "{err}");
+    for check in [
+        "trust.crl for snp.chain.crl",
+        "tcb.min_firmware for snp.tcb.firmware",
+        "snp.policy.abi",
+        "snp.policy.guest_svn",
+        "config.image_signer",
+    ] {
+        assert!(err.to_string().contains(check), "{check}: {err}");
+    }
+    assert!(!registry.exists());
+    // With them, the decision records what it was taken without.
+    let r = enrol(&node, "node-01", &policy, &registry).unwrap().record;
+    assert_eq!(r.decision, Decision::Admit, "{:?}", r.reasons);
+    let waived = r.waived.unwrap();
+    assert_eq!(waived.len(), 5, "{waived:?}");
+    assert!(
+        waived.contains(&"snp.chain.crl: test chain: no CRL".to_string()),
+        "{waived:?}"
+    );
 }

@@ -2,7 +2,9 @@
 //! taken only from verified evidence and refused from then on where it moves past an
 //! identity or a bundle; and every tampering with the file is found against the governing
 //! body's last signed head, by `registry check --signer` and by `registry nodes`, which
-//! gives `attest fleet` nothing from a registry that does not verify.
+//! gives `attest fleet` nothing from a registry that does not verify; and an older
+//! registry put back with its older signed head, or a fork of it, is found against the
+//! governing body's witness of the last head it verified.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -16,6 +18,8 @@ use ed25519_dalek::SigningKey;
 use provisioning::registry::{
     Decision, Record, Registry, RegistryError, TransitionError, head_path,
 };
+use provisioning::witness::{self, WitnessError};
+use sha2::{Digest, Sha256};
 
 mod common;
 use common::{Agents, enrol, enrol_with, now};
@@ -31,13 +35,24 @@ fn gb_pub() -> String {
     hex::encode(gb().verifying_key().to_bytes())
 }
 
+/// `provision` with `--registry` and, for the commands that check the signed head,
+/// `--witness` (the registry's witness, outside its directory).
 fn provision(args: &[&str], registry: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .arg("--registry")
-        .arg(registry)
-        .output()
-        .unwrap()
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).arg("--registry").arg(registry);
+    if args[0] == "registry" && !args.contains(&"--witness") {
+        cmd.arg("--witness").arg(witness_of(registry));
+    }
+    cmd.output().unwrap()
+}
+
+/// The witness the tests keep for `registry`: one file per registry under the build's
+/// temporary directory, outside the registry's own.
+fn witness_of(registry: &Path) -> PathBuf {
+    let name = hex::encode(Sha256::digest(registry.as_os_str().as_encoded_bytes()));
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("registry-witness")
+        .join(format!("{name}.json"))
 }
 
 fn stderr(out: &Output) -> String {
@@ -57,11 +72,19 @@ fn keygen(dir: &Path) -> (PathBuf, String) {
     (key, public.trim().to_string())
 }
 
+/// The governing body signs the head and records it in its witness, as `registry sign`.
 fn sign(registry: &Path) {
+    let signed = sign_head_only(registry);
+    witness::write(&witness_of(registry), registry, &signed).unwrap();
+}
+
+/// A head signed with the governing body's key where its witness is not kept (another
+/// machine, or a copy of the key): the witness does not move.
+fn sign_head_only(registry: &Path) -> provisioning::registry::SignedHead {
     Registry::open(registry)
         .unwrap()
         .sign_head(&gb(), &head_path(registry))
-        .unwrap();
+        .unwrap()
 }
 
 /// `registry nodes` with the governing body's key, parsed as `attest fleet` parses it.
@@ -456,6 +479,7 @@ fn record(name: &str, decision: Decision, id: u8) -> Record {
         config_signer: Some(hex::encode([3; 32])),
         planned_config_digest: Some(hex::encode([2; 32])),
         lab_policy: None,
+        waived: None,
         reasons: match decision {
             Decision::Refuse => vec!["unreachable: connection refused".into()],
             _ => Vec::new(),
@@ -680,4 +704,185 @@ fn a_missing_head_is_detected() {
         stderr(&out)
     );
     assert!(!head_path(&registry).exists());
+}
+
+// Rollback and forks, against the governing body's witness of the last head it verified.
+
+fn check(registry: &Path) -> Output {
+    provision(&["registry", "check", "--signer", &gb_pub()], registry)
+}
+
+/// `registry check` and `registry nodes` refuse with status 5 and say `why`.
+fn refused_against_witness(registry: &Path, why: &str) {
+    for command in ["check", "nodes"] {
+        let out = provision(&["registry", command, "--signer", &gb_pub()], registry);
+        assert_eq!(out.status.code(), Some(5), "{command}: {}", stderr(&out));
+        assert!(stderr(&out).contains(why), "{command}: {}", stderr(&out));
+        assert!(out.stdout.is_empty(), "{command}");
+    }
+}
+
+/// The library's witness check of `registry` (its signed head verified first).
+fn witness_check(registry: &Path) -> Result<witness::Outcome, WitnessError> {
+    let reg = Registry::open(registry).unwrap();
+    let signer = gb().verifying_key().to_bytes();
+    let checked = reg
+        .check_head(&head_path(registry), &signer, false)
+        .unwrap();
+    witness::check(&reg, &checked.head, &witness_of(registry), false, &signer)
+}
+
+#[test]
+fn a_rollback_to_an_older_signed_state_is_refused() {
+    let (_dir, registry) = signed_registry();
+    let head = head_path(&registry);
+    let old = (
+        std::fs::read(&registry).unwrap(),
+        std::fs::read(&head).unwrap(),
+    );
+    write(&registry, &[record("node-04", Decision::Admit, 4)]);
+    sign(&registry);
+    assert_eq!(check(&registry).status.code(), Some(0));
+    // The older registry and its older head, both genuine: the chain and the signature
+    // verify, only the witness shows that the governing body has seen more.
+    std::fs::write(&registry, &old.0).unwrap();
+    std::fs::write(&head, &old.1).unwrap();
+    assert_eq!(check_head(&registry).unwrap(), 3);
+    refused_against_witness(&registry, "rollback: the signed head of");
+    refused_against_witness(&registry, "covers 3 record(s), the witness");
+    assert!(matches!(
+        witness_check(&registry),
+        Err(WitnessError::Rollback {
+            signed: 3,
+            witnessed: 4,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_fork_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = dir.path().join("registry.jsonl");
+    write(&registry, &three()[..2]);
+    sign(&registry);
+    let two = (
+        std::fs::read(&registry).unwrap(),
+        std::fs::read(head_path(&registry)).unwrap(),
+    );
+    write(&registry, &three()[2..]);
+    sign(&registry);
+    assert_eq!(check(&registry).status.code(), Some(0));
+    // Back to two records, then another history signed on top of it where the witness is
+    // not kept: as many records and more, validly signed, not the ones witnessed.
+    std::fs::write(&registry, &two.0).unwrap();
+    std::fs::write(head_path(&registry), &two.1).unwrap();
+    write(
+        &registry,
+        &[
+            record("node-09", Decision::Admit, 9),
+            record("node-10", Decision::Admit, 10),
+        ],
+    );
+    sign_head_only(&registry);
+    assert_eq!(check_head(&registry).unwrap(), 4);
+    refused_against_witness(&registry, "fork: record 3 of");
+    assert!(matches!(
+        witness_check(&registry),
+        Err(WitnessError::Fork { records: 3, .. })
+    ));
+}
+
+#[test]
+fn normal_growth_is_accepted_and_moves_the_witness() {
+    let (_dir, registry) = signed_registry();
+    write(
+        &registry,
+        &[
+            record("node-04", Decision::Admit, 4),
+            record("node-05", Decision::Refuse, 5),
+        ],
+    );
+    sign_head_only(&registry);
+    let out = check(&registry);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("5 record(s), 3 registered"), "{stdout}");
+    assert!(stdout.contains("(3 record(s))"), "{stdout}");
+    // The check recorded the head it verified.
+    assert_eq!(
+        witness_check(&registry).unwrap(),
+        witness::Outcome::Extends(5)
+    );
+    let w: witness::Witness =
+        serde_json::from_slice(&std::fs::read(witness_of(&registry)).unwrap()).unwrap();
+    assert_eq!(w.records, 5);
+}
+
+#[test]
+fn a_missing_witness_is_refused_unless_overridden() {
+    let (_dir, registry) = signed_registry();
+    std::fs::remove_file(witness_of(&registry)).unwrap();
+    refused_against_witness(&registry, "no witness at");
+    // The override is explicit and said in the output; it starts the witness.
+    let out = provision(
+        &["registry", "check", "--signer", &gb_pub(), "--no-witness"],
+        &registry,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("NO WITNESS (--no-witness)"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(stderr(&out).contains("NOT checked for a rollback"));
+    assert_eq!(
+        witness_check(&registry).unwrap(),
+        witness::Outcome::Extends(3)
+    );
+    // Once there is a witness the override cannot skip it.
+    let out = provision(
+        &["registry", "check", "--signer", &gb_pub(), "--no-witness"],
+        &registry,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is always checked"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_witness_beside_the_registry_or_not_signed_is_refused() {
+    let (dir, registry) = signed_registry();
+    // Where a restore of the registry's directory would put it back too.
+    let beside = dir.path().join("sub/witness.json");
+    let out = provision(
+        &[
+            "registry",
+            "check",
+            "--signer",
+            &gb_pub(),
+            "--witness",
+            beside.to_str().unwrap(),
+            "--no-witness",
+        ],
+        &registry,
+    );
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("inside the registry's directory"),
+        "{}",
+        stderr(&out)
+    );
+    // A witness whose head the governing body did not sign (moved back by hand).
+    let path = witness_of(&registry);
+    let mut w: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    w["records"] = 2.into();
+    std::fs::write(&path, w.to_string()).unwrap();
+    refused_against_witness(
+        &registry,
+        "the witnessed head: the signature does not verify",
+    );
 }

@@ -384,6 +384,14 @@ fn check_fleet(
     let policy = Arc::new(Policy::load(&sources.policy)?);
     let missing = fleet_watch::admission_gaps(&policy, &nodes);
     warn_or_refuse_lab(sources, &missing, "verdicts below are")?;
+    // The verdicts hold only with what the policy waives: said with every run.
+    if !policy.waivers.is_empty() {
+        eprintln!(
+            "attest: WAIVED by the policy {}: {}",
+            sources.policy.display(),
+            policy.waived().join("; ")
+        );
+    }
     let chains = Arc::new(ChainVerifier::new(policy.trust_store()));
     let opts = FleetOptions {
         concurrency,

@@ -15,9 +15,10 @@ use provisioning::enroll::{EnrollError, EnrollRequest, Enrolment, enroll};
 use provisioning::exit::{AFTER_HELP, ExitStatus};
 use provisioning::flash::{Destination, FlashError, Progress, flash, verify_target};
 use provisioning::image::{ReleaseManifest, check_image, write_test_image};
-use provisioning::registry::{Decision, Record, Registry, TransitionError, head_path};
+use provisioning::registry::{Decision, Record, Registry, SignedHead, TransitionError, head_path};
 use provisioning::subnet::Subnet;
 use provisioning::target::{Expect, SystemView};
+use provisioning::witness::{self, Outcome};
 use sha2::{Digest, Sha256};
 use sn_config::Bundle;
 
@@ -180,8 +181,8 @@ struct TestImageArgs {
 
 #[derive(Subcommand)]
 enum RegistryCommand {
-    /// Verify the hash chain and the governing body's signed head; print the number of
-    /// records and the head.
+    /// Verify the hash chain, the governing body's signed head and that the registry extends
+    /// the witness of the last head verified; print the number of records and the head.
     Check {
         /// The registry file.
         #[arg(long, value_name = "REGISTRY")]
@@ -192,10 +193,13 @@ enum RegistryCommand {
         /// The signed head (default: REGISTRY.head).
         #[arg(long, value_name = "HEAD")]
         head: Option<PathBuf>,
+        #[command(flatten)]
+        w: WitnessArgs,
     },
     /// Review the records after the signed head and sign the new head with the governing
     /// body's key.
     Sign {
+        /// The registry file.
         #[arg(long, value_name = "REGISTRY")]
         registry: PathBuf,
         /// The governing body's Ed25519 key (PKCS#8 PEM, from `provision keygen`).
@@ -208,6 +212,8 @@ enum RegistryCommand {
         /// head is refused, since a deleted head would otherwise be signed over unnoticed.
         #[arg(long)]
         initial: bool,
+        #[command(flatten)]
+        w: WitnessArgs,
     },
     /// Re-key a registered node (TCB update, new image) from an enrolment of its new
     /// identity that only the registry rules refused; the old key is retired.
@@ -247,12 +253,15 @@ enum RegistryCommand {
         /// The signed head (default: REGISTRY.head).
         #[arg(long, value_name = "HEAD")]
         head: Option<PathBuf>,
+        #[command(flatten)]
+        w: WitnessArgs,
     },
 }
 
 /// What every transition takes.
 #[derive(clap::Args)]
 struct Transition {
+    /// The registry file: the transition's record is appended to it.
     #[arg(long, value_name = "REGISTRY")]
     registry: PathBuf,
     /// Why, recorded in the transition's record.
@@ -265,6 +274,73 @@ struct Transition {
     /// The signed head (default: REGISTRY.head).
     #[arg(long, value_name = "HEAD")]
     head: Option<PathBuf>,
+    #[command(flatten)]
+    w: WitnessArgs,
+}
+
+/// The witness every command that verifies or signs the head checks and then updates.
+#[derive(clap::Args)]
+struct WitnessArgs {
+    /// The governing body's witness of the last head it verified, kept outside the
+    /// registry's directory (default: one file per registry under
+    /// $XDG_CONFIG_HOME/sovereign-node/registry-witness/, or ~/.config/...).
+    #[arg(long, value_name = "FILE")]
+    witness: Option<PathBuf>,
+    /// There is no witness yet: accept this registry as the starting point without the
+    /// rollback check (said in the output) and write the witness. Refused when a witness
+    /// exists.
+    #[arg(long)]
+    no_witness: bool,
+}
+
+impl WitnessArgs {
+    /// The witness file of `registry`: --witness, or the default one.
+    fn path(&self, registry: &Path) -> Result<PathBuf, Failure> {
+        self.witness
+            .clone()
+            .or_else(|| witness::default_path(registry))
+            .ok_or_else(|| {
+                fail(ExitStatus::InvalidInput)(anyhow!(
+                    "no --witness FILE, and neither XDG_CONFIG_HOME nor HOME is set for the default one"
+                ))
+            })
+    }
+
+    /// Checks `reg` (its signed head `signed` verified under `signer`) against the witness.
+    fn check(
+        &self,
+        reg: &Registry,
+        signed: &SignedHead,
+        signer: &[u8; 32],
+    ) -> Result<(PathBuf, Outcome), Failure> {
+        let path = self.path(reg.path())?;
+        let outcome = witness::check(reg, signed, &path, self.no_witness, signer)
+            .map_err(|e| fail(e.status())(e))?;
+        if outcome == Outcome::Overridden {
+            eprintln!(
+                "provision: NO WITNESS (--no-witness): {} accepted as the starting point, NOT checked for a rollback; witness written to {}",
+                reg.path().display(),
+                path.display()
+            );
+        }
+        Ok((path, outcome))
+    }
+}
+
+/// Records `head` as the witness at `path`.
+fn write_witness(path: &Path, registry: &Path, head: &SignedHead) -> Result<(), Failure> {
+    witness::write(path, registry, head).map_err(|e| fail(e.status())(e))
+}
+
+/// How the witness check went, for the output.
+fn witness_note(path: &Path, outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Extends(n) => format!("extends the witness {} ({n} record(s))", path.display()),
+        Outcome::Overridden => format!(
+            "NO WITNESS (--no-witness): not checked for a rollback; witness {} started",
+            path.display()
+        ),
+    }
 }
 
 /// An error with the exit status it maps to.
@@ -523,6 +599,13 @@ fn run_enroll(a: &EnrollArgs) -> Result<ExitStatus, Failure> {
         lab_policy: a.lab_policy,
     })?;
     let r = &outcome.record;
+    if let Some(waived) = &r.waived {
+        eprintln!(
+            "provision: WAIVED by the policy {} and recorded: {}",
+            a.policy.display(),
+            waived.join("; ")
+        );
+    }
     if let Some(lacking) = &r.lab_policy {
         eprintln!(
             "provision: LAB POLICY: decided under {} although it lacks {}; recorded as a lab decision, NOT a production admission",
@@ -582,13 +665,15 @@ fn run_registry(command: RegistryCommand) -> Result<ExitStatus, Failure> {
             registry,
             signer,
             head,
-        } => registry_check(&registry, &signer, head),
+            w,
+        } => registry_check(&registry, &signer, head, &w),
         RegistryCommand::Sign {
             registry,
             key,
             head,
             initial,
-        } => registry_sign(&registry, &key, head, initial),
+            w,
+        } => registry_sign(&registry, &key, head, initial, &w),
         RegistryCommand::Rekey { t, evidence } => {
             transition(&t, |reg| reg.rekey(evidence, &t.reason))
         }
@@ -600,35 +685,43 @@ fn run_registry(command: RegistryCommand) -> Result<ExitStatus, Failure> {
             registry,
             signer,
             head,
-        } => registry_nodes(&registry, &signer, head),
+            w,
+        } => registry_nodes(&registry, &signer, head, &w),
     }
 }
 
 /// The registry at `registry` with its chain and its signed head (default REGISTRY.head)
-/// verified against `signer`, and the signer's key.
+/// verified against `signer` and found to extend the witness, which then records this
+/// head; the signer's key and how the witness check went.
 fn verified_registry(
     registry: &Path,
     signer: &str,
     head: Option<PathBuf>,
-) -> Result<(Registry, [u8; 32]), Failure> {
+    w: &WitnessArgs,
+) -> Result<(Registry, [u8; 32], String), Failure> {
     let signer = load_signer(signer)?;
     let reg = open_registry(registry)?;
     let head = head.unwrap_or_else(|| head_path(registry));
-    reg.check_head(&head, &signer, false)
+    let checked = reg
+        .check_head(&head, &signer, false)
         .map_err(fail(ExitStatus::RegistryBroken))?;
-    Ok((reg, signer))
+    let (path, outcome) = w.check(&reg, &checked.head, &signer)?;
+    write_witness(&path, registry, &checked.head)?;
+    Ok((reg, signer, witness_note(&path, &outcome)))
 }
 
-/// `provision registry check`: the chain and the signed head (default REGISTRY.head).
+/// `provision registry check`: the chain, the signed head (default REGISTRY.head) and the
+/// witness.
 fn registry_check(
     registry: &Path,
     signer: &str,
     head: Option<PathBuf>,
+    w: &WitnessArgs,
 ) -> Result<ExitStatus, Failure> {
-    let (reg, signer) = verified_registry(registry, signer, head)?;
+    let (reg, signer, note) = verified_registry(registry, signer, head, w)?;
     let admitted = reg.admitted().count();
     println!(
-        "{}: {} record(s), {admitted} registered, chain intact, head {} signed by {}",
+        "{}: {} record(s), {admitted} registered, chain intact, head {} signed by {}, {note}",
         registry.display(),
         reg.records().len(),
         reg.head(),
@@ -644,15 +737,26 @@ fn registry_sign(
     key: &Path,
     head: Option<PathBuf>,
     initial: bool,
+    w: &WitnessArgs,
 ) -> Result<ExitStatus, Failure> {
     let key = sn_config::sign::load_signing_key(key).map_err(fail(ExitStatus::InvalidInput))?;
+    let signer = key.verifying_key().to_bytes();
     let reg = open_registry(registry)?;
     let head = head.unwrap_or_else(|| head_path(registry));
+    let witness = w.path(registry)?;
     let from = match (head.exists(), initial) {
         (true, false) => {
-            reg.check_head(&head, &key.verifying_key().to_bytes(), true)
-                .map_err(fail(ExitStatus::RegistryBroken))?
-                .signed
+            let checked = reg
+                .check_head(&head, &signer, true)
+                .map_err(fail(ExitStatus::RegistryBroken))?;
+            w.check(&reg, &checked.head, &signer)?;
+            checked.signed
+        }
+        (false, true) if witness.exists() => {
+            return Err(fail(ExitStatus::RegistryBroken)(anyhow!(
+                "--initial: the witness {} exists: this registry was signed before and its head was removed",
+                witness.display()
+            )));
         }
         (false, true) => 0,
         (true, true) => {
@@ -669,12 +773,14 @@ fn registry_sign(
         }
     };
     list_records(&reg.records()[from as usize..]);
-    reg.sign_head(&key, &head).map_err(fail(ExitStatus::Io))?;
+    let signed = reg.sign_head(&key, &head).map_err(fail(ExitStatus::Io))?;
+    write_witness(&witness, registry, &signed)?;
     println!(
-        "signed head {} ({} record(s)) written to {}",
+        "signed head {} ({} record(s)) written to {}, witness {}",
         reg.head(),
         reg.records().len(),
-        head.display()
+        head.display(),
+        witness.display()
     );
     Ok(ExitStatus::Success)
 }
@@ -685,11 +791,13 @@ fn registry_nodes(
     registry: &Path,
     signer: &str,
     head: Option<PathBuf>,
+    w: &WitnessArgs,
 ) -> Result<ExitStatus, Failure> {
-    // attest fleet pins what this lists: only what the governing body signed.
-    let (reg, signer) = verified_registry(registry, signer, head)?;
+    // attest fleet pins what this lists: only what the governing body signed, and not an
+    // older signed state (it would bring back retired nodes and superseded bundles).
+    let (reg, signer, note) = verified_registry(registry, signer, head, w)?;
     let mut out = format!(
-        "# Registered nodes of {} ({} record(s), head {} signed by {}), for `attest fleet --nodes`.\n",
+        "# Registered nodes of {} ({} record(s), head {} signed by {}, {note}), for `attest fleet --nodes`.\n",
         registry.display(),
         reg.records().len(),
         reg.head(),
@@ -778,18 +886,21 @@ fn transition(
     step: impl FnOnce(&mut Registry) -> Result<Record, TransitionError>,
 ) -> Result<ExitStatus, Failure> {
     let key = sn_config::sign::load_signing_key(&t.key).map_err(fail(ExitStatus::InvalidInput))?;
+    let signer = key.verifying_key().to_bytes();
     let mut reg = open_registry(&t.registry)?;
     let head = t.head.clone().unwrap_or_else(|| head_path(&t.registry));
+    let witness = t.w.path(&t.registry)?;
     if head.exists() || !reg.records().is_empty() {
-        let signed = reg
-            .check_head(&head, &key.verifying_key().to_bytes(), true)
-            .map_err(fail(ExitStatus::RegistryBroken))?
-            .signed;
+        let checked = reg
+            .check_head(&head, &signer, true)
+            .map_err(fail(ExitStatus::RegistryBroken))?;
+        t.w.check(&reg, &checked.head, &signer)?;
         // The new head covers these too: shown as `sign` shows them.
-        list_records(&reg.records()[signed as usize..]);
+        list_records(&reg.records()[checked.signed as usize..]);
     }
     let r = step(&mut reg).map_err(|e| fail(e.status())(e))?;
-    reg.sign_head(&key, &head).map_err(fail(ExitStatus::Io))?;
+    let signed = reg.sign_head(&key, &head).map_err(fail(ExitStatus::Io))?;
+    write_witness(&witness, &t.registry, &signed)?;
     println!(
         "{:?} {} recorded as record {} of {} ({}), signed head {}",
         r.decision,

@@ -151,7 +151,7 @@ impl Agents {
             .join(format!("policy-{seed}-{trusting}.toml"));
         let mut text = format!(
             "{}\n[trust]\n",
-            self.policy_sections(&["identity", "tcb", "vmpl", "gpu", "config"])
+            self.policy_sections(&["identity", "tcb", "vmpl", "gpu", "config", "waive"])
         );
         if trusting {
             let ark = TestSigner::from_seed([seed; 32]).unwrap().ark_pem();
@@ -167,7 +167,8 @@ impl Agents {
     }
 
     /// Policy sections by name: the test measurement, a TCB minimum the test chain meets,
-    /// VMPL 0, no GPUs, the plan's signer.
+    /// VMPL 0 with every guest policy bit stated, no GPUs, the plan's signer, and the
+    /// waivers of what the rest leaves out.
     pub(crate) fn policy_sections(&self, which: &[&str]) -> String {
         let mut text = String::new();
         for section in which {
@@ -177,7 +178,8 @@ impl Agents {
                     hex::encode(test_measurement())
                 ),
                 "tcb" => "[tcb.milan]\nbootloader = 0\ntee = 0\nsnp = 0\nmicrocode = 0\n".into(),
-                "vmpl" => "[guest_policy]\nvmpl = [0]\n".into(),
+                "vmpl" => "[guest_policy]\nvmpl = [0]\nallow_smt = true\nallow_cxl = true\nrequire_single_socket = false\nrequire_aes_256_xts = false\nrequire_rapl_disabled = false\nrequire_ciphertext_hiding = false\n".into(),
+                "waive" => WAIVERS.into(),
                 "gpu" => "[gpu]\ncount = 0\n".into(),
                 "config" => format!(
                     "[config]\nsigners = [\"{}\"]\n",
@@ -193,6 +195,15 @@ impl Agents {
         self.dir.path().join("registry.jsonl")
     }
 }
+
+/// What the test policies leave out, waived by name.
+pub(crate) const WAIVERS: &str = "[waive]
+\"snp.chain.crl\" = \"test chain: no CRL\"
+\"snp.tcb.firmware\" = \"test reports carry no firmware version worth pinning\"
+\"snp.policy.abi\" = \"tests set no ABI minimum\"
+\"snp.policy.guest_svn\" = \"the test image has no ID block\"
+\"config.image_signer\" = \"the test measurement comes without a release manifest\"
+";
 
 pub(crate) fn now() -> u64 {
     std::time::SystemTime::now()
