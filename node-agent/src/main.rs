@@ -42,10 +42,14 @@ enum Command {
     /// after the timeout). Run as root by sovereign-replica-cpus.service after the agent
     /// is ready; the agent itself has no access to systemd's bus.
     SetReplicaCpus {
+        /// The runtime configuration the agent wrote (its settings' `runtime_config`): the
+        /// pools' CPU sets give the slice's AllowedCPUs=.
         #[arg(long, default_value = "/run/sovereign-node/runtime-config.json")]
         runtime_config: PathBuf,
+        /// The systemd slice the replica runs in.
         #[arg(long, default_value = "sovereign-replica.slice")]
         slice: String,
+        /// Seconds `systemctl set-property` may take before it is killed (an error).
         #[arg(long, default_value_t = node_agent::pinning::SYSTEMCTL_TIMEOUT.as_secs())]
         timeout_seconds: u64,
     },
@@ -329,4 +333,32 @@ fn sample_gpu(count: u32, interval_seconds: f64) -> anyhow::Result<()> {
     }
     println!("{}", serde_json::to_string_pretty(&samples)?);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every argument of every subcommand is described in `--help` (clap's own --help and
+    /// --version aside): an option without a doc comment shows a bare flag.
+    #[test]
+    fn every_argument_has_help_text() {
+        let mut bare = Vec::new();
+        undescribed(&super::Cli::command(), "node-agent", &mut bare);
+        assert!(bare.is_empty(), "arguments without help text: {bare:?}");
+    }
+
+    fn undescribed(cmd: &clap::Command, path: &str, bare: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            if matches!(id, "help" | "version") || arg.get_help().is_some() {
+                continue;
+            }
+            let name = arg.get_long().map_or(id.to_string(), |l| format!("--{l}"));
+            bare.push(format!("{path} {name}"));
+        }
+        for sub in cmd.get_subcommands() {
+            undescribed(sub, &format!("{path} {}", sub.get_name()), bare);
+        }
+    }
 }

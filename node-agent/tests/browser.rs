@@ -5,10 +5,13 @@
 mod common;
 
 use common::*;
+use gpu_crypto::Operation;
+use gpu_crypto_api::stats::{Executed, OperationCount};
 use node_agent::clock::ManualClock;
 use node_agent::collect::gpu::RecordedGpuSource;
 use node_agent::history::History;
 use node_agent::routes::{AppState, Heartbeat, router};
+use node_agent::snapshot::Snapshot;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
@@ -45,9 +48,10 @@ fn headless(url: &str, extra: &[String]) -> String {
             "--disable-dev-shm-usage",
             "--hide-scrollbars",
             "--window-size=1400,1700",
-            // Virtual time does not advance while fetches are pending; 3 s of it end before
-            // the page's first refresh (every 5 s): the DOM and the screenshot are the first
-            // paint, with no wait for a second round of fetches.
+            // Virtual time does not advance while fetches are pending, so the DOM dumped
+            // after it may be later than the first paint: what the first render drew is
+            // read from the page's own record (`first_render`). 3 s end before the page's
+            // first refresh (every 5 s).
             "--virtual-time-budget=3000",
         ])
         .args(extra)
@@ -61,6 +65,47 @@ fn headless(url: &str, extra: &[String]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// What the page's first render drew, from its `<body data-first-render>`: whether the
+/// status sections were filled, and each plot's caption with its number of series.
+fn first_render(dom: &str) -> (bool, Vec<(String, usize)>) {
+    let record = dom
+        .split("data-first-render=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap_or_else(|| panic!("the page recorded no first render: {dom}"));
+    let mut parts = record.split('|');
+    let status = parts.next() == Some("status");
+    let plots = parts
+        .find_map(|p| p.strip_prefix("plots:"))
+        .unwrap_or("")
+        .split(';')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (caption, n) = p.rsplit_once('=').unwrap_or_else(|| panic!("{record}"));
+            (
+                caption.to_string(),
+                n.parse().unwrap_or_else(|_| panic!("{record}")),
+            )
+        })
+        .collect();
+    (status, plots)
+}
+
+/// Asserts that the first render drew the status and all 11 plots, and the plots captioned
+/// in `series` with that many series: the first paint is never the status alone.
+fn assert_first_render(dom: &str, series: &[(&str, usize)]) {
+    let (status, plots) = first_render(dom);
+    assert!(status, "first render without the status: {plots:?}");
+    assert_eq!(plots.len(), 11, "first render: {plots:?}");
+    for (caption, n) in series {
+        let drawn = plots
+            .iter()
+            .find(|(c, _)| c == caption)
+            .unwrap_or_else(|| panic!("first render without {caption:?}: {plots:?}"));
+        assert_eq!(drawn.1, *n, "first render of {caption:?}: {plots:?}");
+    }
 }
 
 /// The plots of the dumped DOM: caption -> the `d` of each of its paths.
@@ -186,6 +231,8 @@ fn dashboard_renders_in_headless_chromium() {
         dom.contains("not running from the sovereign-node image"),
         "{dom}"
     );
+    // The first render drew the plots with the status (the cost has its total and energy).
+    assert_first_render(&dom, &[("Cost (EUR/h)", 2)]);
 }
 
 #[test]
@@ -220,6 +267,15 @@ fn history_plots_draw_after_a_few_cycles() {
 
     let url = format!("http://127.0.0.1:{}/", agent.port);
     let dom = headless(&url, &["--dump-dom".into()]);
+    assert_first_render(
+        &dom,
+        &[
+            ("Node power (W)", 0),
+            ("Cost (EUR/h)", 2),
+            ("Replica heights (blocks)", 2),
+            ("Certification lag (blocks)", 1),
+        ],
+    );
     let plots = plots(&dom);
     assert_eq!(plots.len(), 11, "{plots:?}");
     // No GPU, no RAPL, no configured unmeasured power: the node's power is not known, and
@@ -263,14 +319,121 @@ fn history_plots_draw_after_a_few_cycles() {
         dom.contains("points, one every 1 s (at most 3601, 60 min)"),
         "{dom}"
     );
-    // The screenshot is the first paint: the plots are drawn in it (a page with the plots
-    // has far more ink than one whose "Last hour" box is empty).
+    // For a person to look at: the page as the DOM above shows it.
     screenshot(&url, "sovereign-node-dashboard-history.png");
 }
 
+/// Crypto work for cycle `i`: eight operation/path series, the k-th doing (k + 1) * 10 items
+/// per cycle, so that the crypto plot has more series with work than it draws.
+fn crypto_work(s: &mut Snapshot, i: u64) {
+    let series = Operation::ALL
+        .iter()
+        .flat_map(|op| [(*op, Executed::Cpu), (*op, Executed::Gpu)])
+        .take(8);
+    for (k, (operation, executed)) in (1u64..).zip(series) {
+        let items = i * k * 10;
+        let ops = &mut s.crypto.stats.operations;
+        match ops
+            .iter_mut()
+            .find(|o| o.operation == operation && o.executed == executed)
+        {
+            Some(o) => o.items = items,
+            None => ops.push(OperationCount {
+                operation,
+                executed,
+                calls: i,
+                items,
+            }),
+        }
+    }
+}
+
+/// The series of the crypto plot as drawn: (colour, dash, marker element) of each line.
+fn crypto_styles(dom: &str) -> Vec<(String, String, String)> {
+    let fig = figure(dom, CRYPTO);
+    let attr = |tag: &str, name: &str| {
+        tag.split(&format!(" {name}=\""))
+            .nth(1)
+            .and_then(|v| v.split('"').next())
+            .unwrap_or("")
+            .to_string()
+    };
+    // The plot's <svg> holds each line, then that line's markers; the legend comes after.
+    let plot = fig.split("<div class=\"legend\"").next().unwrap();
+    plot.split("<path class=\"line\"")
+        .skip(1)
+        .map(|line| {
+            let path = line.split('>').next().unwrap();
+            let marker = ["circle", "rect", "polygon"]
+                .into_iter()
+                .filter_map(|m| {
+                    line.find(&format!("<{m} class=\"marker\""))
+                        .map(|at| (at, m))
+                })
+                .min()
+                .map_or("none", |(_, m)| m);
+            (
+                attr(path, "stroke"),
+                attr(path, "stroke-dasharray"),
+                marker.to_string(),
+            )
+        })
+        .collect()
+}
+
+const CRYPTO: &str = "Crypto items per second (items/s)";
+
+/// A page that loads the dashboard in a same-origin frame of the screenshot's size and, once
+/// the dashboard recorded its first render, writes each legend's layout on its own <body>:
+/// "CAPTION=entries,overlapping pairs,clipped entries,overlaps the plot" per plot.
+const LAYOUT_PROBE: &str = r#"<!doctype html><html><body>
+<iframe id="f" src="/" style="width:1400px;height:1700px;border:0"></iframe>
+<script>
+"use strict";
+const meets = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+const inside = (a, b) => a.left >= b.left - 0.5 && a.right <= b.right + 0.5 && a.top >= b.top - 0.5 && a.bottom <= b.bottom + 0.5;
+function probe() {
+  const d = document.getElementById("f").contentDocument;
+  if (!d || !d.body || !d.body.hasAttribute("data-first-render")) { setTimeout(probe, 20); return; }
+  const out = [];
+  for (const fig of d.querySelectorAll("figure.plot")) {
+    const legend = fig.querySelector(".legend");
+    if (!legend) continue;
+    const box = legend.getBoundingClientRect(), plot = fig.querySelector("svg").getBoundingClientRect();
+    const entries = [...legend.children], keys = entries.map(e => e.getBoundingClientRect());
+    let pairs = 0;
+    keys.forEach((a, i) => keys.slice(i + 1).forEach(b => { if (meets(a, b)) pairs++; }));
+    // Cut off: outside the legend's box, or its text wider than its column (an ellipsis).
+    const clipped = entries.filter((e, i) => !inside(keys[i], box) || e.scrollWidth > e.clientWidth + 0.5).length;
+    out.push(fig.querySelector("figcaption").textContent + "=" + keys.length + "," + pairs + "," + clipped + "," + (meets(box, plot) ? 1 : 0));
+  }
+  document.body.setAttribute("data-layout", out.join(";"));
+}
+probe();
+</script></body></html>"#;
+
+/// The layout probe's record: caption -> (entries, overlapping pairs, clipped, overlaps plot).
+fn legend_layout(dom: &str) -> Vec<(String, [u32; 4])> {
+    let record = dom
+        .split("data-layout=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap_or_else(|| panic!("the probe recorded no layout: {dom}"));
+    record
+        .split(';')
+        .map(|p| {
+            let (caption, n) = p.rsplit_once('=').unwrap();
+            let n: Vec<u32> = n.split(',').map(|x| x.parse().unwrap()).collect();
+            (caption.to_string(), n.try_into().unwrap())
+        })
+        .collect()
+}
+
 /// The agent's router with a history of 40 cycles, 15 s apart, collected from the recorded
-/// H200 NVML samples: the GPU plots draw as well, and the page asks for the status and the
-/// history at once (its first paint has both).
+/// H200 NVML samples and with crypto work on eight operation/path series: the GPU plots
+/// draw as well, the crypto plot draws the six busiest series, each in its own colour, dash
+/// and marker, with a legend whose entries neither overlap nor are cut off, and the page asks
+/// for the status and the history at once (its first render has both).
 #[test]
 #[ignore = "needs chromium (Debian package chromium); ./scripts/test runs it where it is installed"]
 fn gpu_history_plots_draw_from_recorded_nvml_samples() {
@@ -290,7 +453,8 @@ fn gpu_history_plots_draw_from_recorded_nvml_samples() {
             // CPU package at 100 W, then 150 W from the 21st cycle.
             let uj = 1_000_000_000 + i * 1_500_000_000 + i.saturating_sub(20) * 750_000_000;
             write_rapl(sys.path(), uj);
-            let s = c.collect();
+            let mut s = c.collect();
+            crypto_work(&mut s, i);
             history.record(&s);
             last = Some(s);
             clock.advance(15.0);
@@ -311,31 +475,35 @@ fn gpu_history_plots_draw_from_recorded_nvml_samples() {
         // /v1/status answers only once /v1/history was asked for too (503 after 3 s): a page
         // that asked for the history only after the status drew nothing.
         let asked = Arc::new(tokio::sync::Semaphore::new(0));
-        let app = router(state).layer(axum::middleware::from_fn(
-            move |req: axum::extract::Request, next: axum::middleware::Next| {
-                let asked = asked.clone();
-                async move {
-                    match req.uri().path() {
-                        "/v1/history" => asked.add_permits(1),
-                        "/v1/status" => {
-                            let permit =
-                                tokio::time::timeout(Duration::from_secs(3), asked.acquire()).await;
-                            match permit {
-                                Ok(Ok(p)) => p.forget(),
-                                _ => {
-                                    return axum::response::IntoResponse::into_response((
-                                        axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                                        "the history was not asked for with the status",
-                                    ));
+        let probe = || async { axum::response::Html(LAYOUT_PROBE) };
+        let app = router(state)
+            .route("/layout", axum::routing::get(probe))
+            .layer(axum::middleware::from_fn(
+                move |req: axum::extract::Request, next: axum::middleware::Next| {
+                    let asked = asked.clone();
+                    async move {
+                        match req.uri().path() {
+                            "/v1/history" => asked.add_permits(1),
+                            "/v1/status" => {
+                                let permit =
+                                    tokio::time::timeout(Duration::from_secs(3), asked.acquire())
+                                        .await;
+                                match permit {
+                                    Ok(Ok(p)) => p.forget(),
+                                    _ => {
+                                        return axum::response::IntoResponse::into_response((
+                                            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                                            "the history was not asked for with the status",
+                                        ));
+                                    }
                                 }
                             }
+                            _ => {}
                         }
-                        _ => {}
+                        next.run(req).await
                     }
-                    next.run(req).await
-                }
-            },
-        ));
+                },
+            ));
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         format!("http://{addr}/")
     });
@@ -356,6 +524,48 @@ fn gpu_history_plots_draw_from_recorded_nvml_samples() {
         "Node power (W)",
     ] {
         assert_drawn(&plots, caption, 1, 40);
+    }
+    // Eight series with work, the six busiest drawn (no rate at the first point: 39 points),
+    // each told apart by its colour, dash and marker together.
+    assert_first_render(&dom, &[(CRYPTO, 6), ("GPU utilisation (%)", 1)]);
+    assert_drawn(&plots, CRYPTO, 6, 39);
+    let styles = crypto_styles(&dom);
+    assert_eq!(styles.len(), 6, "{styles:?}");
+    for (i, a) in styles.iter().enumerate() {
+        assert!(!a.0.is_empty(), "a line without a colour: {styles:?}");
+        assert!(
+            !styles[i + 1..].contains(a),
+            "two series drawn alike: {styles:?}"
+        );
+    }
+    // The busiest first (the eighth series: msm_shared_u8 on the GPU); the two least busy
+    // (decompress, on either path) are left out.
+    let legend = figure(&dom, CRYPTO)
+        .split("<div class=\"legend\"")
+        .nth(1)
+        .unwrap();
+    let names: Vec<&str> = legend
+        .split("</svg>")
+        .skip(1)
+        .map(|e| e.split("</span>").next().unwrap())
+        .collect();
+    assert_eq!(names.len(), 6, "{legend}");
+    assert!(names[0].starts_with("msm_shared_u8 gpu "), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("decompress ")),
+        "{names:?}"
+    );
+    // The legends laid out at the screenshot's size: no entry overlaps another, none is cut
+    // off by the legend's fixed height, no legend overlaps its plot.
+    let layout = legend_layout(&headless(&format!("{url}layout"), &["--dump-dom".into()]));
+    let crypto = layout.iter().find(|(c, _)| c == CRYPTO);
+    assert_eq!(crypto.map(|(_, n)| n[0]), Some(6), "{layout:?}");
+    for (caption, [_, pairs, clipped, over_plot]) in &layout {
+        assert_eq!(
+            (*pairs, *clipped, *over_plot),
+            (0, 0, 0),
+            "{caption}: overlapping entries, clipped entries, legend over the plot: {layout:?}"
+        );
     }
     screenshot(&url, "sovereign-node-dashboard-gpu-history.png");
 }

@@ -363,3 +363,31 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every argument of every subcommand is described in `--help` (clap's own --help and
+    /// --version aside): an option without a doc comment shows a bare flag.
+    #[test]
+    fn every_argument_has_help_text() {
+        let mut bare = Vec::new();
+        undescribed(&super::Args::command(), "gpu-crypto", &mut bare);
+        assert!(bare.is_empty(), "arguments without help text: {bare:?}");
+    }
+
+    fn undescribed(cmd: &clap::Command, path: &str, bare: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            if matches!(id, "help" | "version") || arg.get_help().is_some() {
+                continue;
+            }
+            let name = arg.get_long().map_or(id.to_string(), |l| format!("--{l}"));
+            bare.push(format!("{path} {name}"));
+        }
+        for sub in cmd.get_subcommands() {
+            undescribed(sub, &format!("{path} {}", sub.get_name()), bare);
+        }
+    }
+}

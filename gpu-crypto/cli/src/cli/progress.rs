@@ -1,10 +1,11 @@
 //! Progress of the long commands on standard error, so that standard output stays the
-//! result alone. A line first says what runs and about how long (also in logs and pipes);
-//! then, on a terminal only, a bar or spinner follows the work (indicatif draws nothing
-//! where standard error is not a terminal).
+//! result alone. On a terminal only: a line first says what runs and about how long, then a
+//! bar or spinner follows the work. Elsewhere (a pipe, a log) nothing is printed, so that
+//! standard error carries the errors alone (indicatif draws nothing there either).
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::borrow::Cow;
+use std::io::IsTerminal;
 use std::time::Duration;
 
 pub(crate) struct Progress {
@@ -14,7 +15,7 @@ pub(crate) struct Progress {
 impl Progress {
     /// `steps` steps, each named by [`Progress::step`] and counted by [`Progress::done`].
     pub(crate) fn bar(headline: &str, steps: u64) -> Progress {
-        eprintln!("{headline}");
+        start_line(headline);
         let bar = ProgressBar::with_draw_target(Some(steps), ProgressDrawTarget::stderr());
         if let Ok(style) = ProgressStyle::with_template(
             // No ETA: entries differ in length by orders of magnitude (the start line
@@ -28,7 +29,7 @@ impl Progress {
 
     /// One step of unknown length: a spinner with the elapsed time.
     pub(crate) fn spinner(headline: &str) -> Progress {
-        eprintln!("{headline}");
+        start_line(headline);
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
         if let Ok(style) = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}") {
             bar.set_style(style);
@@ -52,6 +53,13 @@ impl Drop for Progress {
     /// The bar leaves no line behind: what follows on standard error starts clean.
     fn drop(&mut self) {
         self.bar.finish_and_clear();
+    }
+}
+
+/// What runs and about how long, on a terminal only (like the bar that follows it).
+fn start_line(headline: &str) {
+    if std::io::stderr().is_terminal() {
+        eprintln!("{headline}");
     }
 }
 
