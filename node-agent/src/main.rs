@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// sovereign-node agent.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(version, about, help_expected = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -339,26 +339,10 @@ fn sample_gpu(count: u32, interval_seconds: f64) -> anyhow::Result<()> {
 mod tests {
     use clap::CommandFactory;
 
-    /// Every argument of every subcommand is described in `--help` (clap's own --help and
-    /// --version aside): an option without a doc comment shows a bare flag.
+    /// Every argument of every subcommand is described in `--help`: the command sets
+    /// `help_expected`, which clap's debug assertions check for each argument.
     #[test]
     fn every_argument_has_help_text() {
-        let mut bare = Vec::new();
-        undescribed(&super::Cli::command(), "node-agent", &mut bare);
-        assert!(bare.is_empty(), "arguments without help text: {bare:?}");
-    }
-
-    fn undescribed(cmd: &clap::Command, path: &str, bare: &mut Vec<String>) {
-        for arg in cmd.get_arguments() {
-            let id = arg.get_id().as_str();
-            if matches!(id, "help" | "version") || arg.get_help().is_some() {
-                continue;
-            }
-            let name = arg.get_long().map_or(id.to_string(), |l| format!("--{l}"));
-            bare.push(format!("{path} {name}"));
-        }
-        for sub in cmd.get_subcommands() {
-            undescribed(sub, &format!("{path} {}", sub.get_name()), bare);
-        }
+        super::Cli::command().debug_assert();
     }
 }

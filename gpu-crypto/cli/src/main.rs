@@ -43,7 +43,8 @@ Exit status:
     name = "gpu-crypto",
     version,
     about = "BLS12-381 and SHA-256 batch operations on the GPU or the CPU, bit-exact with ic_bls12_381",
-    after_help = AFTER_HELP
+    after_help = AFTER_HELP,
+    help_expected = true
 )]
 struct Args {
     /// Backend of the operations the command runs. `gpu` fails when no GPU can be used;
@@ -368,26 +369,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
 mod tests {
     use clap::CommandFactory;
 
-    /// Every argument of every subcommand is described in `--help` (clap's own --help and
-    /// --version aside): an option without a doc comment shows a bare flag.
+    /// Every argument of every subcommand is described in `--help`: the command sets
+    /// `help_expected`, which clap's debug assertions check for each argument.
     #[test]
     fn every_argument_has_help_text() {
-        let mut bare = Vec::new();
-        undescribed(&super::Args::command(), "gpu-crypto", &mut bare);
-        assert!(bare.is_empty(), "arguments without help text: {bare:?}");
-    }
-
-    fn undescribed(cmd: &clap::Command, path: &str, bare: &mut Vec<String>) {
-        for arg in cmd.get_arguments() {
-            let id = arg.get_id().as_str();
-            if matches!(id, "help" | "version") || arg.get_help().is_some() {
-                continue;
-            }
-            let name = arg.get_long().map_or(id.to_string(), |l| format!("--{l}"));
-            bare.push(format!("{path} {name}"));
-        }
-        for sub in cmd.get_subcommands() {
-            undescribed(sub, &format!("{path} {}", sub.get_name()), bare);
-        }
+        super::Args::command().debug_assert();
     }
 }

@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use sn_config::Bundle;
 
 #[derive(Parser)]
-#[command(name = "provision", version, about = "Plan a sovereign subnet, flash and verify node disks, enrol attested nodes", after_help = AFTER_HELP)]
+#[command(name = "provision", version, about = "Plan a sovereign subnet, flash and verify node disks, enrol attested nodes", after_help = AFTER_HELP, help_expected = true)]
 struct Args {
     #[command(subcommand)]
     command: Command,
@@ -1022,26 +1022,10 @@ impl Progress for Bar {
 mod tests {
     use clap::CommandFactory;
 
-    /// Every argument of every subcommand is described in `--help` (clap's own --help and
-    /// --version aside): an option without a doc comment shows a bare flag.
+    /// Every argument of every subcommand is described in `--help`: the command sets
+    /// `help_expected`, which clap's debug assertions check for each argument.
     #[test]
     fn every_argument_has_help_text() {
-        let mut bare = Vec::new();
-        undescribed(&super::Args::command(), "provision", &mut bare);
-        assert!(bare.is_empty(), "arguments without help text: {bare:?}");
-    }
-
-    fn undescribed(cmd: &clap::Command, path: &str, bare: &mut Vec<String>) {
-        for arg in cmd.get_arguments() {
-            let id = arg.get_id().as_str();
-            if matches!(id, "help" | "version") || arg.get_help().is_some() {
-                continue;
-            }
-            let name = arg.get_long().map_or(id.to_string(), |l| format!("--{l}"));
-            bare.push(format!("{path} {name}"));
-        }
-        for sub in cmd.get_subcommands() {
-            undescribed(sub, &format!("{path} {}", sub.get_name()), bare);
-        }
+        super::Args::command().debug_assert();
     }
 }
