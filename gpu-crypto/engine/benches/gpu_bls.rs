@@ -137,6 +137,24 @@ struct Row {
     n: usize,
 }
 
+impl Row {
+    /// A row with only the GPU and the CPU path measured (`seconds`).
+    fn gpu_and_cpu(what: String, n: usize, gpu: f64, cpu: f64) -> Row {
+        Row {
+            what,
+            gpu_ms: gpu * 1e3,
+            one_ms: None,
+            split_ms: None,
+            quarter_ms: None,
+            per_item_ms: None,
+            cpu_ms: cpu * 1e3,
+            blst64_ms: None,
+            blst128_ms: None,
+            n,
+        }
+    }
+}
+
 fn main() {
     let quick = std::env::var("GPU_BENCH_QUICK").as_deref() == Ok("1");
     let gpu = match GpuBackend::open(0) {
@@ -321,18 +339,12 @@ fn bench_invalid(gpu: &GpuBackend, b: &Batch, bad: usize) -> Row {
         s * 1e3,
         c * 1e3
     );
-    Row {
-        what: format!("distinct messages, {n}, {rejected} invalid"),
-        gpu_ms: s * 1e3,
-        one_ms: None,
-        split_ms: None,
-        quarter_ms: None,
-        per_item_ms: None,
-        cpu_ms: c * 1e3,
-        blst64_ms: None,
-        blst128_ms: None,
+    Row::gpu_and_cpu(
+        format!("distinct messages, {n}, {rejected} invalid"),
         n,
-    }
+        s,
+        c,
+    )
 }
 
 /// `n` signature shares on one message, GPU against the CPU path.
@@ -348,18 +360,7 @@ fn bench_same_message(gpu: &GpuBackend, n: usize) -> Row {
         g * 1e3,
         c * 1e3
     );
-    Row {
-        what: format!("same message, {n} shares"),
-        gpu_ms: g * 1e3,
-        one_ms: None,
-        split_ms: None,
-        quarter_ms: None,
-        per_item_ms: None,
-        cpu_ms: c * 1e3,
-        blst64_ms: None,
-        blst128_ms: None,
-        n,
-    }
+    Row::gpu_and_cpu(format!("same message, {n} shares"), n, g, c)
 }
 
 /// The table of every row measured.

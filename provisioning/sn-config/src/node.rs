@@ -294,21 +294,8 @@ impl NodeConfig {
 mod tests {
     use super::*;
 
-    const NODE: &str = r#"schema = "sovereign-node/node-config/v2"
-subnet = "lab-1"
-name = "node-07"
-hostname = "node-07"
-profile = "development"
-
-[network]
-ipv6_address = "fd00:5e::17/64"
-ipv6_gateway = "fd00:5e::1"
-dns = ["fd00:5e::53"]
-
-[operator]
-name = "operator-a"
-ssh_keys = []
-"#;
+    /// A valid node.toml without `[offload]`.
+    const NODE: &str = include_str!("../tests/data/node.toml");
 
     fn with_offload(section: &str) -> Result<NodeConfig, ConfigError> {
         NodeConfig::parse(format!("{NODE}\n[offload]\n{section}").as_bytes())

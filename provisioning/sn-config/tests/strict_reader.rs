@@ -15,24 +15,7 @@ fn key(seed: u8) -> SigningKey {
 }
 
 fn node() -> NodeConfig {
-    NodeConfig::parse(
-        br#"schema = "sovereign-node/node-config/v2"
-subnet = "lab-1"
-name = "node-07"
-hostname = "node-07"
-profile = "development"
-
-[network]
-ipv6_address = "fd00:5e::17/64"
-ipv6_gateway = "fd00:5e::1"
-dns = ["fd00:5e::53"]
-
-[operator]
-name = "operator-a"
-ssh_keys = []
-"#,
-    )
-    .unwrap()
+    NodeConfig::parse(include_bytes!("data/node.toml")).unwrap()
 }
 
 fn bundle(signer: &SigningKey) -> Bundle {
