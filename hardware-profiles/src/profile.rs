@@ -83,6 +83,7 @@ struct RawCrypto {
     decompress_g2: RawOperation,
     msm: RawOperation,
     msm_shared_u8: RawOperation,
+    msm_g2: RawOperation,
     pairing_products: RawOperation,
     bls_verify: RawOperation,
     checkpoint_hashing: RawOperation,
@@ -669,6 +670,7 @@ impl Validator<'_> {
                 &raw.msm_shared_u8,
                 defaults::MSM_SHARED_U8_GPU_MIN_BATCH,
             )?,
+            msm_g2: operation("msm_g2", &raw.msm_g2, defaults::MSM_G2_GPU_MIN_BATCH)?,
             pairing_products: operation(
                 "pairing_products",
                 &raw.pairing_products,

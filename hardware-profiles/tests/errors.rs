@@ -12,13 +12,13 @@ logical_cpus = { min = 16, max = 16 }
 
 [require]
 gpu = "required"
-
 [crypto]
 fallback = "never"
 decompress = { backend = "auto", gpu_min_batch = 256 }
 decompress_g2 = { backend = "auto" }
 msm = { backend = "auto", gpu_min_batch = 4096 }
 msm_shared_u8 = { backend = "auto" }
+msm_g2 = { backend = "auto" }
 pairing_products = { backend = "cpu" }
 bls_verify = { backend = "auto" }
 checkpoint_hashing = { backend = "gpu", gpu_min_batch = 64 }
@@ -123,10 +123,10 @@ fn wrong_type() {
         InvalidKind::WrongType,
         "invalid type: string",
     );
-    let text = with_line(15, "msm = { backend = \"fpga\", gpu_min_batch = 4096 }");
+    let text = with_line(14, "msm = { backend = \"fpga\", gpu_min_batch = 4096 }");
     assert_invalid(
         &text,
-        15,
+        14,
         19,
         InvalidKind::WrongType,
         "unknown variant `fpga`",
@@ -147,10 +147,10 @@ fn missing_key() {
 
 #[test]
 fn syntax_error() {
-    let text = with_line(13, "decompress = { backend = \"auto\", gpu_min_batch = 256");
+    let text = with_line(12, "decompress = { backend = \"auto\", gpu_min_batch = 256");
     // toml notices the unclosed table where the next line starts.
     let (_, line, _, kind, _) = invalid(&text);
-    assert_eq!((line, kind), (14, InvalidKind::Syntax));
+    assert_eq!((line, kind), (13, InvalidKind::Syntax));
 }
 
 #[test]
@@ -212,18 +212,18 @@ fn pool_size_must_match_cpu_set() {
 
 #[test]
 fn thresholds_out_of_range() {
-    let text = with_line(13, "decompress = { backend = \"auto\", gpu_min_batch = 0 }");
+    let text = with_line(12, "decompress = { backend = \"auto\", gpu_min_batch = 0 }");
     assert_invalid(
         &text,
-        13,
+        12,
         50,
         InvalidKind::OutOfRange,
         "crypto.decompress.gpu_min_batch 0 is outside 1..=16777216",
     );
-    let text = with_line(15, "msm = { backend = \"auto\", gpu_min_batch = 16777217 }");
+    let text = with_line(14, "msm = { backend = \"auto\", gpu_min_batch = 16777217 }");
     assert_invalid(
         &text,
-        15,
+        14,
         43,
         InvalidKind::OutOfRange,
         "16777217 is outside",
@@ -298,7 +298,7 @@ fn contradictory_settings() {
     let text = with_line(9, "gpu = \"off\"");
     assert_invalid(
         &text,
-        13,
+        12,
         26,
         InvalidKind::Inconsistent,
         "crypto.decompress.backend = \"auto\" but require.gpu is \"off\"",

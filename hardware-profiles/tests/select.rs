@@ -250,7 +250,7 @@ fn most_specific_match_wins_and_ties_go_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let extra = |name: &str| {
         format!(
-            "name = \"{name}\"\ndescription = \"x\"\n[match]\nphysical_cores = {{ min = 64 }}\nlogical_cpus = {{ max = 128 }}\nmemory_gib = {{ min = 1 }}\ngpu_model = \"NVIDIA L4\"\n[require]\ngpu = \"required\"\n[crypto]\nfallback = \"never\"\ndecompress = {{ backend = \"auto\" }}\ndecompress_g2 = {{ backend = \"auto\" }}\nmsm = {{ backend = \"auto\" }}\nmsm_shared_u8 = {{ backend = \"auto\" }}\npairing_products = {{ backend = \"auto\" }}\nbls_verify = {{ backend = \"auto\" }}\ncheckpoint_hashing = {{ backend = \"auto\" }}\n[pools]\nconsensus = {{ threads = 1 }}\nexecution = {{ threads = 1 }}\nquery = {{ threads = 1 }}\nidkg = {{ threads = 1 }}\ncheckpoint = {{ threads = 1 }}\np2p_http = {{ threads = 1 }}\n[cost]\ncapex_eur = 1.0\namortisation_months = 1\npower_price_eur_per_kwh = 0.1\nexpected_watts = 1.0\n"
+            "name = \"{name}\"\ndescription = \"x\"\n[match]\nphysical_cores = {{ min = 64 }}\nlogical_cpus = {{ max = 128 }}\nmemory_gib = {{ min = 1 }}\ngpu_model = \"NVIDIA L4\"\n[require]\ngpu = \"required\"\n[crypto]\nfallback = \"never\"\ndecompress = {{ backend = \"auto\" }}\ndecompress_g2 = {{ backend = \"auto\" }}\nmsm = {{ backend = \"auto\" }}\nmsm_shared_u8 = {{ backend = \"auto\" }}\nmsm_g2 = {{ backend = \"auto\" }}\npairing_products = {{ backend = \"auto\" }}\nbls_verify = {{ backend = \"auto\" }}\ncheckpoint_hashing = {{ backend = \"auto\" }}\n[pools]\nconsensus = {{ threads = 1 }}\nexecution = {{ threads = 1 }}\nquery = {{ threads = 1 }}\nidkg = {{ threads = 1 }}\ncheckpoint = {{ threads = 1 }}\np2p_http = {{ threads = 1 }}\n[cost]\ncapex_eur = 1.0\namortisation_months = 1\npower_price_eur_per_kwh = 0.1\nexpected_watts = 1.0\n"
         )
     };
     std::fs::write(dir.path().join("b.toml"), extra("l4-beta")).unwrap();
@@ -367,7 +367,7 @@ fn forced_pin_with_cpus_the_machine_lacks_is_not_ready() {
             .mismatches
             .iter()
             .any(|m| m.criterion == "pools.execution.cpus"
-                && m.expected == "CPUs 4-27 online (embedded:sovereign-node.toml:45:36)"
+                && m.expected == "CPUs 4-27 online (embedded:sovereign-node.toml:46:36)"
                 && m.found == "online CPUs 0-15"),
         "{:#?}",
         selection.mismatches
@@ -379,7 +379,7 @@ fn forced_pin_with_cpus_the_machine_lacks_is_not_ready() {
         .iter()
         .find(|c| c.requirement == "pool_cpus")
         .unwrap();
-    assert!(pool_check.detail.contains("pools.execution.cpus `4-27` (embedded:sovereign-node.toml:45:36) names CPUs 16-27 that are not online (online: 0-15)"), "{}", pool_check.detail);
+    assert!(pool_check.detail.contains("pools.execution.cpus `4-27` (embedded:sovereign-node.toml:46:36) names CPUs 16-27 that are not online (online: 0-15)"), "{}", pool_check.detail);
 }
 
 #[test]

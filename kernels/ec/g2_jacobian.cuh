@@ -93,4 +93,55 @@ __device__ __forceinline__ void g2_jac_add_affine(g2_jac_t& r, const g2_jac_t& p
     fp2_sub(r.y, r.y, y1j);  // Y3 = r(V - X3) - 2 Y1 J
 }
 
+// r = p + q, both Jacobian ("add-2007-bl"), with the exceptional cases handled: an identity
+// operand returns the other, p = q doubles, p = -q gives the identity. r may alias p.
+__device__ __forceinline__ void g2_jac_add(g2_jac_t& r, const g2_jac_t& p, const g2_jac_t& q) {
+    if (fp2_is_zero(q.z)) {
+        r = p;
+        return;
+    }
+    if (fp2_is_zero(p.z)) {
+        r = q;
+        return;
+    }
+    fp2_t z1z1, z2z2, u1, u2, s1, s2, h, i, j, rr, v;
+    fp2_sqr(z1z1, p.z);
+    fp2_sqr(z2z2, q.z);
+    fp2_mul(u1, p.x, z2z2);
+    fp2_mul(u2, q.x, z1z1);
+    fp2_mul(s1, p.y, q.z);
+    fp2_mul(s1, s1, z2z2);
+    fp2_mul(s2, q.y, p.z);
+    fp2_mul(s2, s2, z1z1);
+    fp2_sub(h, u2, u1);
+    fp2_sub(rr, s2, s1);
+    if (fp2_is_zero(h)) {
+        if (fp2_is_zero(rr)) {
+            g2_jac_double(r, p);
+        } else {
+            g2_jac_identity(r);
+        }
+        return;
+    }
+    fp2_dbl(rr, rr);         // r = 2(S2 - S1)
+    fp2_dbl(i, h);
+    fp2_sqr(i, i);           // I = (2H)^2
+    fp2_mul(j, h, i);        // J = H I
+    fp2_mul(v, u1, i);       // V = U1 I
+    fp2_add(u2, p.z, q.z);
+    fp2_sqr(u2, u2);
+    fp2_sub(u2, u2, z1z1);
+    fp2_sub(u2, u2, z2z2);
+    fp2_mul(r.z, u2, h);     // Z3 = ((Z1 + Z2)^2 - Z1Z1 - Z2Z2) H
+    fp2_sqr(r.x, rr);
+    fp2_sub(r.x, r.x, j);
+    fp2_sub(r.x, r.x, v);
+    fp2_sub(r.x, r.x, v);    // X3 = r^2 - J - 2V
+    fp2_mul(s1, s1, j);
+    fp2_dbl(s1, s1);         // 2 S1 J
+    fp2_sub(v, v, r.x);
+    fp2_mul(r.y, rr, v);
+    fp2_sub(r.y, r.y, s1);   // Y3 = r(V - X3) - 2 S1 J
+}
+
 #endif

@@ -33,6 +33,23 @@ __device__ __noinline__ void g2_jac_mul_by_abs_z(g2_jac_t& r, const fp2_t x, con
     r = acc;
 }
 
+// (rx, ry) = psi(x, y) = (conj(x) PSI_X, conj(y) PSI_Y), affine, Montgomery form. On G2,
+// psi acts as the multiplication by z. r may alias the inputs.
+__device__ __forceinline__ void g2_affine_psi(fp2_t& rx, fp2_t& ry, const fp2_t& x, const fp2_t& y) {
+    // conj(x) (c1 u) = x1 c1 + x0 c1 u.
+    fp_t c;
+    fp_load_const(c, G2_PSI_X_C1);
+    fp2_t px;
+    fp_mul(px.c0, x.c1, c);
+    fp_mul(px.c1, x.c0, c);
+    fp2_t cy;
+    fp_load_const(cy.c0, G2_PSI_Y_C0);
+    fp_load_const(cy.c1, G2_PSI_Y_C1);
+    fp2_conj(ry, y);
+    fp2_mul(ry, ry, cy);
+    rx = px;
+}
+
 // (x, y) is an affine point on the twist, Montgomery form, not the identity.
 // [z]P = -[|z|]P, so psi(P) == [z]P iff [|z|]P = (X, Y, Z) equals the affine
 // (conj(x) PSI_X, -conj(y) PSI_Y): Z != 0, X = conj(x) PSI_X Z^2, Y = -conj(y) PSI_Y Z^3.
@@ -41,16 +58,7 @@ __device__ __forceinline__ bool g2_affine_is_torsion_free(const fp2_t& x, const 
     g2_jac_mul_by_abs_z(q, x, y);
     if (fp2_is_zero(q.z)) return false;
     fp2_t psi_x, psi_y, zz, zzz, lhs_x, lhs_y;
-    // conj(x) (c1 u) = x1 c1 + x0 c1 u.
-    fp_t c;
-    fp_load_const(c, G2_PSI_X_C1);
-    fp_mul(psi_x.c0, x.c1, c);
-    fp_mul(psi_x.c1, x.c0, c);
-    fp2_conj(psi_y, y);
-    fp2_t cy;
-    fp_load_const(cy.c0, G2_PSI_Y_C0);
-    fp_load_const(cy.c1, G2_PSI_Y_C1);
-    fp2_mul(psi_y, psi_y, cy);
+    g2_affine_psi(psi_x, psi_y, x, y);
     fp2_neg(psi_y, psi_y);
     fp2_sqr(zz, q.z);
     fp2_mul(zzz, zz, q.z);

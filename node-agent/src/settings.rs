@@ -437,6 +437,7 @@ impl Default for CostSettings {
             ("decompress_g2", 400e-6),
             ("msm", 25e-6),
             ("msm_shared_u8", 1.7e-6),
+            ("msm_g2", 150e-6),
             ("pairing_products", 1.9e-3),
             ("bls_verify", 1.2e-3),
             ("sha256", 0.6e-3),

@@ -179,8 +179,8 @@ fn records_gauges_rates_and_increases() {
         series(&doc, "cost_eur_per_hour", &[("part", "total")])[0],
         base.cost.eur_per_hour
     );
-    // 23 series without a GPU (9, and a rate per operation and path), 4 per GPU.
-    assert_eq!(doc["series"].as_array().unwrap().len(), 23 + 4);
+    // 25 series without a GPU (9, and a rate per operation and path), 4 per GPU.
+    assert_eq!(doc["series"].as_array().unwrap().len(), 25 + 4);
 }
 
 #[test]
@@ -208,11 +208,11 @@ fn a_gpu_that_went_away_leaves_the_window_and_frees_its_series() {
     // Two points with two GPUs (the rates and increases need the second one).
     h.record(&point(0, 2));
     h.record(&point(1, 2));
-    assert_eq!(h.series_count(), 23 + 8);
+    assert_eq!(h.series_count(), 25 + 8);
     // GPU 1 gone: its series stay (with nulls) while it has a value in the window ...
     for k in 2..=h.capacity() {
         h.record(&point(k, 1));
-        assert_eq!(h.series_count(), 23 + 8, "point {k}");
+        assert_eq!(h.series_count(), 25 + 8, "point {k}");
     }
     let doc = document(&h);
     let v = series(&doc, "gpu_power_watts", &[("gpu", "1")]);
@@ -222,7 +222,7 @@ fn a_gpu_that_went_away_leaves_the_window_and_frees_its_series() {
     );
     // ... and go once the window has moved past its last value.
     h.record(&point(h.capacity() + 1, 1));
-    assert_eq!(h.series_count(), 23 + 4);
+    assert_eq!(h.series_count(), 25 + 4);
 }
 
 /// A ring at 15 s filled three times over with `gpus` GPUs.
@@ -247,16 +247,16 @@ fn memory_is_fixed_by_the_capacity() {
     let (h, heap_after_first_ring) = full_ring(&base, 2);
     assert_eq!(h.bytes_per_series(), 241 * 8);
     assert_eq!(h.len(), h.capacity());
-    assert_eq!(h.series_count(), 23 + 8);
+    assert_eq!(h.series_count(), 25 + 8);
     // No growth once the ring is full: new points overwrite the oldest slots.
     assert_eq!(h.heap_bytes(), heap_after_first_ring);
     // Each GPU series costs its values plus its one label ("gpu" = a one-digit index).
     let (cpu_only, _) = full_ring(&base, 0);
-    assert_eq!(cpu_only.series_count(), 23);
+    assert_eq!(cpu_only.series_count(), 25);
     let per_gpu_series = h.bytes_per_series() + std::mem::size_of::<(&str, String)>() + 1;
     assert_eq!(h.heap_bytes() - cpu_only.heap_bytes(), 8 * per_gpu_series);
     // And the whole never passes the bound of MAX_SERIES full series plus label strings.
-    assert!(h.heap_bytes() <= h.heap_bytes_bound_without_labels() + 23 * 64);
+    assert!(h.heap_bytes() <= h.heap_bytes_bound_without_labels() + 25 * 64);
     eprintln!(
         "15 s interval, {} points: {} bytes per series; ring with 2 GPUs ({} series) {} bytes, without GPU {} bytes",
         h.capacity(),
@@ -285,9 +285,9 @@ fn series_beyond_the_limit_are_refused_and_counted() {
     h.record(&s);
     assert_eq!(h.series_count(), MAX_SERIES);
     let doc = document(&h);
-    // 23 + 120 wanted, 96 kept; the 14 crypto rates and the 3 increases have no value at
+    // 25 + 120 wanted, 96 kept; the 16 crypto rates and the 3 increases have no value at
     // the first point.
-    assert_eq!(doc["series_refused_total"], 23 + 120 - 14 - 3 - MAX_SERIES);
+    assert_eq!(doc["series_refused_total"], 25 + 120 - 16 - 3 - MAX_SERIES);
 }
 
 /// VmRSS of this process, bytes.
@@ -322,7 +322,7 @@ fn rss_grows_by_the_accounted_bytes() {
     }
     let grown = rss_bytes().saturating_sub(before);
     let accounted: usize = rings.iter().map(History::heap_bytes).sum();
-    assert_eq!(rings[0].series_count(), 23 + 8);
+    assert_eq!(rings[0].series_count(), 25 + 8);
     eprintln!(
         "40 rings: accounted {accounted} bytes ({} per ring), RSS grew {grown} bytes",
         accounted / 40

@@ -30,6 +30,7 @@ decompress = { backend = "auto", gpu_min_batch = 256 }
 decompress_g2 = { backend = "auto" }
 msm = { backend = "auto", gpu_min_batch = 256 }
 msm_shared_u8 = { backend = "auto" }
+msm_g2 = { backend = "auto" }
 pairing_products = { backend = "auto" }
 bls_verify = { backend = "auto", gpu_min_batch = 256 }
 checkpoint_hashing = { backend = "auto", gpu_min_batch = 64 }

@@ -157,6 +157,12 @@ pub enum EngineError {
         /// Its length in bytes.
         len: usize,
     },
+    /// The driver refused to change how host threads wait for the GPU.
+    #[error("the GPU's wait mode could not be set: {reason}")]
+    GpuWait {
+        /// The driver's error.
+        reason: String,
+    },
     /// A policy the engine cannot run (the reason says why).
     #[error("invalid policy: {0}")]
     Policy(String),

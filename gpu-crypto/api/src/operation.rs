@@ -16,6 +16,9 @@ pub enum Operation {
     Msm,
     /// G1 MSMs over one set of shared bases with 8-bit scalars (NI-DKG's chunking proof).
     MsmSharedU8,
+    /// G2 MSMs with full scalars over points of the prime-order subgroup (NI-DKG's
+    /// sharing proof and combined integrity check).
+    MsmG2,
     /// Products of pairings compared with the identity of GT (NI-DKG's ciphertext
     /// integrity).
     PairingProducts,
@@ -27,11 +30,12 @@ pub enum Operation {
 
 impl Operation {
     /// Every operation, in declaration order.
-    pub const ALL: [Operation; 7] = [
+    pub const ALL: [Operation; 8] = [
         Operation::Decompress,
         Operation::DecompressG2,
         Operation::Msm,
         Operation::MsmSharedU8,
+        Operation::MsmG2,
         Operation::PairingProducts,
         Operation::BlsVerify,
         Operation::Sha256,
@@ -44,6 +48,7 @@ impl Operation {
             Operation::DecompressG2 => "decompress_g2",
             Operation::Msm => "msm",
             Operation::MsmSharedU8 => "msm_shared_u8",
+            Operation::MsmG2 => "msm_g2",
             Operation::PairingProducts => "pairing_products",
             Operation::BlsVerify => "bls_verify",
             Operation::Sha256 => "sha256",

@@ -54,7 +54,7 @@ pub struct OperationPolicy {
     /// Where the operation runs.
     pub backend: BackendChoice,
     /// Under `Auto`, batches with fewer items than this run on the CPU (the GPU only
-    /// wins with batches). Items: points (decompress, decompress_g2; msm: all points of
+    /// wins with batches). Items: points (decompress, decompress_g2; msm, msm_g2: all points of
     /// the batch), scalars (msm_shared_u8: rows times bases), products (pairing_products),
     /// distinct messages (bls_verify, see [`bls_distinct_messages`]), chunks (sha256).
     pub gpu_min_batch: usize,
@@ -72,6 +72,8 @@ pub struct Policy {
     pub msm: OperationPolicy,
     /// Shared-base G1 MSMs with 8-bit scalars.
     pub msm_shared_u8: OperationPolicy,
+    /// G2 MSMs with full scalars.
+    pub msm_g2: OperationPolicy,
     /// Products of pairings checked against the identity.
     pub pairing_products: OperationPolicy,
     /// BLS signature verification.
@@ -108,6 +110,7 @@ impl Policy {
             decompress_g2: op(defaults::DECOMPRESS_G2_GPU_MIN_BATCH),
             msm: op(defaults::MSM_GPU_MIN_BATCH),
             msm_shared_u8: op(defaults::MSM_SHARED_U8_GPU_MIN_BATCH),
+            msm_g2: op(defaults::MSM_G2_GPU_MIN_BATCH),
             pairing_products: op(defaults::PAIRING_PRODUCTS_GPU_MIN_BATCH),
             bls_verify: op(defaults::BLS_VERIFY_GPU_MIN_BATCH),
             sha256: op(defaults::SHA256_GPU_MIN_BATCH),
@@ -127,6 +130,7 @@ impl Policy {
             Operation::DecompressG2 => &self.decompress_g2,
             Operation::Msm => &self.msm,
             Operation::MsmSharedU8 => &self.msm_shared_u8,
+            Operation::MsmG2 => &self.msm_g2,
             Operation::PairingProducts => &self.pairing_products,
             Operation::BlsVerify => &self.bls_verify,
             Operation::Sha256 => &self.sha256,
@@ -140,6 +144,7 @@ impl Policy {
             Operation::DecompressG2 => &mut self.decompress_g2,
             Operation::Msm => &mut self.msm,
             Operation::MsmSharedU8 => &mut self.msm_shared_u8,
+            Operation::MsmG2 => &mut self.msm_g2,
             Operation::PairingProducts => &mut self.pairing_products,
             Operation::BlsVerify => &mut self.bls_verify,
             Operation::Sha256 => &mut self.sha256,
@@ -183,6 +188,8 @@ pub mod defaults {
     /// the smallest NI-DKG shape, 32 x 208 = 6,656 scalars (0.33 vs 1.68 ms on the CPU
     /// path's 16 threads, docs/results/nidkg-dealing-h200); 4,096 keeps a margin.
     pub const MSM_SHARED_U8_GPU_MIN_BATCH: usize = 4096;
+    /// Points of one G2 MSM batch (all MSMs of the call): MSM_G2_CROSSOVER_NOTE
+    pub const MSM_G2_GPU_MIN_BATCH: usize = 64;
     /// Products of three pairings per batch: CPU (blst, 16 threads) faster at 256 (31.9 vs
     /// 38.6 ms), GPU faster at 1,024 (39.7 vs 121.0 ms) (docs/results/nidkg-dealing-h200);
     /// the CPU's 0.12 ms per product crosses the GPU's flat 39 ms near 330 products, so

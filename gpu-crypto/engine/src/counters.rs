@@ -28,9 +28,10 @@ fn op_index(op: Operation) -> usize {
         Operation::DecompressG2 => 1,
         Operation::Msm => 2,
         Operation::MsmSharedU8 => 3,
-        Operation::PairingProducts => 4,
-        Operation::BlsVerify => 5,
-        Operation::Sha256 => 6,
+        Operation::MsmG2 => 4,
+        Operation::PairingProducts => 5,
+        Operation::BlsVerify => 6,
+        Operation::Sha256 => 7,
     }
 }
 

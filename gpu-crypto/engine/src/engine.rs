@@ -4,7 +4,7 @@
 
 use crate::counters::Counters;
 use crate::cpu;
-use crate::cuda::{GpuBackend, GpuError, kernel_cache};
+use crate::cuda::{GpuBackend, GpuError, GpuWait, kernel_cache};
 use crate::input::{MsmInput, PairingProducts, check_shared_u8_shape};
 use gpu_crypto_api::policy::bls_distinct_messages;
 use gpu_crypto_api::stats::{Executed, StatsSnapshot};
@@ -12,7 +12,7 @@ use gpu_crypto_api::{
     BackendChoice, BlsItem, DecodeError, DomainSeparator, EngineError, EngineReport, Fallback,
     GpuStatus, KernelLoadCount, Operation, OperationPath, Policy, VerifyError,
 };
-use ic_bls12_381::{G1Affine, G1Projective, G2Affine, Gt, Scalar};
+use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Gt, Scalar};
 use std::sync::Arc;
 
 enum Route<'a> {
@@ -73,6 +73,19 @@ impl Engine {
             policy: Policy::cpu_only(),
             gpu: Ok(None),
             stats: Arc::new(Counters::default()),
+        }
+    }
+
+    /// Sets how host threads wait for the GPU's work: [`GpuWait::Block`] (the default)
+    /// costs no host CPU while the GPU works, [`GpuWait::Spin`] a busy core for the lowest
+    /// latency. The setting belongs to the device's context: every engine on it sees it.
+    /// Without an open GPU there is nothing to set.
+    pub fn set_gpu_wait(&self, wait: GpuWait) -> Result<(), EngineError> {
+        match &self.gpu {
+            Ok(Some(g)) => g.set_wait(wait).map_err(|e| EngineError::GpuWait {
+                reason: e.to_string(),
+            }),
+            _ => Ok(()),
         }
     }
 
@@ -290,6 +303,66 @@ impl Engine {
         )
     }
 
+    /// `sum_j 2^(16 (15 - j)) * row[j]` for each row of 16 points (the NI-DKG sharing
+    /// proof's recombined ciphertexts and randomizer; `nidkg::batch::recombine_chunks`).
+    /// Counted and routed as `msm` by the points of the batch: on the GPU, one G1 MSM batch
+    /// with power-of-two scalars; on the CPU, Horner's 240 doublings per row (fewer
+    /// operations than a general MSM of 16 points).
+    pub fn g1_recombine_chunks(
+        &self,
+        rows: &[&[G1Affine]],
+    ) -> Result<Vec<G1Projective>, EngineError> {
+        let powers = chunk_powers();
+        if let Some(row) = rows.iter().find(|r| r.len() > powers.len()) {
+            return Err(EngineError::LengthMismatch {
+                op: Operation::Msm,
+                points: row.len(),
+                scalars: powers.len(),
+            });
+        }
+        let items = rows.iter().map(|r| r.len()).sum();
+        self.dispatch(
+            Operation::Msm,
+            items,
+            || cpu::g1_recombine_chunks(rows),
+            |g| {
+                let inputs: Vec<MsmInput<'_>> = rows
+                    .iter()
+                    .map(|row| MsmInput {
+                        points: row,
+                        scalars: &powers[powers.len().saturating_sub(row.len())..],
+                    })
+                    .collect();
+                g.g1_msm_batch(&inputs)
+            },
+        )
+    }
+
+    /// Many independent G2 MSMs in one call (NI-DKG: the sharing proof's `t + 2` points,
+    /// the combined integrity check's 16). Every point must lie in G2, as decoded points
+    /// do: the GPU's scalar split relies on it. Routed by the points of the whole batch.
+    pub fn g2_msm_batch(
+        &self,
+        msms: &[MsmInput<'_, G2Affine>],
+    ) -> Result<Vec<G2Projective>, EngineError> {
+        for m in msms {
+            if m.points.len() != m.scalars.len() {
+                return Err(EngineError::LengthMismatch {
+                    op: Operation::MsmG2,
+                    points: m.points.len(),
+                    scalars: m.scalars.len(),
+                });
+            }
+        }
+        let items = msms.iter().map(|m| m.points.len()).sum();
+        self.dispatch(
+            Operation::MsmG2,
+            items,
+            || cpu::g2_msm_batch(msms),
+            |g| g.g2_msm_batch(msms),
+        )
+    }
+
     /// `rows` MSMs over one set of bases with 8-bit scalars (NI-DKG chunking proof: 32 MSMs
     /// of 16n points): result `k` is `sum_p scalars[k * bases.len() + p] * bases[p]`,
     /// identical to `nidkg::msm::msm_shared_bases_u8` per row. `scalars.len()` must be
@@ -371,4 +444,14 @@ impl Engine {
             |g| g.sha256_prefixed(prefix, chunks),
         )
     }
+}
+
+/// The recombination weights `2^(16 (15 - j))`, `j` = 0..16.
+fn chunk_powers() -> [Scalar; 16] {
+    std::array::from_fn(|j| {
+        let bit = 16 * (15 - j);
+        let mut limbs = [0u64; 4];
+        limbs[bit / 64] = 1 << (bit % 64);
+        Scalar::from_raw(limbs)
+    })
 }

@@ -52,7 +52,7 @@ impl From<EngineError> for Failure {
                 Status::Length
             }
             EngineError::GpuUnavailable { .. } => Status::GpuUnavailable,
-            EngineError::GpuFailed { .. } => Status::GpuFailed,
+            EngineError::GpuFailed { .. } | EngineError::GpuWait { .. } => Status::GpuFailed,
             EngineError::NoGpuImplementation { .. } => Status::NoGpuImplementation,
             EngineError::PairingIndex { .. }
             | EngineError::DomainSeparatorTooLong { .. }

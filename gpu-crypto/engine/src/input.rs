@@ -3,11 +3,12 @@
 use gpu_crypto_api::{EngineError, Operation};
 use ic_bls12_381::{G1Affine, G2Affine, Scalar};
 
-/// One independent MSM of a batch: `sum(scalars[i] * points[i])`.
+/// One independent MSM of a batch: `sum(scalars[i] * points[i])`, in G1 (the default) or
+/// G2 (`MsmInput<'_, G2Affine>`).
 #[derive(Debug, Clone, Copy)]
-pub struct MsmInput<'a> {
+pub struct MsmInput<'a, A = G1Affine> {
     /// The bases.
-    pub points: &'a [G1Affine],
+    pub points: &'a [A],
     /// One scalar per base, in the same order.
     pub scalars: &'a [Scalar],
 }

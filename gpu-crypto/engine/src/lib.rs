@@ -30,12 +30,13 @@ pub mod kernels;
 mod nidkg_batch;
 pub mod selftest;
 
+pub use cuda::GpuWait;
 pub use engine::Engine;
 pub use gpu_crypto_api::{
     BackendChoice, BlsItem, BlsScheme, DecodeError, DomainSeparator, EngineError, EngineReport,
     Fallback, GpuStatus, KernelLoadCount, Operation, OperationPath, OperationPolicy, Policy,
     VerifyError,
 };
-pub use ic_bls12_381::{G1Affine, G1Projective, G2Affine, Scalar};
+pub use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 pub use input::{MsmInput, PairingProducts, check_shared_u8_shape};
 pub use nidkg_batch::{NIDKG_OPERATIONS, NidkgBatchOps};

@@ -1,10 +1,9 @@
 //! The NI-DKG verifier's batches (`nidkg::BatchOps`) served by an [`Engine`]: each batch
 //! goes where the engine's policy sends its operation, and is counted like any other call.
 //!
-//! Two of the verifier's batches have no engine operation and run on the CPU under every
-//! policy: the sharing proof's one G2 MSM of `t + 2` points and the `n + 1` chunk
-//! recombinations (256 doublings and 16 additions each). Every input here is public (a
-//! dealing under verification); dealing creation never comes here.
+//! The chunk recombinations go where the policy sends `msm` (on the GPU as MSMs with
+//! power-of-two scalars), the G2 MSMs where it sends `msm_g2`. Every input here is public
+//! (a dealing under verification); dealing creation never comes here.
 
 use crate::engine::Engine;
 use crate::input::{MsmInput, PairingProducts};
@@ -12,15 +11,15 @@ use gpu_crypto_api::{EngineError, Operation};
 use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use nidkg::batch::shared_rows;
 use nidkg::{BackendError, BatchOps, PairingBatch};
-use rayon::prelude::*;
 
 /// The engine operations a dealing verification calls: a policy for `nidkg verify` must
 /// say where each runs.
-pub const NIDKG_OPERATIONS: [Operation; 5] = [
+pub const NIDKG_OPERATIONS: [Operation; 6] = [
     Operation::Decompress,
     Operation::DecompressG2,
     Operation::Msm,
     Operation::MsmSharedU8,
+    Operation::MsmG2,
     Operation::PairingProducts,
 ];
 
@@ -105,17 +104,21 @@ impl BatchOps for NidkgBatchOps<'_> {
         self.engine.g1_msm_batch(&inputs).map_err(backend("g1_msm"))
     }
 
-    fn g2_msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective, BackendError> {
-        Ok(nidkg::msm::msm_vartime_parallel::<G2Projective>(
-            bases, scalars,
-        ))
+    fn g2_msm(
+        &self,
+        msms: &[(Vec<G2Affine>, Vec<Scalar>)],
+    ) -> Result<Vec<G2Projective>, BackendError> {
+        let inputs: Vec<MsmInput<'_, G2Affine>> = msms
+            .iter()
+            .map(|(points, scalars)| MsmInput { points, scalars })
+            .collect();
+        self.engine.g2_msm_batch(&inputs).map_err(backend("g2_msm"))
     }
 
     fn g1_recombine_chunks(&self, rows: &[&[G1Affine]]) -> Result<Vec<G1Projective>, BackendError> {
-        Ok(rows
-            .par_iter()
-            .map(|row| nidkg::batch::recombine_chunks(row))
-            .collect())
+        self.engine
+            .g1_recombine_chunks(rows)
+            .map_err(backend("g1_recombine_chunks"))
     }
 
     fn pairing_products_are_identity(

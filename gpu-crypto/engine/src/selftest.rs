@@ -9,7 +9,8 @@
 
 use crate::{
     BackendChoice, BlsItem, BlsScheme, DecodeError, DomainSeparator, Engine, G1Affine,
-    G1Projective, G2Affine, GpuStatus, MsmInput, Operation, PairingProducts, Scalar, VerifyError,
+    G1Projective, G2Affine, G2Projective, GpuStatus, MsmInput, Operation, PairingProducts, Scalar,
+    VerifyError,
 };
 pub use gpu_crypto_api::selftest::{OperationCheck, SelftestReport};
 use ic_bls12_381::hash_to_curve::{ExpandMsgXmd, HashToCurve};
@@ -46,6 +47,7 @@ pub fn run(
                 Operation::DecompressG2 => check_decompress_g2(engine, &reference, &mut rng, size),
                 Operation::Msm => check_msm(engine, &reference, &mut rng, size),
                 Operation::MsmSharedU8 => check_msm_shared_u8(engine, &reference, &mut rng, size),
+                Operation::MsmG2 => check_msm_g2(engine, &reference, &mut rng, size),
                 Operation::PairingProducts => {
                     check_pairing_products(engine, &reference, &mut rng, size)
                 }
@@ -354,21 +356,7 @@ fn check_msm(
     size: usize,
 ) -> OperationCheck {
     let mut check = OperationCheck::new(Operation::Msm);
-    let mut msms: Vec<(Vec<G1Affine>, Vec<Scalar>)> = Vec::new();
-    for n in [0, 1, 2, size / 2, size] {
-        let mut points: Vec<G1Affine> = (0..n).map(|_| random_point(rng)).collect();
-        let mut scalars: Vec<Scalar> = (0..n).map(|_| nidkg::random_scalar(rng)).collect();
-        // Edge cases the bucket method must get right: zero scalars, the identity, a point
-        // and its negation, a repeated point, the scalar -1.
-        if n >= 8 {
-            scalars[0] = Scalar::zero();
-            points[1] = G1Affine::identity();
-            points[2] = -points[3];
-            points[4] = points[5];
-            scalars[6] = -Scalar::one();
-        }
-        msms.push((points, scalars));
-    }
+    let msms = msm_cases(rng, size, random_point, G1Affine::identity());
     let inputs: Vec<MsmInput<'_>> = msms
         .iter()
         .map(|(points, scalars)| MsmInput { points, scalars })
@@ -391,6 +379,79 @@ fn check_msm(
                 points.len(),
                 hex::encode(G1Affine::from(g).to_compressed()),
                 hex::encode(G1Affine::from(w).to_compressed())
+            ));
+        }
+        if *w != naive {
+            check.problems.push(format!(
+                "msm {i} ({} points): reference differs from the naive sum",
+                points.len()
+            ));
+        }
+    }
+    check
+}
+
+/// MSMs of 0, 1, 2, `size / 2` and `size` random points with random scalars, and in every
+/// MSM of at least 8 points the edge cases a bucket method or a scalar split must get
+/// right: a zero scalar, the identity, a point and its negation, a repeated point, the
+/// scalar -1.
+fn msm_cases<A: Copy + std::ops::Neg<Output = A>>(
+    rng: &mut ChaCha20Rng,
+    size: usize,
+    random: impl Fn(&mut ChaCha20Rng) -> A,
+    identity: A,
+) -> Vec<(Vec<A>, Vec<Scalar>)> {
+    let mut msms = Vec::new();
+    for n in [0, 1, 2, size / 2, size] {
+        let mut points: Vec<A> = (0..n).map(|_| random(rng)).collect();
+        let mut scalars: Vec<Scalar> = (0..n).map(|_| nidkg::random_scalar(rng)).collect();
+        if n >= 8 {
+            scalars[0] = Scalar::zero();
+            points[1] = identity;
+            points[2] = -points[3];
+            points[4] = points[5];
+            scalars[6] = -Scalar::one();
+        }
+        msms.push((points, scalars));
+    }
+    msms
+}
+
+fn random_g2_point(rng: &mut ChaCha20Rng) -> G2Affine {
+    G2Affine::from(G2Affine::generator() * nidkg::random_scalar(rng))
+}
+
+/// [`msm_cases`] in G2, each against the reference and the naive sum.
+fn check_msm_g2(
+    engine: &Engine,
+    reference: &Engine,
+    rng: &mut ChaCha20Rng,
+    size: usize,
+) -> OperationCheck {
+    let mut check = OperationCheck::new(Operation::MsmG2);
+    let msms = msm_cases(rng, size, random_g2_point, G2Affine::identity());
+    let inputs: Vec<MsmInput<'_, G2Affine>> = msms
+        .iter()
+        .map(|(points, scalars)| MsmInput { points, scalars })
+        .collect();
+    check.items = msms.iter().map(|(p, _)| p.len()).sum();
+    let Some((got, want)) = on_both(&mut check, engine, reference, msms.len(), |e| {
+        e.g2_msm_batch(&inputs)
+    }) else {
+        return check;
+    };
+    for (i, ((points, scalars), (g, w))) in msms.iter().zip(got.iter().zip(&want)).enumerate() {
+        let naive: G2Projective = points
+            .iter()
+            .zip(scalars)
+            .map(|(p, s)| G2Projective::from(p) * s)
+            .sum();
+        if g != w {
+            check.problems.push(format!(
+                "msm {i} ({} points): engine {}, reference {}",
+                points.len(),
+                hex::encode(G2Affine::from(g).to_compressed()),
+                hex::encode(G2Affine::from(w).to_compressed())
             ));
         }
         if *w != naive {

@@ -63,8 +63,12 @@ pub trait BatchOps: Sync {
         msms: &[(Vec<G1Affine>, Vec<Scalar>)],
     ) -> Result<Vec<G1Projective>, BackendError>;
 
-    /// One G2 MSM with full scalars.
-    fn g2_msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective, BackendError>;
+    /// Independent G2 MSMs with full scalars over decoded points (each in G2: a backend
+    /// may rely on it).
+    fn g2_msm(
+        &self,
+        msms: &[(Vec<G2Affine>, Vec<Scalar>)],
+    ) -> Result<Vec<G2Projective>, BackendError>;
 
     /// `sum_j 2^(16 (15 - j)) * points[j]` for each row of 16 points: recombining
     /// big-endian chunks (the sharing proof's combined ciphertexts and randomizer).
@@ -153,12 +157,21 @@ impl BatchOps for CpuBatchOps {
         }))
     }
 
-    fn g2_msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective, BackendError> {
-        Ok(if self.parallel {
-            msm_vartime_parallel::<G2Projective>(bases, scalars)
-        } else {
-            msm_vartime::<G2Projective>(bases, scalars)
-        })
+    fn g2_msm(
+        &self,
+        msms: &[(Vec<G2Affine>, Vec<Scalar>)],
+    ) -> Result<Vec<G2Projective>, BackendError> {
+        // A few expensive points each: one MSM's windows are spread over the pool.
+        Ok(msms
+            .iter()
+            .map(|(bases, scalars)| {
+                if self.parallel {
+                    msm_vartime_parallel::<G2Projective>(bases, scalars)
+                } else {
+                    msm_vartime::<G2Projective>(bases, scalars)
+                }
+            })
+            .collect())
     }
 
     fn g1_recombine_chunks(&self, rows: &[&[G1Affine]]) -> Result<Vec<G1Projective>, BackendError> {

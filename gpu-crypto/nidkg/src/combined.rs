@@ -261,18 +261,20 @@ fn combined_integrity<B: BatchOps + ?Sized>(
 ) -> Combined {
     let pending: Vec<(usize, &DecodedDealing)> = pending(state);
     let mut g1_msms = Vec::with_capacity(2 * pending.len());
-    let mut z = Vec::with_capacity(pending.len());
+    let mut g2_msms = Vec::with_capacity(pending.len());
     for (_, d) in &pending {
         let c = &d.dealing.ciphertext;
         let coefficients = rho.take(NUM_CHUNKS);
         g1_msms.push((c.rr.clone(), coefficients.clone()));
         g1_msms.push((c.ss.clone(), coefficients.clone()));
-        z.push(ops.g2_msm(&c.zz, &coefficients));
+        g2_msms.push((c.zz.clone(), coefficients));
     }
     let sums = ops
         .g1_msm(&g1_msms)
-        .and_then(|r| exactly("g1_msm", g1_msms.len(), r));
-    let sums = match sums {
+        .and_then(|r| exactly("g1_msm", g1_msms.len(), r))
+        .and_then(|g1| Ok((g1, ops.g2_msm(&g2_msms)?)))
+        .and_then(|(g1, g2)| Ok((g1, exactly("g2_msm", g2_msms.len(), g2)?)));
+    let (sums, z) = match sums {
         Ok(s) => s,
         Err(e) => return all_pending(state, Err(e.into())),
     };
@@ -282,14 +284,10 @@ fn combined_integrity<B: BatchOps + ?Sized>(
     };
     let mut verdicts: Combined = (0..state.len()).map(|_| None).collect();
     let mut in_batch = Vec::with_capacity(pending.len());
+    let mut z_affine = vec![G2Affine::identity(); z.len()];
+    G2Projective::batch_normalize(&z, &mut z_affine);
     for (k, (i, d)) in pending.iter().enumerate() {
-        let z_sum = match &z[k] {
-            Ok(z) => G2Affine::from(z),
-            Err(e) => {
-                verdicts[*i] = Some(Err(e.clone().into()));
-                continue;
-            }
-        };
+        let z_sum = z_affine[k];
         let id =
             verify::integrity_identity(&d.dealing, inputs[*i].epoch, inputs[*i].associated_data);
         let base = batch.g2.len();
@@ -342,15 +340,18 @@ fn combined_proofs<B: BatchOps + ?Sized>(
     };
     phases.sharing += start.elapsed();
     let pending = pending(state);
-    let equations: Vec<G1Equation> = pending
+    let (equations, g2_equations): (Vec<G1Equation>, Vec<_>) = pending
         .iter()
         .map(|(i, d)| {
             let (Some(c), Some(s)) = (&chunking[*i], &sharing[*i]) else {
                 unreachable!("every pending dealing has its terms")
             };
-            combined_g1_equation(d, c, s, rho)
+            (
+                combined_g1_equation(d, c, s, rho),
+                verify::coefficients_equation(&d.dealing, s),
+            )
         })
-        .collect();
+        .unzip();
     let results = ops
         .g1_msm(&equations)
         .and_then(|r| exactly("g1_msm", equations.len(), r));
@@ -358,18 +359,19 @@ fn combined_proofs<B: BatchOps + ?Sized>(
         Ok(r) => r,
         Err(e) => return all_pending(state, Err(e.into())),
     };
-    let mut verdicts: Combined = (0..state.len()).map(|_| None).collect();
     let start = Instant::now();
-    for ((i, d), g1) in pending.iter().zip(results) {
-        let Some(s) = &sharing[*i] else { continue };
-        let (bases, scalars) = verify::coefficients_equation(&d.dealing, s);
-        verdicts[*i] = Some(
-            ops.g2_msm(&bases, &scalars)
-                .map(|g2: G2Projective| bool::from(g1.is_identity() & g2.is_identity()))
-                .map_err(VerifyError::from),
-        );
-    }
+    let g2 = ops
+        .g2_msm(&g2_equations)
+        .and_then(|r| exactly("g2_msm", g2_equations.len(), r));
     phases.sharing += start.elapsed();
+    let g2 = match g2 {
+        Ok(g2) => g2,
+        Err(e) => return all_pending(state, Err(e.into())),
+    };
+    let mut verdicts: Combined = (0..state.len()).map(|_| None).collect();
+    for (((i, _), g1), g2) in pending.iter().zip(results).zip(g2) {
+        verdicts[*i] = Some(Ok(bool::from(g1.is_identity() & g2.is_identity())));
+    }
     verdicts
 }
 

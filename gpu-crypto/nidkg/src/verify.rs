@@ -19,7 +19,7 @@ use crate::dealing::{
 use crate::encoding::{ElementKind, EncodedElements, scalar_from_be};
 use crate::error::{BackendError, ChunkingCheck, SharingCheck, VerifyError};
 use crate::params::{NUM_CHUNKS, NUM_ZK_REPETITIONS, SysParams, chunking_bound_z};
-use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ic_bls12_381::{G1Affine, G1Projective, G2Affine, Scalar};
 use std::time::{Duration, Instant};
 
 /// Wall time of each verification phase.
@@ -476,9 +476,12 @@ pub fn check_sharing<B: BatchOps + ?Sized>(
     if !bool::from(g1_results[0].is_identity()) {
         return Err(VerifyError::SharingProof(SharingCheck::Randomizer));
     }
-    let (bases, scalars) = coefficients_equation(dealing, &terms);
-    let g2_result: G2Projective = ops.g2_msm(&bases, &scalars)?;
-    if !bool::from(g2_result.is_identity()) {
+    let g2_results = exactly(
+        "g2_msm",
+        1,
+        ops.g2_msm(&[coefficients_equation(dealing, &terms)])?,
+    )?;
+    if !bool::from(g2_results[0].is_identity()) {
         return Err(VerifyError::SharingProof(SharingCheck::Coefficients));
     }
     if !bool::from(g1_results[1].is_identity()) {

@@ -553,19 +553,25 @@ fn measure_shared_u8_sizes(
 }
 
 /// The dealing-level rows (`nidkg_bench`). GPU-assisted means the engine under the default
-/// auto policy (each batch where its crossover sends it), not every batch forced onto the
-/// GPU; measured only when the GPU is (`gpu`).
+/// auto policy (each batch where its crossover sends it); offloaded, every dealing batch
+/// but the pairing products on the GPU; measured only when the GPU is (`gpu`).
 fn measure_dealings(
     plan: &Plan,
     gpu: bool,
     notes: &mut Vec<String>,
     progress: &Progress,
 ) -> anyhow::Result<Vec<BenchEntry>> {
-    let assisted = if gpu {
-        Some(Engine::new(Policy::auto()).context("the GPU-assisted engine")?)
+    let engines = if gpu {
+        Some((
+            Engine::new(Policy::auto()).context("the GPU-assisted engine")?,
+            Engine::new(super::nidkg_bench::offload_policy()).context("the offload engine")?,
+        ))
     } else {
         None
     };
+    let engines = engines
+        .as_ref()
+        .map(|(assisted, offload)| super::nidkg_bench::DealingEngines { assisted, offload });
     let dealing_plan = super::nidkg_bench::DealingPlan {
         subnet_sizes: plan.subnet_sizes,
         dkg_rounds: plan.dkg_rounds,
@@ -573,7 +579,7 @@ fn measure_dealings(
         max_reps: plan.max_reps,
         min_time: plan.min_time,
     };
-    super::nidkg_bench::measure(&dealing_plan, assisted.as_ref(), notes, progress)
+    super::nidkg_bench::measure(&dealing_plan, engines.as_ref(), notes, progress)
 }
 
 /// The document of a finished run: its results and notes, when and where it ran.

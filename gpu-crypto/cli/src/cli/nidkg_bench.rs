@@ -1,6 +1,9 @@
 //! The dealing-level rows of `bench`, at the IC's subnet sizes, on the CPU (`nidkg`'s own
-//! path) and GPU-assisted (the engine under the default `auto` policy, each batch routed by
-//! its crossover), on one host thread and on every one:
+//! path) and GPU-assisted (`gpu`: the engine under the default `auto` policy, each batch
+//! routed by its crossover), on one host thread and on every one; and, on one host thread,
+//! `gpu-offload`: every batch of a dealing on the GPU but the pairing products (the
+//! configuration that frees the most host CPU), once more with the host thread spinning on
+//! its GPU waits (`gpu-offload-spin`) instead of sleeping:
 //!
 //! - `nidkg_verify`: one NI-DKG dealing, the exact checks, with the per-phase split;
 //! - `nidkg_verify_combined`: the same dealing through `verify_batch`, the combined checks;
@@ -12,7 +15,7 @@
 
 use super::progress::Progress;
 use anyhow::Context;
-use gpu_crypto::{Engine, NIDKG_OPERATIONS, NidkgBatchOps, Operation};
+use gpu_crypto::{Engine, GpuWait, NIDKG_OPERATIONS, NidkgBatchOps, Operation};
 use gpu_crypto_api::bench::{BenchEntry, DealingPhases};
 use gpu_crypto_api::stats::Executed;
 use nidkg::{BatchOps, CpuBatchOps, PhaseTimes};
@@ -35,15 +38,65 @@ pub(super) const DEALINGS_PER_SIZE: u64 = 2;
 /// The rows [`measure`] produces per subnet size.
 pub(super) fn entries_per_size(dkg_rounds: bool, gpu: bool) -> usize {
     let engines = 1 + usize::from(gpu);
-    // One dealing, exact and combined checks, on one and on every host thread per engine;
-    // a round one dealing after another per engine, and as one combined batch per engine
-    // on every host thread and, GPU-assisted, on one.
+    let gpu = usize::from(gpu);
+    // One dealing, exact and combined checks, on one and on every host thread per engine,
+    // and offloaded on one host thread (exact, combined, combined spinning); a round one
+    // dealing after another per engine, and as one combined batch per engine on every host
+    // thread, GPU-assisted on one too, and offloaded on one and on every one.
     4 * engines
+        + 3 * gpu
         + if dkg_rounds {
-            2 * engines + usize::from(gpu)
+            2 * engines + gpu + 2 * gpu
         } else {
             0
         }
+}
+
+/// Where a row's batches run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Path {
+    /// `nidkg`'s CPU path.
+    Cpu,
+    /// The engine under the default `auto` policy.
+    Assisted,
+    /// The engine with every dealing batch on the GPU but the pairing products.
+    Offload,
+    /// [`Path::Offload`] with the host thread spinning on its GPU waits.
+    OffloadSpin,
+}
+
+impl Path {
+    /// The row's `backend` label.
+    fn label(self) -> &'static str {
+        match self {
+            Path::Cpu => "cpu",
+            Path::Assisted => "gpu",
+            Path::Offload => "gpu-offload",
+            Path::OffloadSpin => "gpu-offload-spin",
+        }
+    }
+}
+
+/// The GPU engines of the dealing rows.
+pub(super) struct DealingEngines<'a> {
+    /// The engine under the default `auto` policy.
+    pub assisted: &'a Engine,
+    /// Every dealing batch on the GPU but the pairing products ([`offload_policy`]).
+    pub offload: &'a Engine,
+}
+
+/// Every operation of a dealing on the GPU from one item, but the pairing products: the
+/// GPU runs one product per thread, tens of milliseconds for a dealing's one or sixteen.
+pub(super) fn offload_policy() -> gpu_crypto::Policy {
+    let mut policy = gpu_crypto::Policy::auto();
+    for op in NIDKG_OPERATIONS {
+        let p = policy.operation_mut(op);
+        p.backend = gpu_crypto::BackendChoice::Gpu;
+        p.gpu_min_batch = 1;
+    }
+    policy.pairing_products.backend = gpu_crypto::BackendChoice::Cpu;
+    policy.fallback = gpu_crypto::Fallback::Never;
+    policy
 }
 
 /// How a row's dealings are verified.
@@ -55,45 +108,37 @@ enum Mode {
     CombinedBatch,
 }
 
-/// Rows of one set of dealings: the operation, how it is verified, GPU-assisted or not,
-/// and the host thread counts.
-type Job<'a> = (&'static str, Mode, bool, &'a [usize]);
+/// Rows of one set of dealings: the operation, how it is verified, where, and the host
+/// thread counts.
+type Job<'a> = (&'static str, Mode, Path, &'a [usize]);
 
-/// The rows; `gpu` is the GPU-assisted engine, when one is usable.
+/// The rows; `gpu` are the GPU engines, when one is usable.
 pub(super) fn measure(
     plan: &DealingPlan<'_>,
-    gpu: Option<&Engine>,
+    gpu: Option<&DealingEngines<'_>>,
     notes: &mut Vec<String>,
     progress: &Progress,
 ) -> anyhow::Result<Vec<BenchEntry>> {
+    let one = [1];
     let one_and_all = [1, rayon::current_num_threads()];
     let all = [rayon::current_num_threads()];
-    let one_dealing: [Job<'_>; 4] = [
-        ("nidkg_verify", Mode::OneByOne, false, &one_and_all),
-        ("nidkg_verify", Mode::OneByOne, true, &one_and_all),
-        (
-            "nidkg_verify_combined",
-            Mode::CombinedBatch,
-            false,
-            &one_and_all,
-        ),
-        (
-            "nidkg_verify_combined",
-            Mode::CombinedBatch,
-            true,
-            &one_and_all,
-        ),
+    let (verify, combined) = ("nidkg_verify", "nidkg_verify_combined");
+    let one_dealing: [Job<'_>; 7] = [
+        (verify, Mode::OneByOne, Path::Cpu, &one_and_all),
+        (verify, Mode::OneByOne, Path::Assisted, &one_and_all),
+        (combined, Mode::CombinedBatch, Path::Cpu, &one_and_all),
+        (combined, Mode::CombinedBatch, Path::Assisted, &one_and_all),
+        (verify, Mode::OneByOne, Path::Offload, &one),
+        (combined, Mode::CombinedBatch, Path::Offload, &one),
+        (combined, Mode::CombinedBatch, Path::OffloadSpin, &one),
     ];
-    let a_round: [Job<'_>; 4] = [
-        ("nidkg_dkg_round", Mode::OneByOne, false, &all),
-        ("nidkg_dkg_round_batch", Mode::CombinedBatch, false, &all),
-        ("nidkg_dkg_round", Mode::OneByOne, true, &all),
-        (
-            "nidkg_dkg_round_batch",
-            Mode::CombinedBatch,
-            true,
-            &one_and_all,
-        ),
+    let (round, batch) = ("nidkg_dkg_round", "nidkg_dkg_round_batch");
+    let a_round: [Job<'_>; 5] = [
+        (round, Mode::OneByOne, Path::Cpu, &all),
+        (batch, Mode::CombinedBatch, Path::Cpu, &all),
+        (round, Mode::OneByOne, Path::Assisted, &all),
+        (batch, Mode::CombinedBatch, Path::Assisted, &one_and_all),
+        (batch, Mode::CombinedBatch, Path::Offload, &one_and_all),
     ];
     let mut rows = Vec::new();
     for &n in plan.subnet_sizes {
@@ -113,33 +158,42 @@ pub(super) fn measure(
     Ok(rows)
 }
 
-/// The rows of `jobs` on the dealings of a subnet of `n`; GPU jobs only with an engine.
+/// The rows of `jobs` on the dealings of a subnet of `n`; GPU jobs only with engines.
 fn run_jobs(
     plan: &DealingPlan<'_>,
     (n, dealings): (usize, &[Vec<u8>]),
-    gpu: Option<&Engine>,
+    gpu: Option<&DealingEngines<'_>>,
     jobs: &[Job<'_>],
     notes: &mut Vec<String>,
     progress: &Progress,
 ) -> anyhow::Result<Vec<BenchEntry>> {
     let mut rows = Vec::new();
-    for &(op, mode, on_gpu, threads) in jobs {
-        let engine = match (on_gpu, gpu) {
-            (false, _) => None,
-            (true, Some(engine)) => Some(engine),
-            (true, None) => continue,
+    for &(op, mode, path, threads) in jobs {
+        let engine = match (path, gpu) {
+            (Path::Cpu, _) => None,
+            (_, None) => continue,
+            (Path::Assisted, Some(g)) => Some(g.assisted),
+            (Path::Offload | Path::OffloadSpin, Some(g)) => Some(g.offload),
         };
         progress.step(format!("{op} n={n} ({} dealing(s))", dealings.len()));
-        rows.extend(engine_rows(
+        let wait = |w| engine.map_or(Ok(()), |e| e.set_gpu_wait(w));
+        wait(if path == Path::OffloadSpin {
+            GpuWait::Spin
+        } else {
+            GpuWait::Block
+        })?;
+        let measured = engine_rows(
             plan,
-            (op, mode),
+            (op, mode, path),
             n,
             dealings,
             engine,
             threads,
             notes,
             progress,
-        )?);
+        );
+        wait(GpuWait::Block)?;
+        rows.extend(measured?);
     }
     Ok(rows)
 }
@@ -149,7 +203,7 @@ fn run_jobs(
 #[allow(clippy::too_many_arguments)]
 fn engine_rows(
     plan: &DealingPlan<'_>,
-    (op, mode): (&str, Mode),
+    (op, mode, path): (&str, Mode, Path),
     n: usize,
     dealings: &[Vec<u8>],
     engine: Option<&Engine>,
@@ -176,11 +230,12 @@ fn engine_rows(
             Some(engine) => {
                 let ops = NidkgBatchOps::new(engine);
                 let before = counts(engine);
+                let label = path.label();
                 let mut entry =
-                    pool.install(|| row(plan, op, mode, n, dealings, &ops, "gpu", threads))?;
+                    pool.install(|| row(plan, op, mode, n, dealings, &ops, label, threads))?;
                 let (executed_on, routes) = routes(&before, &counts(engine));
                 notes.push(format!(
-                    "{op} n={n} GPU-assisted, {threads} host thread(s): {routes}"
+                    "{op} n={n} {label}, {threads} host thread(s): {routes}"
                 ));
                 entry.executed_on = executed_on;
                 entry

@@ -11,6 +11,8 @@ mod sha256;
 
 pub use bls::{bls_verify_batch, hash_message_to_g1, verify_one};
 pub use decompress::{P_BYTES, g1_decompress, g1_decompress_one, g2_decompress, g2_decompress_one};
-pub use msm::{g1_msm_batch, g1_msm_naive, g1_msm_shared_u8};
+pub use msm::{
+    g1_msm_batch, g1_msm_naive, g1_msm_shared_u8, g1_recombine_chunks, g2_msm_batch, g2_msm_naive,
+};
 pub use pairing::pairing_products_are_identity;
 pub use sha256::sha256_prefixed;

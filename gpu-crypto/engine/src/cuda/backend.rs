@@ -3,17 +3,17 @@
 
 use super::bls::{self, BlsGpuStrategy};
 use super::decompress::{self, DecompressKernel};
-use super::device::{Context, Device};
+use super::device::{self, Context, Device, GpuWait};
 use super::error::GpuError;
 use super::functions::Kernels;
 use super::kernel_cache::KernelMode;
 use super::load::{self, ProgramLoad};
 use super::worker::{Pool, Worker};
-use super::{g2_decompress, hash_to_g1, msm, msm_shared_u8, sha256};
+use super::{g2_decompress, hash_to_g1, msm, msm_g2, msm_shared_u8, sha256};
 use crate::input::MsmInput;
 use cudarc::driver::CudaModule;
 use gpu_crypto_api::{BlsItem, DecodeError, Operation, VerifyError};
-use ic_bls12_381::{G1Affine, G1Projective, G2Affine};
+use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective};
 use std::sync::Arc;
 
 /// An opened device with its kernels loaded. `Send + Sync`: share it among threads.
@@ -64,6 +64,11 @@ impl GpuBackend {
         &self.loads
     }
 
+    /// Sets how host threads wait for this device's work (blocking from `open` on).
+    pub fn set_wait(&self, wait: GpuWait) -> Result<(), GpuError> {
+        device::set_wait(&self.device.ctx, wait)
+    }
+
     /// Whether `op` has a GPU path in this backend.
     pub fn supports(&self, op: Operation) -> bool {
         match op {
@@ -73,6 +78,7 @@ impl GpuBackend {
             | Operation::PairingProducts
             | Operation::BlsVerify
             | Operation::MsmSharedU8
+            | Operation::MsmG2
             | Operation::Sha256 => true,
         }
     }
@@ -196,6 +202,26 @@ impl GpuBackend {
             return Ok(vec![G1Projective::identity(); rows]);
         }
         self.with_worker(|gpu, w| msm_shared_u8::run(gpu, w, bases, scalars, rows, threads))
+    }
+
+    /// Many independent G2 MSMs in one upload, one launch and one download; equal to the
+    /// naive sums. Every point must lie in G2 (the kernel's scalar split relies on it: pass
+    /// decoded points only). Lengths must match (the engine checks).
+    pub fn g2_msm_batch(
+        &self,
+        msms: &[MsmInput<'_, G2Affine>],
+    ) -> Result<Vec<G2Projective>, GpuError> {
+        if let Some(m) = msms.iter().find(|m| m.points.len() != m.scalars.len()) {
+            return Err(GpuError::InputTooLarge(format!(
+                "G2 MSM with {} points and {} scalars",
+                m.points.len(),
+                m.scalars.len()
+            )));
+        }
+        if msms.iter().all(|m| m.points.is_empty()) {
+            return Ok(vec![G2Projective::identity(); msms.len()]);
+        }
+        self.with_worker(|gpu, w| msm_g2::run(gpu, w, msms))
     }
 
     /// Verifies BLS signatures (G1) under public keys (G2) with a random linear

@@ -5,7 +5,32 @@ use super::error::GpuError;
 use super::functions::Kernels;
 use super::memory::driver;
 use cudarc::driver::CudaContext;
+use cudarc::driver::sys::CUctx_flags;
 use std::sync::Arc;
+
+/// How a host thread waits for the GPU (the context's scheduling flag).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuWait {
+    /// The thread sleeps until the GPU signals: a wait costs no host CPU, and a wake-up of
+    /// some microseconds. The default: the GPU is in the node to free host CPU.
+    Block,
+    /// The thread polls: the lowest latency, and a host core busy for the whole wait.
+    Spin,
+}
+
+impl GpuWait {
+    fn flag(self) -> CUctx_flags {
+        match self {
+            GpuWait::Block => CUctx_flags::CU_CTX_SCHED_BLOCKING_SYNC,
+            GpuWait::Spin => CUctx_flags::CU_CTX_SCHED_SPIN,
+        }
+    }
+}
+
+/// Sets how every host thread of `ctx` waits for its GPU work.
+pub(crate) fn set_wait(ctx: &CudaContext, wait: GpuWait) -> Result<(), GpuError> {
+    ctx.set_flags(wait.flag()).map_err(driver("cuCtxSetFlags"))
+}
 
 /// A device with its kernels loaded: what the operations need of the backend.
 pub(crate) struct Device {
@@ -46,6 +71,7 @@ impl Context {
             .map_err(|e| GpuError::NoDevice(format!("device {device}: {e}")))?;
         // SAFETY: buffers are raw allocations ordered by the owning worker's streams.
         unsafe { ctx.disable_event_tracking() };
+        set_wait(&ctx, GpuWait::Block)?;
         let name = ctx.name().map_err(driver("cuDeviceGetName"))?;
         let (major, minor) = ctx
             .compute_capability()

@@ -22,6 +22,7 @@ pub(crate) struct Kernels {
     pub(crate) fill_random: CudaFunction,
     pub(crate) msm: MsmKernels,
     pub(crate) msm_u8: MsmU8Kernels,
+    pub(crate) g2_msm: CudaFunction,
     pub(crate) bls: BlsKernels,
 }
 
@@ -50,6 +51,7 @@ impl Kernels {
             fill_random: function(&modules[2], "fill_random")?,
             msm: MsmKernels::load(module(&sources::G1_MSM)?)?,
             msm_u8: MsmU8Kernels::load(module(&sources::G1_MSM_SHARED_U8)?)?,
+            g2_msm: function(module(&sources::G2_MSM)?, "g2_msm_blocks")?,
             bls: BlsKernels::load(
                 module(&sources::BLS_VERIFY)?,
                 module(&sources::BLS_PAIRING)?,

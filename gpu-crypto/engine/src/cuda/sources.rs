@@ -203,6 +203,14 @@ pub const G1_MSM_SHARED_U8: KernelProgram = KernelProgram {
     functions: &["msm_u8_planes", "msm_u8_combine"],
 };
 
+/// Many G2 MSMs with full scalars over subgroup points, split by the endomorphism (NI-DKG
+/// sharing proof and combined integrity check).
+pub const G2_MSM: KernelProgram = KernelProgram {
+    name: "msm/g2_msm.cu",
+    source: include_str!("../../../../kernels/msm/g2_msm.cu"),
+    functions: &["g2_msm_blocks"],
+};
+
 /// BLS batch verification: random-combination leaves, tree levels, node checks.
 pub const BLS_VERIFY: KernelProgram = KernelProgram {
     name: "ops/bls_verify.cu",
@@ -242,6 +250,7 @@ pub const PROGRAMS: &[KernelProgram] = &[
     HASH_TO_G1,
     G2_DECOMPRESS,
     G1_MSM_SHARED_U8,
+    G2_MSM,
 ];
 
 /// Programs only the benchmarks load; they must compile like the others.
