@@ -11,7 +11,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target-cuda}"
 dest="${DEST:-$root/.device-suite}"
 tests=(gpu_decompress gpu_runtime gpu_kernel_cache gpu_nvrtc_compile gpu_sha256 gpu_msm
   gpu_msm_encoded gpu_msm_shared_u8 gpu_pairing gpu_nidkg gpu_nidkg_batch gpu_bls gpu_bls_strategy
-  gpu_hash_to_g1)
+  gpu_hash_to_g1 gpu_msm_g2)
 args=(); for t in "${tests[@]}"; do args+=(--test "$t"); done
 stage=$(mktemp -d)
 { cargo test --release --locked --no-run -p gpu-crypto "${args[@]}" -p gpu-crypto-cli --test cli \

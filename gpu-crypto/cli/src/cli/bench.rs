@@ -51,6 +51,8 @@ struct Plan {
     decompress_extra: &'static [usize],
     /// G2 decompression batches (points).
     decompress_g2: &'static [usize],
+    /// G2 MSM batches: (MSMs, points per MSM).
+    msm_g2: &'static [(usize, usize)],
     /// Batches of products of three pairings (ciphertext integrity's shape).
     pairing_products: &'static [usize],
     msm_sizes: &'static [usize],
@@ -71,6 +73,9 @@ const FULL: Plan = Plan {
     subnet_sizes: &[13, 28, 40],
     decompress_extra: &[4096],
     decompress_g2: &[8, 32, 64, 128, 256, 4096, 1 << 16],
+    // A dealing's 16 (integrity) and t + 2 = 21 (sharing, n = 28) points, larger single
+    // MSMs, and a DKG round's 56 of each.
+    msm_g2: &[(1, 16), (1, 21), (1, 64), (1, 256), (56, 16), (56, 21)],
     pairing_products: &[16, 64, 256, 1024],
     msm_sizes: &[1 << 12, 1 << 16],
     bls_distinct: &[64, 256],
@@ -89,6 +94,7 @@ const QUICK: Plan = Plan {
     subnet_sizes: &[13],
     decompress_extra: &[],
     decompress_g2: &[8],
+    msm_g2: &[(1, 16)],
     pairing_products: &[4],
     msm_sizes: &[1 << 12],
     bls_distinct: &[16],
@@ -126,6 +132,7 @@ fn planned_entries(plan: &Plan, gpu: bool) -> usize {
     let cases = 2 * plan.subnet_sizes.len()
         + plan.decompress_extra.len()
         + plan.decompress_g2.len()
+        + plan.msm_g2.len()
         + plan.pairing_products.len()
         + plan.msm_sizes.len()
         + plan.bls_distinct.len()
@@ -235,7 +242,9 @@ struct Inputs {
     compressed: Vec<[u8; 48]>,
     /// Uniform full-width scalars, one per point.
     scalars: Vec<Scalar>,
-    /// Distinct compressed G2 points.
+    /// Distinct G2 points: the G2 MSM inputs.
+    g2_points: Vec<G2Affine>,
+    /// `g2_points` compressed.
     g2_compressed: Vec<[u8; 96]>,
     /// Signatures under distinct keys, each over its own message.
     distinct: Vec<Signed>,
@@ -265,10 +274,15 @@ impl Inputs {
         let scalars = (0..largest_points)
             .map(|_| nidkg::random_scalar(rng))
             .collect();
-        let g2_compressed = distinct_g2_points(rng, largest(plan.decompress_g2))
+        let g2_largest = plan
+            .msm_g2
             .iter()
-            .map(G2Affine::to_compressed)
-            .collect();
+            .map(|(m, p)| m * p)
+            .chain(plan.decompress_g2.iter().copied())
+            .max()
+            .unwrap_or(0);
+        let g2_points = distinct_g2_points(rng, g2_largest);
+        let g2_compressed = g2_points.iter().map(G2Affine::to_compressed).collect();
         let distinct = bls_signatures(rng, largest(plan.bls_distinct), false);
         let same = bls_signatures(rng, largest(plan.bls_same_message), true);
         let buffers = (0..largest(plan.sha256_chunks).min(MAX_DISTINCT_CHUNKS))
@@ -284,6 +298,7 @@ impl Inputs {
             points,
             compressed,
             scalars,
+            g2_points,
             g2_compressed,
             distinct,
             same,
@@ -300,6 +315,7 @@ fn cases<'a>(plan: &Plan, inputs: &'a Inputs) -> anyhow::Result<Vec<Case<'a>>> {
     cases.extend(decompress_g2_cases(plan, inputs)?);
     cases.extend(pairing_products_cases(plan, inputs)?);
     cases.extend(msm_cases(plan, inputs)?);
+    cases.extend(msm_g2_cases(plan, inputs)?);
     cases.extend(bls_cases(plan, inputs));
     cases.extend(sha256_cases(plan, inputs));
     Ok(cases)
@@ -430,6 +446,36 @@ fn msm_cases<'a>(plan: &Plan, inputs: &'a Inputs) -> anyhow::Result<Vec<Case<'a>
             points_per_msm: Some(size),
             subnet_size: None,
             call: Box::new(move |e| e.g1_msm(p, s).map(drop)),
+        });
+    }
+    Ok(cases)
+}
+
+/// Batches of G2 MSMs over distinct points with full scalars.
+fn msm_g2_cases<'a>(plan: &Plan, inputs: &'a Inputs) -> anyhow::Result<Vec<Case<'a>>> {
+    let mut cases = Vec::new();
+    for &(msms, size) in plan.msm_g2 {
+        let points = inputs
+            .g2_points
+            .get(..msms * size)
+            .context("msm_g2 points")?;
+        let scalars = inputs
+            .scalars
+            .get(..msms * size)
+            .context("msm_g2 scalars")?;
+        let batch: Vec<MsmInput<'_, G2Affine>> = points
+            .chunks(size)
+            .zip(scalars.chunks(size))
+            .map(|(points, scalars)| MsmInput { points, scalars })
+            .collect();
+        cases.push(Case {
+            op: "msm_g2",
+            operation: Operation::MsmG2,
+            batch: msms * size,
+            msms: Some(msms),
+            points_per_msm: Some(size),
+            subnet_size: None,
+            call: Box::new(move |e| e.g2_msm_batch(&batch).map(drop)),
         });
     }
     Ok(cases)
