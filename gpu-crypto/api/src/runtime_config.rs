@@ -14,7 +14,7 @@ use std::path::Path;
 pub const RUNTIME_CONFIG_ENV: &str = "SOVEREIGN_RUNTIME_CONFIG";
 
 /// Version of the file format; bumped on any incompatible change.
-pub const RUNTIME_CONFIG_SCHEMA_VERSION: u32 = 2;
+pub const RUNTIME_CONFIG_SCHEMA_VERSION: u32 = 3;
 
 /// What the GPU-patched replica reads at start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -444,7 +444,7 @@ fn the_process_wide_hooks_open_once_from_the_environment_and_dump_their_counters
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("runtime-config.json");
     let crypto = serde_json::to_value(every_batch_to_the_gpu()).expect("policy");
-    let document = serde_json::json!({"schema_version": 2, "crypto": crypto});
+    let document = serde_json::json!({"schema_version": 3, "crypto": crypto});
     std::fs::write(&config, document.to_string()).expect("write config");
     let stats_dir = dir.path().join("stats");
     std::fs::create_dir(&stats_dir).expect("stats dir");

@@ -40,8 +40,8 @@ fn a_bad_file_is_an_error_naming_the_file_and_the_reason() {
     assert!(reason(r#"{"crypto": {}}"#).contains("schema_version"));
     assert!(reason(r#"{"schema_version": 1, "crypto": {}}"#).contains("schema_version 1"));
     assert!(reason(r#"{"schema_version": 3, "crypto": {}}"#).contains("schema_version 3"));
-    assert!(reason(r#"{"schema_version": 2}"#).contains("no crypto"));
-    assert!(reason(r#"{"schema_version": 2, "crypto": {"decompress": 3}}"#).contains("crypto:"));
+    assert!(reason(r#"{"schema_version": 3}"#).contains("no crypto"));
+    assert!(reason(r#"{"schema_version": 3, "crypto": {"decompress": 3}}"#).contains("crypto:"));
     std::fs::remove_file(&path).unwrap();
     assert!(matches!(
         policy_from_runtime_config(&path),

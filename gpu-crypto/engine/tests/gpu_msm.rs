@@ -1,7 +1,8 @@
 //! GPU G1 MSM (Pippenger, `GpuBackend::g1_msm_batch`) against the CPU path
 //! (`cpu::g1_msm_batch`, blst) and, for small sizes, the naive `ic_bls12_381` sum: sizes 0
 //! to 2^16, identity points, zero and r-1 scalars, repeated points, one point many times,
-//! batches (NI-DKG shape 32 x 448, mixed sizes with empty MSMs), forced window widths, and
+//! batches (NI-DKG shape 32 x 448, mixed sizes with empty MSMs, 3,280 MSMs of 16 points
+//! across launch sequences), forced window widths, and
 //! the engine with the GPU pinned. Ignored unless asked for: they need a GPU.
 
 mod gpu_common;
@@ -239,6 +240,22 @@ fn batch_of_32_by_448_and_mixed_batches() {
     let out = check_batch("only empty MSMs", &[empty, empty]);
     assert_eq!(out, vec![G1Projective::identity(); 2]);
     check_batch("empty batch", &[]);
+}
+
+/// More MSMs than one launch sequence takes (msm_reduce's grid has a row per MSM and
+/// window): a DKG round's chunk recombinations at n = 40, 80 x 41 MSMs of 16 points.
+#[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
+fn thousands_of_tiny_msms_match_the_cpu() {
+    let mut r = rng(65);
+    let points = random_points(16 * 3280, &mut r);
+    let scalars = random_scalars(16 * 3280, &mut r);
+    let msms: Vec<MsmInput<'_>> = points
+        .chunks(16)
+        .zip(scalars.chunks(16))
+        .map(|(points, scalars)| MsmInput { points, scalars })
+        .collect();
+    check_batch("3,280 MSMs of 16 points", &msms);
 }
 
 #[test]

@@ -646,7 +646,28 @@ fn wave_threads(gpu: &Device) -> (usize, usize) {
     })
 }
 
+/// MSMs of one launch sequence: msm_reduce's grid has one row per (MSM, window), at most
+/// 65,535, and windows are at least 4 bits wide (64 windows). Larger batches (the sharing
+/// proof's chunk recombinations of a DKG round: 2n(n + 1) MSMs of 16 points) run as
+/// consecutive launch sequences.
+const MAX_MSMS_PER_LAUNCH: usize = MAX_GRID_Y / 64;
+
+/// The CUDA limit of a grid's second dimension.
+const MAX_GRID_Y: usize = 65_535;
+
 pub(crate) fn run(
+    gpu: &Device,
+    w: &mut Worker,
+    msms: &[MsmInput<'_>],
+) -> Result<Vec<G1Projective>, GpuError> {
+    let mut out = Vec::with_capacity(msms.len());
+    for group in msms.chunks(MAX_MSMS_PER_LAUNCH) {
+        out.extend(run_group(gpu, w, group)?);
+    }
+    Ok(out)
+}
+
+fn run_group(
     gpu: &Device,
     w: &mut Worker,
     msms: &[MsmInput<'_>],
@@ -836,6 +857,12 @@ fn run_staged(
     let plan = Plan::new(msms, reduce_wave, accumulate_wave)?;
     if plan.n == 0 {
         return Ok(vec![G1Projective::identity(); msms.len()]);
+    }
+    if plan.msms * plan.windows as usize > MAX_GRID_Y {
+        return Err(GpuError::InputTooLarge(format!(
+            "{} MSMs of {} windows in one launch",
+            plan.msms, plan.windows
+        )));
     }
     let t_start = std::time::Instant::now();
     let staging = staging(gpu, w)?;
