@@ -126,8 +126,10 @@ impl BenchFile {
                 && match op {
                     // GPU-assisted: some of a dealing's batches run on the CPU by design
                     // (`mixed`); one that ran wholly on the CPU is no GPU figure.
+                    // The default policy's figure: not a variant (`offload`) measured beside it.
                     BenchOp::NidkgVerify => {
                         e.threads == 1
+                            && e.algorithm.is_none()
                             && e.subnet_size.is_some()
                             && (e.executed_on == backend
                                 || (backend == "gpu" && e.executed_on == "mixed"))

@@ -39,7 +39,7 @@ fn a_bad_file_is_an_error_naming_the_file_and_the_reason() {
     assert!(reason("{").contains("not JSON"));
     assert!(reason(r#"{"crypto": {}}"#).contains("schema_version"));
     assert!(reason(r#"{"schema_version": 1, "crypto": {}}"#).contains("schema_version 1"));
-    assert!(reason(r#"{"schema_version": 3, "crypto": {}}"#).contains("schema_version 3"));
+    assert!(reason(r#"{"schema_version": 4, "crypto": {}}"#).contains("schema_version 4"));
     assert!(reason(r#"{"schema_version": 3}"#).contains("no crypto"));
     assert!(reason(r#"{"schema_version": 3, "crypto": {"decompress": 3}}"#).contains("crypto:"));
     std::fs::remove_file(&path).unwrap();

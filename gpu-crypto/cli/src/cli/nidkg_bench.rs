@@ -1,9 +1,10 @@
 //! The dealing-level rows of `bench`, at the IC's subnet sizes, on the CPU (`nidkg`'s own
 //! path) and GPU-assisted (`gpu`: the engine under the default `auto` policy, each batch
 //! routed by its crossover), on one host thread and on every one; and, on one host thread,
-//! `gpu-offload`: every batch of a dealing on the GPU but the pairing products (the
-//! configuration that frees the most host CPU), once more with the host thread spinning on
-//! its GPU waits (`gpu-offload-spin`) instead of sleeping:
+//! offloaded (backend `gpu`, algorithm `offload`): every batch of a dealing on the GPU but
+//! the pairing products (the configuration that frees the most host CPU), once more with
+//! the host thread spinning on its GPU waits (algorithm `offload-spin`) instead of
+//! sleeping:
 //!
 //! - `nidkg_verify`: one NI-DKG dealing, the exact checks, with the per-phase split;
 //! - `nidkg_verify_combined`: the same dealing through `verify_batch`, the combined checks;
@@ -66,13 +67,20 @@ enum Path {
 }
 
 impl Path {
-    /// The row's `backend` label.
-    fn label(self) -> &'static str {
+    /// The row's `backend`: `cpu` or `gpu`, as the bench document's schema says.
+    fn backend(self) -> &'static str {
         match self {
             Path::Cpu => "cpu",
-            Path::Assisted => "gpu",
-            Path::Offload => "gpu-offload",
-            Path::OffloadSpin => "gpu-offload-spin",
+            _ => "gpu",
+        }
+    }
+
+    /// The row's `algorithm`: which GPU configuration, where it is not the default policy.
+    fn algorithm(self) -> Option<&'static str> {
+        match self {
+            Path::Cpu | Path::Assisted => None,
+            Path::Offload => Some("offload"),
+            Path::OffloadSpin => Some("offload-spin"),
         }
     }
 }
@@ -230,14 +238,16 @@ fn engine_rows(
             Some(engine) => {
                 let ops = NidkgBatchOps::new(engine);
                 let before = counts(engine);
-                let label = path.label();
+                let backend = path.backend();
                 let mut entry =
-                    pool.install(|| row(plan, op, mode, n, dealings, &ops, label, threads))?;
+                    pool.install(|| row(plan, op, mode, n, dealings, &ops, backend, threads))?;
                 let (executed_on, routes) = routes(&before, &counts(engine));
+                let variant = path.algorithm().map_or(String::new(), |a| format!(" {a}"));
                 notes.push(format!(
-                    "{op} n={n} {label}, {threads} host thread(s): {routes}"
+                    "{op} n={n} {backend}{variant}, {threads} host thread(s): {routes}"
                 ));
                 entry.executed_on = executed_on;
+                entry.algorithm = path.algorithm().map(str::to_string);
                 entry
             }
         };
