@@ -285,16 +285,7 @@ impl Engine {
 
     /// Many independent MSMs in one call (NI-DKG: 32 MSMs of n*16 points).
     pub fn g1_msm_batch(&self, msms: &[MsmInput<'_>]) -> Result<Vec<G1Projective>, EngineError> {
-        for m in msms {
-            if m.points.len() != m.scalars.len() {
-                return Err(EngineError::LengthMismatch {
-                    op: Operation::Msm,
-                    points: m.points.len(),
-                    scalars: m.scalars.len(),
-                });
-            }
-        }
-        let items = msms.iter().map(|m| m.points.len()).sum();
+        let items = msm_batch_points(Operation::Msm, msms)?;
         self.dispatch(
             Operation::Msm,
             items,
@@ -345,16 +336,7 @@ impl Engine {
         &self,
         msms: &[MsmInput<'_, G2Affine>],
     ) -> Result<Vec<G2Projective>, EngineError> {
-        for m in msms {
-            if m.points.len() != m.scalars.len() {
-                return Err(EngineError::LengthMismatch {
-                    op: Operation::MsmG2,
-                    points: m.points.len(),
-                    scalars: m.scalars.len(),
-                });
-            }
-        }
-        let items = msms.iter().map(|m| m.points.len()).sum();
+        let items = msm_batch_points(Operation::MsmG2, msms)?;
         self.dispatch(
             Operation::MsmG2,
             items,
@@ -444,6 +426,18 @@ impl Engine {
             |g| g.sha256_prefixed(prefix, chunks),
         )
     }
+}
+
+/// The points of a batch of MSMs, after checking that each MSM has a scalar per point.
+fn msm_batch_points<A>(op: Operation, msms: &[MsmInput<'_, A>]) -> Result<usize, EngineError> {
+    if let Some(m) = msms.iter().find(|m| m.points.len() != m.scalars.len()) {
+        return Err(EngineError::LengthMismatch {
+            op,
+            points: m.points.len(),
+            scalars: m.scalars.len(),
+        });
+    }
+    Ok(msms.iter().map(|m| m.points.len()).sum())
 }
 
 /// The recombination weights `2^(16 (15 - j))`, `j` = 0..16.

@@ -9,8 +9,7 @@
 
 use crate::{
     BackendChoice, BlsItem, BlsScheme, DecodeError, DomainSeparator, Engine, G1Affine,
-    G1Projective, G2Affine, G2Projective, GpuStatus, MsmInput, Operation, PairingProducts, Scalar,
-    VerifyError,
+    G1Projective, G2Affine, GpuStatus, MsmInput, Operation, PairingProducts, Scalar, VerifyError,
 };
 pub use gpu_crypto_api::selftest::{OperationCheck, SelftestReport};
 use ic_bls12_381::hash_to_curve::{ExpandMsgXmd, HashToCurve};
@@ -367,27 +366,13 @@ fn check_msm(
     }) else {
         return check;
     };
-    for (i, ((points, scalars), (g, w))) in msms.iter().zip(got.iter().zip(&want)).enumerate() {
-        let naive: G1Projective = points
-            .iter()
-            .zip(scalars)
-            .map(|(p, s)| G1Projective::from(p) * s)
-            .sum();
-        if g != w {
-            check.problems.push(format!(
-                "msm {i} ({} points): engine {}, reference {}",
-                points.len(),
-                hex::encode(G1Affine::from(g).to_compressed()),
-                hex::encode(G1Affine::from(w).to_compressed())
-            ));
-        }
-        if *w != naive {
-            check.problems.push(format!(
-                "msm {i} ({} points): reference differs from the naive sum",
-                points.len()
-            ));
-        }
-    }
+    compare_msms(
+        &mut check,
+        &msms,
+        (&got, &want),
+        crate::cpu::g1_msm_naive,
+        |p| hex::encode(G1Affine::from(p).to_compressed()),
+    );
     check
 }
 
@@ -417,6 +402,33 @@ fn msm_cases<A: Copy + std::ops::Neg<Output = A>>(
     msms
 }
 
+/// Each MSM's engine result against the reference's, and the reference's against the
+/// naive sum.
+fn compare_msms<A, P: PartialEq>(
+    check: &mut OperationCheck,
+    msms: &[(Vec<A>, Vec<Scalar>)],
+    (got, want): (&[P], &[P]),
+    naive: impl Fn(&[A], &[Scalar]) -> P,
+    show: impl Fn(&P) -> String,
+) {
+    for (i, ((points, scalars), (g, w))) in msms.iter().zip(got.iter().zip(want)).enumerate() {
+        if g != w {
+            check.problems.push(format!(
+                "msm {i} ({} points): engine {}, reference {}",
+                points.len(),
+                show(g),
+                show(w)
+            ));
+        }
+        if *w != naive(points, scalars) {
+            check.problems.push(format!(
+                "msm {i} ({} points): reference differs from the naive sum",
+                points.len()
+            ));
+        }
+    }
+}
+
 fn random_g2_point(rng: &mut ChaCha20Rng) -> G2Affine {
     G2Affine::from(G2Affine::generator() * nidkg::random_scalar(rng))
 }
@@ -440,27 +452,13 @@ fn check_msm_g2(
     }) else {
         return check;
     };
-    for (i, ((points, scalars), (g, w))) in msms.iter().zip(got.iter().zip(&want)).enumerate() {
-        let naive: G2Projective = points
-            .iter()
-            .zip(scalars)
-            .map(|(p, s)| G2Projective::from(p) * s)
-            .sum();
-        if g != w {
-            check.problems.push(format!(
-                "msm {i} ({} points): engine {}, reference {}",
-                points.len(),
-                hex::encode(G2Affine::from(g).to_compressed()),
-                hex::encode(G2Affine::from(w).to_compressed())
-            ));
-        }
-        if *w != naive {
-            check.problems.push(format!(
-                "msm {i} ({} points): reference differs from the naive sum",
-                points.len()
-            ));
-        }
-    }
+    compare_msms(
+        &mut check,
+        &msms,
+        (&got, &want),
+        crate::cpu::g2_msm_naive,
+        |p| hex::encode(G2Affine::from(p).to_compressed()),
+    );
     check
 }
 
