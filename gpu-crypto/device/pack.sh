@@ -12,7 +12,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target-cuda}"
 # The field and curve headers are shared with the MSM and BLS kernels: their tests run too.
 # PACK_TESTS="a b ..": only those test binaries (a shorter build).
 tests=(gpu_decompress gpu_sha256 gpu_runtime gpu_kernel_cache gpu_nvrtc_compile gpu_soak
-  gpu_msm gpu_msm_encoded gpu_bls gpu_bls_strategy gpu_hash_to_g1)
+  gpu_msm gpu_msm_encoded gpu_msm_g2 gpu_bls gpu_bls_strategy gpu_hash_to_g1)
 if [ -n "${PACK_TESTS:-}" ]; then read -r -a tests <<< "$PACK_TESTS"; fi
 args=(); for t in "${tests[@]}"; do args+=(--test "$t"); done
 rm -rf .device && mkdir -p .device
