@@ -9,7 +9,8 @@
 
 use crate::{
     BackendChoice, BlsItem, BlsScheme, DecodeError, DomainSeparator, Engine, G1Affine,
-    G1Projective, G2Affine, GpuStatus, MsmInput, Operation, PairingProducts, Scalar, VerifyError,
+    G1Projective, G2Affine, G2Projective, GpuStatus, MsmInput, Operation, PairingProducts, Scalar,
+    VerifyError,
 };
 pub use gpu_crypto_api::selftest::{OperationCheck, SelftestReport};
 use ic_bls12_381::hash_to_curve::{ExpandMsgXmd, HashToCurve};
@@ -354,26 +355,11 @@ fn check_msm(
     rng: &mut ChaCha20Rng,
     size: usize,
 ) -> OperationCheck {
-    let mut check = OperationCheck::new(Operation::Msm);
     let msms = msm_cases(rng, size, random_point, G1Affine::identity());
-    let inputs: Vec<MsmInput<'_>> = msms
-        .iter()
-        .map(|(points, scalars)| MsmInput { points, scalars })
-        .collect();
-    check.items = msms.iter().map(|(p, _)| p.len()).sum();
-    let Some((got, want)) = on_both(&mut check, engine, reference, msms.len(), |e| {
-        e.g1_msm_batch(&inputs)
-    }) else {
-        return check;
-    };
-    compare_msms(
-        &mut check,
-        &msms,
-        (&got, &want),
-        crate::cpu::g1_msm_naive,
-        |p| hex::encode(G1Affine::from(p).to_compressed()),
-    );
-    check
+    let call = |e: &Engine, inputs: &[MsmInput<'_>]| e.g1_msm_batch(inputs);
+    let show = |p: &G1Projective| hex::encode(G1Affine::from(p).to_compressed());
+    let ops = (call, crate::cpu::g1_msm_naive, show);
+    check_msms(Operation::Msm, (engine, reference), &msms, ops)
 }
 
 /// MSMs of 0, 1, 2, `size / 2` and `size` random points with random scalars, and in every
@@ -402,16 +388,31 @@ fn msm_cases<A: Copy + std::ops::Neg<Output = A>>(
     msms
 }
 
-/// Each MSM's engine result against the reference's, and the reference's against the
-/// naive sum.
-fn compare_msms<A, P: PartialEq>(
-    check: &mut OperationCheck,
+/// `msms` through the engine (`call`) and the reference: each engine result against the
+/// reference's, and each reference result against the naive sum (`naive`); `show` prints
+/// a result.
+fn check_msms<A, P: PartialEq>(
+    op: Operation,
+    (engine, reference): (&Engine, &Engine),
     msms: &[(Vec<A>, Vec<Scalar>)],
-    (got, want): (&[P], &[P]),
-    naive: impl Fn(&[A], &[Scalar]) -> P,
-    show: impl Fn(&P) -> String,
-) {
-    for (i, ((points, scalars), (g, w))) in msms.iter().zip(got.iter().zip(want)).enumerate() {
+    (call, naive, show): (
+        impl Fn(&Engine, &[MsmInput<'_, A>]) -> Result<Vec<P>, crate::EngineError>,
+        impl Fn(&[A], &[Scalar]) -> P,
+        impl Fn(&P) -> String,
+    ),
+) -> OperationCheck {
+    let mut check = OperationCheck::new(op);
+    let inputs: Vec<MsmInput<'_, A>> = msms
+        .iter()
+        .map(|(points, scalars)| MsmInput { points, scalars })
+        .collect();
+    check.items = msms.iter().map(|(p, _)| p.len()).sum();
+    let Some((got, want)) = on_both(&mut check, engine, reference, msms.len(), |e| {
+        call(e, &inputs)
+    }) else {
+        return check;
+    };
+    for (i, ((points, scalars), (g, w))) in msms.iter().zip(got.iter().zip(&want)).enumerate() {
         if g != w {
             check.problems.push(format!(
                 "msm {i} ({} points): engine {}, reference {}",
@@ -427,39 +428,24 @@ fn compare_msms<A, P: PartialEq>(
             ));
         }
     }
+    check
 }
 
 fn random_g2_point(rng: &mut ChaCha20Rng) -> G2Affine {
     G2Affine::from(G2Affine::generator() * nidkg::random_scalar(rng))
 }
 
-/// [`msm_cases`] in G2, each against the reference and the naive sum.
 fn check_msm_g2(
     engine: &Engine,
     reference: &Engine,
     rng: &mut ChaCha20Rng,
     size: usize,
 ) -> OperationCheck {
-    let mut check = OperationCheck::new(Operation::MsmG2);
     let msms = msm_cases(rng, size, random_g2_point, G2Affine::identity());
-    let inputs: Vec<MsmInput<'_, G2Affine>> = msms
-        .iter()
-        .map(|(points, scalars)| MsmInput { points, scalars })
-        .collect();
-    check.items = msms.iter().map(|(p, _)| p.len()).sum();
-    let Some((got, want)) = on_both(&mut check, engine, reference, msms.len(), |e| {
-        e.g2_msm_batch(&inputs)
-    }) else {
-        return check;
-    };
-    compare_msms(
-        &mut check,
-        &msms,
-        (&got, &want),
-        crate::cpu::g2_msm_naive,
-        |p| hex::encode(G2Affine::from(p).to_compressed()),
-    );
-    check
+    let call = |e: &Engine, inputs: &[MsmInput<'_, G2Affine>]| e.g2_msm_batch(inputs);
+    let show = |p: &G2Projective| hex::encode(G2Affine::from(p).to_compressed());
+    let ops = (call, crate::cpu::g2_msm_naive, show);
+    check_msms(Operation::MsmG2, (engine, reference), &msms, ops)
 }
 
 struct BlsCase {
