@@ -12,6 +12,7 @@ use thiserror::Error;
 
 use crate::snp::amd::{AmdCert, TrustAnchor, TrustStore, parse_certs};
 use crate::snp::tcb::{Product, TcbParts};
+use crate::waiver::{self, GAPS};
 
 /// Why a policy cannot be loaded: each error names the file or field at fault.
 #[derive(Debug, Error)]
@@ -132,6 +133,47 @@ pub struct PolicyFile {
     /// reason (crate::waiver).
     #[serde(default)]
     pub waive: std::collections::BTreeMap<String, String>,
+}
+
+/// The checks of [`GAPS`] whose value `file` leaves out, in the order of [`GAPS`]. The GPU
+/// checks apply only to a policy that expects GPUs (`gpu.count` above 0),
+/// `config.image_signer` only to measurements given without their release manifest.
+fn unset_checks(file: &PolicyFile) -> Vec<&'static str> {
+    let g = &file.guest_policy;
+    let gpus = file
+        .gpu
+        .get("count")
+        .and_then(|v| v.as_integer())
+        .is_some_and(|n| n > 0);
+    // An empty list compares nothing: as absent as no list.
+    let gpu_unset = |key: &str| {
+        gpus && file
+            .gpu
+            .get(key)
+            .and_then(|v| v.as_array())
+            .is_none_or(|a| a.is_empty())
+    };
+    let absent = [
+        file.trust.crl.is_none(),
+        file.tcb.min_firmware.is_none(),
+        g.min_abi.is_none(),
+        g.min_guest_svn.is_none(),
+        g.allow_smt.is_none(),
+        g.allow_cxl.is_none(),
+        g.require_single_socket.is_none(),
+        g.require_aes_256_xts.is_none(),
+        g.require_rapl_disabled.is_none(),
+        g.require_ciphertext_hiding.is_none(),
+        !file.identity.measurements.is_empty(),
+        gpu_unset("measurements"),
+        gpu_unset("driver_versions"),
+        gpu_unset("vbios_versions"),
+    ];
+    GAPS.iter()
+        .zip(absent)
+        .filter(|(_, a)| *a)
+        .map(|(gap, _)| gap.check)
+        .collect()
 }
 
 /// The node configuration bundles (sn-config) this policy accepts.
@@ -388,8 +430,11 @@ impl Policy {
         let crl = crl(&file.trust, base, &mut referenced_files)?;
         let (gpu_count, gpu) = gpu_policy(&file.gpu)?;
         let config_signers = config_signers(&file.config)?;
-        let unset = crate::waiver::unset(&file);
-        let waivers = crate::waiver::waivers(&file.waive, &unset)?;
+        let unset = unset_checks(&file);
+        let waivers = waiver::waivers(&file.waive, &unset).map_err(|e| PolicyError::Value {
+            field: e.field,
+            message: e.message,
+        })?;
         Ok(Policy {
             signing_keys: file.report.signing_keys.clone(),
             allow_smt: g.allow_smt.unwrap_or(true),
@@ -440,7 +485,7 @@ impl Policy {
             .into_iter()
             .map(String::from)
             .collect();
-        missing.extend(crate::waiver::unwaived(&self.unset, &self.waivers));
+        missing.extend(waiver::unwaived(&self.unset, &self.waivers));
         missing
     }
 

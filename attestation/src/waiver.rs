@@ -10,8 +10,6 @@
 
 use std::collections::BTreeMap;
 
-use crate::policy::{PolicyError, PolicyFile};
-
 /// One check a policy value enables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gap {
@@ -81,45 +79,14 @@ pub const GAPS: &[Gap] = &[
     },
 ];
 
-/// The checks of [`GAPS`] whose value `file` leaves out. The GPU checks apply only to a
-/// policy that expects GPUs (`gpu.count` above 0), `config.image_signer` only to
-/// measurements given without their release manifest.
-pub fn unset(file: &PolicyFile) -> Vec<&'static str> {
-    let g = &file.guest_policy;
-    let gpus = file
-        .gpu
-        .get("count")
-        .and_then(|v| v.as_integer())
-        .is_some_and(|n| n > 0);
-    // An empty list compares nothing: as absent as no list.
-    let gpu_unset = |key: &str| {
-        gpus && file
-            .gpu
-            .get(key)
-            .and_then(|v| v.as_array())
-            .is_none_or(|a| a.is_empty())
-    };
-    let absent = [
-        file.trust.crl.is_none(),
-        file.tcb.min_firmware.is_none(),
-        g.min_abi.is_none(),
-        g.min_guest_svn.is_none(),
-        g.allow_smt.is_none(),
-        g.allow_cxl.is_none(),
-        g.require_single_socket.is_none(),
-        g.require_aes_256_xts.is_none(),
-        g.require_rapl_disabled.is_none(),
-        g.require_ciphertext_hiding.is_none(),
-        !file.identity.measurements.is_empty(),
-        gpu_unset("measurements"),
-        gpu_unset("driver_versions"),
-        gpu_unset("vbios_versions"),
-    ];
-    GAPS.iter()
-        .zip(absent)
-        .filter(|(_, a)| *a)
-        .map(|(gap, _)| gap.check)
-        .collect()
+/// A `[waive]` entry the policy may not carry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct InvalidWaiver {
+    /// The entry, as `waive."check"`.
+    pub field: String,
+    /// What is wrong with it.
+    pub message: String,
 }
 
 /// `[waive]`, checked: every key a check of [`GAPS`] whose value the policy leaves out
@@ -127,18 +94,18 @@ pub fn unset(file: &PolicyFile) -> Vec<&'static str> {
 pub fn waivers(
     waive: &BTreeMap<String, String>,
     unset: &[&'static str],
-) -> Result<BTreeMap<String, String>, PolicyError> {
+) -> Result<BTreeMap<String, String>, InvalidWaiver> {
     for (check, reason) in waive {
         let field = format!("waive.\"{check}\"");
         let Some(gap) = GAPS.iter().find(|g| g.check == check) else {
             let names: Vec<&str> = GAPS.iter().map(|g| g.check).collect();
-            return Err(PolicyError::Value {
+            return Err(InvalidWaiver {
                 field,
                 message: format!("not a check that can be waived ({})", names.join(", ")),
             });
         };
         if !unset.contains(&gap.check) {
-            return Err(PolicyError::Value {
+            return Err(InvalidWaiver {
                 field,
                 message: format!(
                     "the policy sets {} (or the check does not apply): remove the waiver",
@@ -147,7 +114,7 @@ pub fn waivers(
             });
         }
         if reason.trim().is_empty() {
-            return Err(PolicyError::Value {
+            return Err(InvalidWaiver {
                 field,
                 message: "a waiver needs its reason".into(),
             });
