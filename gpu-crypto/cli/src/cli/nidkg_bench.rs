@@ -47,7 +47,7 @@ pub(super) fn entries_per_size(dkg_rounds: bool, gpu: bool) -> usize {
     4 * engines
         + 3 * gpu
         + if dkg_rounds {
-            2 * engines + gpu + 2 * gpu
+            2 * engines + 3 * gpu
         } else {
             0
         }
