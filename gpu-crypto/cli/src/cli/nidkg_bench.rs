@@ -44,13 +44,7 @@ pub(super) fn entries_per_size(dkg_rounds: bool, gpu: bool) -> usize {
     // and offloaded on one host thread (exact, combined, combined spinning); a round one
     // dealing after another per engine, and as one combined batch per engine on every host
     // thread, GPU-assisted on one too, and offloaded on one and on every one.
-    4 * engines
-        + 3 * gpu
-        + if dkg_rounds {
-            2 * engines + 3 * gpu
-        } else {
-            0
-        }
+    4 * engines + 3 * gpu + if dkg_rounds { 2 * engines + 3 * gpu } else { 0 }
 }
 
 /// Where a row's batches run.
