@@ -27,12 +27,28 @@ pub const NIDKG_OPERATIONS: [Operation; 6] = [
 #[derive(Clone, Copy)]
 pub struct NidkgBatchOps<'a> {
     engine: &'a Engine,
+    overlap: bool,
 }
 
 impl<'a> NidkgBatchOps<'a> {
-    /// The batch operations of `engine`.
+    /// The batch operations of `engine`, one batch at a time.
     pub fn new(engine: &'a Engine) -> Self {
-        NidkgBatchOps { engine }
+        NidkgBatchOps {
+            engine,
+            overlap: false,
+        }
+    }
+
+    /// The batch operations of `engine`, the verifier issuing independent batches at once
+    /// from two host threads (`BatchOps::overlaps`), each on a GPU stream of its own: for an
+    /// engine whose policy sends the dealing's batches to the GPU with blocking waits, where
+    /// a waiting thread costs no host CPU. Under a policy that keeps batches on the CPU,
+    /// the second thread computes.
+    pub fn overlapping(engine: &'a Engine) -> Self {
+        NidkgBatchOps {
+            engine,
+            overlap: true,
+        }
     }
 }
 
@@ -46,6 +62,10 @@ fn backend(operation: &'static str) -> impl Fn(EngineError) -> BackendError {
 impl BatchOps for NidkgBatchOps<'_> {
     fn name(&self) -> String {
         "engine".to_string()
+    }
+
+    fn overlaps(&self) -> bool {
+        self.overlap
     }
 
     fn g1_decompress(&self, points: &[[u8; 48]]) -> Result<Vec<Option<G1Affine>>, BackendError> {

@@ -31,6 +31,13 @@ pub trait BatchOps: Sync {
     /// Backend name for reports (`cpu-1t`, `cpu-rayon`, ...).
     fn name(&self) -> String;
 
+    /// Whether the verifier should issue independent batches at once, each from a host
+    /// thread of its own: worth it where batches run on a device whose waits cost no host
+    /// CPU (a GPU on its own streams), not where each batch computes on the host.
+    fn overlaps(&self) -> bool {
+        false
+    }
+
     /// Decompresses G1 points with the subgroup check; `None` for an encoding that is not
     /// a canonical point of the prime-order subgroup.
     fn g1_decompress(&self, points: &[[u8; 48]]) -> Result<Vec<Option<G1Affine>>, BackendError>;
@@ -79,6 +86,31 @@ pub trait BatchOps: Sync {
         &self,
         batch: &PairingBatch,
     ) -> Result<Vec<bool>, BackendError>;
+}
+
+/// `(a(), b())`: at once, `b` on a scoped thread of its own, where `ops` overlaps its
+/// batches; one after the other on the calling thread otherwise.
+pub(crate) fn join<B, RA, RB>(
+    ops: &B,
+    a: impl FnOnce() -> RA + Send,
+    b: impl FnOnce() -> RB + Send,
+) -> (RA, RB)
+where
+    B: BatchOps + ?Sized,
+    RA: Send,
+    RB: Send,
+{
+    if !ops.overlaps() {
+        return (a(), b());
+    }
+    std::thread::scope(|s| {
+        let second = s.spawn(b);
+        let first = a();
+        match second.join() {
+            Ok(second) => (first, second),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
 }
 
 /// The CPU backend on `ic_bls12_381`: one thread, or rayon's pool.

@@ -27,7 +27,7 @@
 //! exact verifier's except with probability at most `2^-128` per dealing
 //! (docs/nidkg.md, "Combined checks").
 
-use crate::batch::{BatchOps, PairingBatch};
+use crate::batch::{BatchOps, PairingBatch, join};
 use crate::encoding::EncodedElements;
 use crate::error::{BackendError, VerifyError};
 use crate::params::{NUM_CHUNKS, SysParams};
@@ -88,10 +88,12 @@ pub fn verify_batch<B: BatchOps + ?Sized>(
     phases.deserialize = start.elapsed();
     match checks {
         Checks::Exact => exact_all(ops, inputs, &mut state, &mut phases),
-        Checks::Combined => match Coefficients::from_os() {
-            Ok(mut rho) => combined_all(ops, inputs, &mut state, &mut rho, &mut phases),
-            Err(e) => fail_pending(&mut state, &e),
-        },
+        Checks::Combined => {
+            match Coefficients::from_os().and_then(|a| Ok([a, Coefficients::from_os()?])) {
+                Ok(rho) => combined_all(ops, inputs, &mut state, rho, &mut phases),
+                Err(e) => fail_pending(&mut state, &e),
+            }
+        }
     }
     BatchReport {
         verdicts: state.into_iter().map(|s| s.map(|_| ())).collect(),
@@ -112,9 +114,10 @@ fn decode_all<B: BatchOps + ?Sized>(
     let encoded: Vec<&EncodedElements> = split.iter().filter_map(|s| s.as_ref().ok()).collect();
     let g1: Vec<[u8; 48]> = encoded.iter().flat_map(|e| e.g1.iter().copied()).collect();
     let g2: Vec<[u8; 96]> = encoded.iter().flat_map(|e| e.g2.iter().copied()).collect();
-    let decompressed = ops
-        .g1_decompress(&g1)
-        .and_then(|a| Ok((a, ops.g2_decompress(&g2)?)));
+    let decompressed = match join(ops, || ops.g1_decompress(&g1), || ops.g2_decompress(&g2)) {
+        (Ok(a), Ok(b)) => Ok((a, b)),
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    };
     let (mut g1, mut g2) = match decompressed {
         Ok((a, b)) if a.len() == g1.len() && b.len() == g2.len() => (a.into_iter(), b.into_iter()),
         Ok((a, b)) => {
@@ -197,29 +200,42 @@ fn exact_proofs<B: BatchOps + ?Sized>(
 }
 
 /// Every decoded dealing through the combined checks, each operation batched over them.
+/// The integrity check and the proofs read the same decoded dealings, so they run at once
+/// where the backend overlaps its batches; their verdicts apply in the exact verifier's
+/// order (integrity first), so a dealing failing both is named by its integrity check.
+/// Overlapped, the phase times overlap too: their sum exceeds the wall time.
 fn combined_all<B: BatchOps + ?Sized>(
     ops: &B,
     inputs: &[DealingInput<'_>],
     state: &mut [Result<DecodedDealing, VerifyError>],
-    rho: &mut Coefficients,
+    [mut rho_integrity, mut rho_proofs]: [Coefficients; 2],
     phases: &mut PhaseTimes,
 ) {
+    let decoded = &*state;
+    let ((integrity, integrity_time), (proofs, proof_phases)) = join(
+        ops,
+        || {
+            let start = Instant::now();
+            let verdicts = combined_integrity(ops, inputs, decoded, &mut rho_integrity);
+            (verdicts, start.elapsed())
+        },
+        || {
+            let mut times = PhaseTimes::default();
+            let verdicts = combined_proofs(ops, decoded, &mut rho_proofs, &mut times);
+            (verdicts, times)
+        },
+    );
     let start = Instant::now();
-    let verdicts = combined_integrity(ops, inputs, state, rho);
-    settle(state, verdicts, |d, i| {
+    settle(state, integrity, |d, i| {
         verify::check_integrity(ops, &d.dealing, inputs[i].epoch, inputs[i].associated_data)
     });
-    phases.integrity = start.elapsed();
-
-    // The proofs' time less what `combined_proofs` counted as sharing is the chunking time.
+    phases.integrity = integrity_time + start.elapsed();
     let start = Instant::now();
-    let sharing_before = phases.sharing;
-    let verdicts = combined_proofs(ops, state, rho, phases);
-    settle(state, verdicts, |d, _| {
+    settle(state, proofs, |d, _| {
         exact_proofs(ops, d, &mut PhaseTimes::default())
     });
-    let sharing = phases.sharing - sharing_before;
-    phases.chunking += start.elapsed().saturating_sub(sharing);
+    phases.chunking += proof_phases.chunking + start.elapsed();
+    phases.sharing += proof_phases.sharing;
 }
 
 /// What a combined check said of each pending dealing: `Ok(true)` held, `Ok(false)` did
@@ -259,7 +275,7 @@ fn combined_integrity<B: BatchOps + ?Sized>(
     state: &[Result<DecodedDealing, VerifyError>],
     rho: &mut Coefficients,
 ) -> Combined {
-    let pending: Vec<(usize, &DecodedDealing)> = pending(state);
+    let pending: Vec<(usize, &DecodedDealing)> = pending(state, None);
     let mut g1_msms = Vec::with_capacity(2 * pending.len());
     let mut g2_msms = Vec::with_capacity(pending.len());
     for (_, d) in &pending {
@@ -269,11 +285,11 @@ fn combined_integrity<B: BatchOps + ?Sized>(
         g1_msms.push((c.ss.clone(), coefficients.clone()));
         g2_msms.push((c.zz.clone(), coefficients));
     }
-    let sums = ops
-        .g1_msm(&g1_msms)
-        .and_then(|r| exactly("g1_msm", g1_msms.len(), r))
-        .and_then(|g1| Ok((g1, ops.g2_msm(&g2_msms)?)))
-        .and_then(|(g1, g2)| Ok((g1, exactly("g2_msm", g2_msms.len(), g2)?)));
+    let sums = match join(ops, || ops.g1_msm(&g1_msms), || ops.g2_msm(&g2_msms)) {
+        (Ok(g1), Ok(g2)) => exactly("g1_msm", g1_msms.len(), g1)
+            .and_then(|g1| Ok((g1, exactly("g2_msm", g2_msms.len(), g2)?))),
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    };
     let (sums, z) = match sums {
         Ok(s) => s,
         Err(e) => return all_pending(state, Err(e.into())),
@@ -311,35 +327,35 @@ fn combined_integrity<B: BatchOps + ?Sized>(
 }
 
 /// The chunking and sharing proofs of every pending dealing: one recombination batch, one
-/// MSM batch (one combined G1 equation per dealing), and the G2 equation of each.
+/// MSM batch (one combined G1 equation per dealing), and one batch of the G2 equations. A
+/// deterministic check that fails (a response out of range, a recombination that is not
+/// a point) is that dealing's verdict.
 fn combined_proofs<B: BatchOps + ?Sized>(
     ops: &B,
-    state: &mut [Result<DecodedDealing, VerifyError>],
+    state: &[Result<DecodedDealing, VerifyError>],
     rho: &mut Coefficients,
     phases: &mut PhaseTimes,
 ) -> Combined {
-    // The deterministic range checks first: a dealing out of range fails by name.
-    let mut chunking: Vec<Option<ChunkingTerms>> = Vec::with_capacity(state.len());
-    for s in state.iter_mut() {
-        let terms = match s {
-            Ok(d) => ChunkingTerms::new(&d.receiver_keys, &d.dealing).map(Some),
-            Err(_) => Ok(None),
-        };
-        match terms {
-            Ok(t) => chunking.push(t),
-            Err(e) => {
-                *s = Err(e);
-                chunking.push(None);
-            }
-        }
-    }
     let start = Instant::now();
-    let sharing = match sharing_terms_all(ops, state) {
+    let mut verdicts: Combined = (0..state.len()).map(|_| None).collect();
+    // The deterministic range checks first: a dealing out of range fails by name.
+    let chunking: Vec<Option<ChunkingTerms>> = state
+        .iter()
+        .zip(verdicts.iter_mut())
+        .map(|(s, verdict)| {
+            let d = s.as_ref().ok()?;
+            ChunkingTerms::new(&d.receiver_keys, &d.dealing)
+                .map_err(|e| *verdict = Some(Err(e)))
+                .ok()
+        })
+        .collect();
+    let sharing_start = Instant::now();
+    let sharing = match sharing_terms_all(ops, state, &mut verdicts) {
         Ok(s) => s,
-        Err(e) => return all_pending(state, Err(e)),
+        Err(e) => return fail_rest(state, verdicts, e),
     };
-    phases.sharing += start.elapsed();
-    let pending = pending(state);
+    phases.sharing += sharing_start.elapsed();
+    let pending = pending(state, Some(&verdicts));
     let (equations, g2_equations): (Vec<G1Equation>, Vec<_>) = pending
         .iter()
         .map(|(i, d)| {
@@ -352,35 +368,31 @@ fn combined_proofs<B: BatchOps + ?Sized>(
             )
         })
         .unzip();
-    let results = ops
-        .g1_msm(&equations)
-        .and_then(|r| exactly("g1_msm", equations.len(), r));
+    let results = join(ops, || ops.g1_msm(&equations), || ops.g2_msm(&g2_equations));
     let results = match results {
+        (Ok(g1), Ok(g2)) => exactly("g1_msm", equations.len(), g1)
+            .and_then(|g1| Ok((g1, exactly("g2_msm", g2_equations.len(), g2)?))),
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    };
+    let (g1, g2) = match results {
         Ok(r) => r,
-        Err(e) => return all_pending(state, Err(e.into())),
+        Err(e) => return fail_rest(state, verdicts, e.into()),
     };
-    let start = Instant::now();
-    let g2 = ops
-        .g2_msm(&g2_equations)
-        .and_then(|r| exactly("g2_msm", g2_equations.len(), r));
-    phases.sharing += start.elapsed();
-    let g2 = match g2 {
-        Ok(g2) => g2,
-        Err(e) => return all_pending(state, Err(e.into())),
-    };
-    let mut verdicts: Combined = (0..state.len()).map(|_| None).collect();
-    for (((i, _), g1), g2) in pending.iter().zip(results).zip(g2) {
+    for (((i, _), g1), g2) in pending.iter().zip(g1).zip(g2) {
         verdicts[*i] = Some(Ok(bool::from(g1.is_identity() & g2.is_identity())));
     }
+    phases.chunking += start.elapsed().saturating_sub(phases.sharing);
     verdicts
 }
 
-/// The sharing terms of every pending dealing, from one recombination batch.
+/// The sharing terms of every pending dealing, from one recombination batch; a dealing
+/// whose terms cannot be formed gets its verdict in `verdicts`.
 fn sharing_terms_all<B: BatchOps + ?Sized>(
     ops: &B,
-    state: &mut [Result<DecodedDealing, VerifyError>],
+    state: &[Result<DecodedDealing, VerifyError>],
+    verdicts: &mut Combined,
 ) -> Result<Vec<Option<SharingTerms>>, VerifyError> {
-    let pending = pending(state);
+    let pending = pending(state, Some(&*verdicts));
     let rows: Vec<&[G1Affine]> = pending
         .iter()
         .flat_map(|(_, d)| verify::recombination_rows(&d.dealing))
@@ -388,16 +400,12 @@ fn sharing_terms_all<B: BatchOps + ?Sized>(
     let combined = ops.g1_recombine_chunks(&rows)?;
     let mut combined = exactly("g1_recombine_chunks", rows.len(), combined)?.into_iter();
     let mut terms: Vec<Option<SharingTerms>> = (0..state.len()).map(|_| None).collect();
-    let mut failures = Vec::new();
     for (i, d) in &pending {
         let mine: Vec<G1Projective> = combined.by_ref().take(d.receiver_keys.len() + 1).collect();
         match SharingTerms::from_recombined(&d.receiver_keys, &d.dealing, mine) {
             Ok(t) => terms[*i] = Some(t),
-            Err(e) => failures.push((*i, e)),
+            Err(e) => verdicts[*i] = Some(Err(e)),
         }
-    }
-    for (i, e) in failures {
-        state[i] = Err(e);
     }
     Ok(terms)
 }
@@ -478,11 +486,16 @@ impl LinearCombination {
     }
 }
 
-/// The dealings still without a verdict, with their index.
-fn pending(state: &[Result<DecodedDealing, VerifyError>]) -> Vec<(usize, &DecodedDealing)> {
+/// The dealings still without a verdict (in `state`, and in `verdicts` where given), with
+/// their index.
+fn pending<'a>(
+    state: &'a [Result<DecodedDealing, VerifyError>],
+    verdicts: Option<&Combined>,
+) -> Vec<(usize, &'a DecodedDealing)> {
     state
         .iter()
         .enumerate()
+        .filter(|(i, _)| verdicts.is_none_or(|v| v[*i].is_none()))
         .filter_map(|(i, s)| s.as_ref().ok().map(|d| (i, d)))
         .collect()
 }
@@ -496,6 +509,23 @@ fn all_pending(
         .iter()
         .map(|s| s.as_ref().ok().map(|_| verdict.clone()))
         .collect()
+}
+
+/// `verdicts` with every dealing still pending given `e` (a whole-call error): the
+/// verdicts already reached stand.
+fn fail_rest(
+    state: &[Result<DecodedDealing, VerifyError>],
+    mut verdicts: Combined,
+    e: VerifyError,
+) -> Combined {
+    let rest: Vec<usize> = pending(state, Some(&verdicts))
+        .iter()
+        .map(|(i, _)| *i)
+        .collect();
+    for i in rest {
+        verdicts[i] = Some(Err(e.clone()));
+    }
+    verdicts
 }
 
 /// Every pending dealing gets `e`: no verdict without the coefficients.

@@ -6,8 +6,8 @@
 use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use nidkg::encoding::{ElementKind, dealing_layout, scalar_from_be};
 use nidkg::{
-    BatchOps, Checks, Component, CpuBatchOps, DealingInput, DemoSetup, ThresholdKind, VerifyError,
-    ic_cbor, verify_batch,
+    BackendError, BatchOps, Checks, Component, CpuBatchOps, DealingInput, DemoSetup, PairingBatch,
+    ThresholdKind, VerifyError, ic_cbor, verify_batch,
 };
 
 struct Case {
@@ -39,6 +39,63 @@ impl Case {
             associated_data: &self.associated_data,
             stream,
         }
+    }
+}
+
+/// The CPU backend with the verifier's independent batches issued at once
+/// (`BatchOps::overlaps`), as a GPU engine runs them: the integrity check and the proofs on
+/// two threads, each pair of independent batches on two.
+struct Overlapping(CpuBatchOps);
+
+impl BatchOps for Overlapping {
+    fn name(&self) -> String {
+        format!("{} overlapped", self.0.name())
+    }
+    fn overlaps(&self) -> bool {
+        true
+    }
+    fn g1_decompress(&self, points: &[[u8; 48]]) -> Result<Vec<Option<G1Affine>>, BackendError> {
+        self.0.g1_decompress(points)
+    }
+    fn g2_decompress(&self, points: &[[u8; 96]]) -> Result<Vec<Option<G2Affine>>, BackendError> {
+        self.0.g2_decompress(points)
+    }
+    fn g1_msm_shared_u8(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[u8],
+        rows: usize,
+    ) -> Result<Vec<G1Projective>, BackendError> {
+        self.0.g1_msm_shared_u8(bases, scalars, rows)
+    }
+    fn g1_msm_shared(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+        rows: usize,
+    ) -> Result<Vec<G1Projective>, BackendError> {
+        self.0.g1_msm_shared(bases, scalars, rows)
+    }
+    fn g1_msm(
+        &self,
+        msms: &[(Vec<G1Affine>, Vec<Scalar>)],
+    ) -> Result<Vec<G1Projective>, BackendError> {
+        self.0.g1_msm(msms)
+    }
+    fn g2_msm(
+        &self,
+        msms: &[(Vec<G2Affine>, Vec<Scalar>)],
+    ) -> Result<Vec<G2Projective>, BackendError> {
+        self.0.g2_msm(msms)
+    }
+    fn g1_recombine_chunks(&self, rows: &[&[G1Affine]]) -> Result<Vec<G1Projective>, BackendError> {
+        self.0.g1_recombine_chunks(rows)
+    }
+    fn pairing_products_are_identity(
+        &self,
+        batch: &PairingBatch,
+    ) -> Result<Vec<bool>, BackendError> {
+        self.0.pairing_products_are_identity(batch)
     }
 }
 
@@ -131,15 +188,22 @@ fn combined_checks_name_what_the_exact_checks_name() {
     let case = Case::demo(4, ThresholdKind::High, 7);
     let replacements = replacements(&case);
     let inputs: Vec<_> = replacements.iter().map(|(_, _, s)| case.input(s)).collect();
-    let ops = CpuBatchOps::rayon();
-    let exact = verdicts(&ops, &inputs, Checks::Exact);
-    let combined = verdicts(&ops, &inputs, Checks::Combined);
-    for (((component, index, _), e), c) in replacements.iter().zip(&exact).zip(&combined) {
-        let e = e.as_ref().expect_err(&format!(
-            "{component}[{index}] replaced: accepted by the exact checks"
-        ));
-        assert!(!e.is_unusable_input(), "{component}[{index}]: {e}");
-        assert_eq!(c.as_ref().err(), Some(e), "{component}[{index}]");
+    let exact = verdicts(&CpuBatchOps::rayon(), &inputs, Checks::Exact);
+    let overlapped = Overlapping(CpuBatchOps::single_thread());
+    for ops in [&CpuBatchOps::rayon() as &dyn BatchOps, &overlapped] {
+        let combined = verdicts(ops, &inputs, Checks::Combined);
+        for (((component, index, _), e), c) in replacements.iter().zip(&exact).zip(&combined) {
+            let e = e.as_ref().expect_err(&format!(
+                "{component}[{index}] replaced: accepted by the exact checks"
+            ));
+            assert!(!e.is_unusable_input(), "{component}[{index}]: {e}");
+            assert_eq!(
+                c.as_ref().err(),
+                Some(e),
+                "{}: {component}[{index}]",
+                ops.name()
+            );
+        }
     }
     // Two per component, one for the scalars and points that come one to a component.
     assert_eq!(exact.len(), 2 * 18 - 8);
@@ -170,8 +234,13 @@ fn a_bad_dealing_fails_alone_and_is_named() {
         &bad_sharing,
     ];
     let inputs: Vec<_> = streams.iter().map(|s| case.input(s)).collect();
-    for checks in [Checks::Exact, Checks::Combined] {
-        let v = verdicts(&CpuBatchOps::rayon(), &inputs, checks);
+    let overlapped = Overlapping(CpuBatchOps::single_thread());
+    let backends = [&CpuBatchOps::rayon() as &dyn BatchOps, &overlapped];
+    for (ops, checks) in backends
+        .iter()
+        .flat_map(|o| [(*o, Checks::Exact), (*o, Checks::Combined)])
+    {
+        let v = verdicts(ops, &inputs, checks);
         assert!(
             v[0].is_ok() && v[2].is_ok() && v[4].is_ok(),
             "{checks:?}: {v:?}"

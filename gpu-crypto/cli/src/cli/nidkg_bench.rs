@@ -4,7 +4,8 @@
 //! offloaded (backend `gpu`, algorithm `offload`): every batch of a dealing on the GPU but
 //! the pairing products (the configuration that frees the most host CPU), once more with
 //! the host thread spinning on its GPU waits (algorithm `offload-spin`) instead of
-//! sleeping:
+//! sleeping, and once with the verifier's independent batches issued at once from a second,
+//! waiting host thread (algorithm `offload-overlap`, `NidkgBatchOps::overlapping`):
 //!
 //! - `nidkg_verify`: one NI-DKG dealing, the exact checks, with the per-phase split;
 //! - `nidkg_verify_combined`: the same dealing through `verify_batch`, the combined checks;
@@ -41,10 +42,11 @@ pub(super) fn entries_per_size(dkg_rounds: bool, gpu: bool) -> usize {
     let engines = 1 + usize::from(gpu);
     let gpu = usize::from(gpu);
     // One dealing, exact and combined checks, on one and on every host thread per engine,
-    // and offloaded on one host thread (exact, combined, combined spinning); a round one
-    // dealing after another per engine, and as one combined batch per engine on every host
-    // thread, GPU-assisted on one too, and offloaded on one and on every one.
-    4 * engines + 3 * gpu + if dkg_rounds { 2 * engines + 3 * gpu } else { 0 }
+    // and offloaded on one host thread (exact, combined, combined spinning, combined
+    // overlapped); a round one dealing after another per engine, and as one combined batch
+    // per engine on every host thread, GPU-assisted on one too, offloaded on one and on
+    // every one, and offloaded overlapped on one.
+    4 * engines + 4 * gpu + if dkg_rounds { 2 * engines + 4 * gpu } else { 0 }
 }
 
 /// Where a row's batches run.
@@ -58,6 +60,8 @@ enum Path {
     Offload,
     /// [`Path::Offload`] with the host thread spinning on its GPU waits.
     OffloadSpin,
+    /// [`Path::Offload`] with independent batches issued at once from a second host thread.
+    OffloadOverlap,
 }
 
 impl Path {
@@ -75,6 +79,7 @@ impl Path {
             Path::Cpu | Path::Assisted => None,
             Path::Offload => Some("offload"),
             Path::OffloadSpin => Some("offload-spin"),
+            Path::OffloadOverlap => Some("offload-overlap"),
         }
     }
 }
@@ -125,7 +130,7 @@ pub(super) fn measure(
     let one_and_all = [1, rayon::current_num_threads()];
     let all = [rayon::current_num_threads()];
     let (verify, combined) = ("nidkg_verify", "nidkg_verify_combined");
-    let one_dealing: [Job<'_>; 7] = [
+    let one_dealing: [Job<'_>; 8] = [
         (verify, Mode::OneByOne, Path::Cpu, &one_and_all),
         (verify, Mode::OneByOne, Path::Assisted, &one_and_all),
         (combined, Mode::CombinedBatch, Path::Cpu, &one_and_all),
@@ -133,14 +138,16 @@ pub(super) fn measure(
         (verify, Mode::OneByOne, Path::Offload, &one),
         (combined, Mode::CombinedBatch, Path::Offload, &one),
         (combined, Mode::CombinedBatch, Path::OffloadSpin, &one),
+        (combined, Mode::CombinedBatch, Path::OffloadOverlap, &one),
     ];
     let (round, batch) = ("nidkg_dkg_round", "nidkg_dkg_round_batch");
-    let a_round: [Job<'_>; 5] = [
+    let a_round: [Job<'_>; 6] = [
         (round, Mode::OneByOne, Path::Cpu, &all),
         (batch, Mode::CombinedBatch, Path::Cpu, &all),
         (round, Mode::OneByOne, Path::Assisted, &all),
         (batch, Mode::CombinedBatch, Path::Assisted, &one_and_all),
         (batch, Mode::CombinedBatch, Path::Offload, &one_and_all),
+        (batch, Mode::CombinedBatch, Path::OffloadOverlap, &one),
     ];
     let mut rows = Vec::new();
     for &n in plan.subnet_sizes {
@@ -175,7 +182,7 @@ fn run_jobs(
             (Path::Cpu, _) => None,
             (_, None) => continue,
             (Path::Assisted, Some(g)) => Some(g.assisted),
-            (Path::Offload | Path::OffloadSpin, Some(g)) => Some(g.offload),
+            (Path::Offload | Path::OffloadSpin | Path::OffloadOverlap, Some(g)) => Some(g.offload),
         };
         progress.step(format!("{op} n={n} ({} dealing(s))", dealings.len()));
         let wait = |w| engine.map_or(Ok(()), |e| e.set_gpu_wait(w));
@@ -230,7 +237,11 @@ fn engine_rows(
                 pool.install(|| row(plan, op, mode, n, dealings, &cpu, "cpu", threads))?
             }
             Some(engine) => {
-                let ops = NidkgBatchOps::new(engine);
+                let ops = if path == Path::OffloadOverlap {
+                    NidkgBatchOps::overlapping(engine)
+                } else {
+                    NidkgBatchOps::new(engine)
+                };
                 let before = counts(engine);
                 let backend = path.backend();
                 let mut entry =

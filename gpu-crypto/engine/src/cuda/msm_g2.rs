@@ -18,11 +18,11 @@ use blst::{blst_fp2, blst_p2, blst_p2_affine};
 use cudarc::driver::{LaunchConfig, PushKernelArg, result};
 use ic_bls12_381::{G2Affine, G2Projective, Scalar};
 
-/// Must equal G2_MSM_THREADS in the kernel source.
-const THREADS: u32 = 128;
-/// Must equal G2_MSM_BASES_PER_BLOCK in the kernel source: four terms per base, two per
-/// thread, so each thread's chain is at most two 64-bit multiplications long.
-pub(crate) const BASES_PER_BLOCK: usize = 64;
+/// Must equal G2_MSM_BASES_PER_BLOCK in the kernel source: four terms per base, one warp
+/// each, so each warp's chain is one 64-bit multiplication long.
+pub(crate) const BASES_PER_BLOCK: usize = 4;
+/// Threads of one block: one warp per term.
+const THREADS: u32 = 32 * (BASES_PER_BLOCK * DIGITS) as u32;
 /// Digits per scalar: `r < |z|^4`.
 const DIGITS: usize = 4;
 /// Bytes of one base (ic_bls12_381's uncompressed encoding).

@@ -66,8 +66,16 @@ pub const HEADERS: &[(&str, &str)] = &[
         include_str!("../../../../kernels/ff/fp2_sqrt.cuh"),
     ),
     (
+        "ff/fp2_rns.cuh",
+        include_str!("../../../../kernels/ff/fp2_rns.cuh"),
+    ),
+    (
         "ec/g2_jacobian.cuh",
         include_str!("../../../../kernels/ec/g2_jacobian.cuh"),
+    ),
+    (
+        "ec/g2_jacobian_rns.cuh",
+        include_str!("../../../../kernels/ec/g2_jacobian_rns.cuh"),
     ),
     (
         "ec/g2_subgroup.cuh",
