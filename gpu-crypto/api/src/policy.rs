@@ -188,12 +188,12 @@ pub mod defaults {
     /// the smallest NI-DKG shape, 32 x 208 = 6,656 scalars (0.33 vs 1.68 ms on the CPU
     /// path's 16 threads, docs/results/nidkg-dealing-h200); 4,096 keeps a margin.
     pub const MSM_SHARED_U8_GPU_MIN_BATCH: usize = 4096;
-    /// Points of one G2 MSM batch (all MSMs of the call): CPU path faster for one MSM of
-    /// 64 points (6.07 vs 7.90 ms), GPU faster for one of 256 (8.13 vs 17.89 ms) and for a
-    /// DKG round's 56 x 16 (4.75 vs 11.46 ms) (docs/results/nidkg-offload-h200), so 256.
-    /// The GPU's floor is one 64-bit double-and-add chain, about 4.2 ms: a dealing's 16 or
-    /// `t + 2` points stay on the CPU, a round's go to the GPU.
-    pub const MSM_G2_GPU_MIN_BATCH: usize = 256;
+    /// Points of one G2 MSM batch (all MSMs of the call): the GPU's RNS kernel is faster
+    /// from one MSM of 16 points (1.37 vs 1.71 ms on the CPU path), and for 64, 256 and a
+    /// DKG round's 56 x 16 (docs/results/nidkg-overlap-h200), so 16: a dealing's combined
+    /// integrity check (16 points) goes to the GPU, a sharing proof's `t + 2` below 16 stays
+    /// on the CPU.
+    pub const MSM_G2_GPU_MIN_BATCH: usize = 16;
     /// Products of three pairings per batch: CPU (blst, 16 threads) faster at 256 (31.9 vs
     /// 38.6 ms), GPU faster at 1,024 (39.7 vs 121.0 ms) (docs/results/nidkg-dealing-h200);
     /// the CPU's 0.12 ms per product crosses the GPU's flat 39 ms near 330 products, so

@@ -27,7 +27,7 @@ pub const NIDKG_OPERATIONS: [Operation; 6] = [
 #[derive(Clone, Copy)]
 pub struct NidkgBatchOps<'a> {
     engine: &'a Engine,
-    overlap: bool,
+    overlap: Option<&'a rayon::ThreadPool>,
 }
 
 impl<'a> NidkgBatchOps<'a> {
@@ -35,19 +35,20 @@ impl<'a> NidkgBatchOps<'a> {
     pub fn new(engine: &'a Engine) -> Self {
         NidkgBatchOps {
             engine,
-            overlap: false,
+            overlap: None,
         }
     }
 
-    /// The batch operations of `engine`, the verifier issuing independent batches at once
-    /// from two host threads (`BatchOps::overlaps`), each on a GPU stream of its own: for an
-    /// engine whose policy sends the dealing's batches to the GPU with blocking waits, where
-    /// a waiting thread costs no host CPU. Under a policy that keeps batches on the CPU,
-    /// the second thread computes.
-    pub fn overlapping(engine: &'a Engine) -> Self {
+    /// The batch operations of `engine`, the verifier running the second of two
+    /// independent batches on `pool` while the calling thread runs the first
+    /// (`BatchOps::overlap_pool`), each call on a GPU stream of its own: for an engine
+    /// whose policy sends the dealing's batches to the GPU with blocking waits, where a
+    /// waiting thread costs no host CPU. The host work of those batches runs on `pool`'s
+    /// threads; under a policy that keeps batches on the CPU, they compute there.
+    pub fn overlapping(engine: &'a Engine, pool: &'a rayon::ThreadPool) -> Self {
         NidkgBatchOps {
             engine,
-            overlap: true,
+            overlap: Some(pool),
         }
     }
 }
@@ -64,7 +65,7 @@ impl BatchOps for NidkgBatchOps<'_> {
         "engine".to_string()
     }
 
-    fn overlaps(&self) -> bool {
+    fn overlap_pool(&self) -> Option<&rayon::ThreadPool> {
         self.overlap
     }
 

@@ -31,11 +31,12 @@ pub trait BatchOps: Sync {
     /// Backend name for reports (`cpu-1t`, `cpu-rayon`, ...).
     fn name(&self) -> String;
 
-    /// Whether the verifier should issue independent batches at once, each from a host
-    /// thread of its own: worth it where batches run on a device whose waits cost no host
-    /// CPU (a GPU on its own streams), not where each batch computes on the host.
-    fn overlaps(&self) -> bool {
-        false
+    /// Where the verifier may run the second of two independent batches while the calling
+    /// thread runs the first: worth it where batches run on a device whose waits cost no
+    /// host CPU (a GPU, each call on a stream of its own), not where each batch computes
+    /// on the host. `None` (the default): one batch after another.
+    fn overlap_pool(&self) -> Option<&rayon::ThreadPool> {
+        None
     }
 
     /// Decompresses G1 points with the subgroup check; `None` for an encoding that is not
@@ -88,8 +89,8 @@ pub trait BatchOps: Sync {
     ) -> Result<Vec<bool>, BackendError>;
 }
 
-/// `(a(), b())`: at once, `b` on a scoped thread of its own, where `ops` overlaps its
-/// batches; one after the other on the calling thread otherwise.
+/// `(a(), b())`: at once where `ops` has an overlap pool (`b` on one of its threads, `a` on
+/// the calling thread), one after the other on the calling thread otherwise.
 pub(crate) fn join<B, RA, RB>(
     ops: &B,
     a: impl FnOnce() -> RA + Send,
@@ -100,17 +101,17 @@ where
     RA: Send,
     RB: Send,
 {
-    if !ops.overlaps() {
+    let Some(pool) = ops.overlap_pool() else {
         return (a(), b());
-    }
-    std::thread::scope(|s| {
-        let second = s.spawn(b);
-        let first = a();
-        match second.join() {
-            Ok(second) => (first, second),
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
-    })
+    };
+    let mut second = None;
+    let first = pool.in_place_scope(|s| {
+        s.spawn(|_| second = Some(b()));
+        a()
+    });
+    // The scope returns only after its task ran (a panic there resumes here).
+    let second = second.expect("the overlapped batch ran");
+    (first, second)
 }
 
 /// The CPU backend on `ic_bls12_381`: one thread, or rayon's pool.

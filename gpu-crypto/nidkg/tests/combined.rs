@@ -43,16 +43,26 @@ impl Case {
 }
 
 /// The CPU backend with the verifier's independent batches issued at once
-/// (`BatchOps::overlaps`), as a GPU engine runs them: the integrity check and the proofs on
-/// two threads, each pair of independent batches on two.
-struct Overlapping(CpuBatchOps);
+/// (`BatchOps::overlap_pool`), as a GPU engine runs them: the integrity check and the
+/// proofs on two threads, each pair of independent batches on two.
+struct Overlapping(CpuBatchOps, rayon::ThreadPool);
+
+impl Overlapping {
+    fn new() -> Overlapping {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        Overlapping(CpuBatchOps::single_thread(), pool)
+    }
+}
 
 impl BatchOps for Overlapping {
     fn name(&self) -> String {
         format!("{} overlapped", self.0.name())
     }
-    fn overlaps(&self) -> bool {
-        true
+    fn overlap_pool(&self) -> Option<&rayon::ThreadPool> {
+        Some(&self.1)
     }
     fn g1_decompress(&self, points: &[[u8; 48]]) -> Result<Vec<Option<G1Affine>>, BackendError> {
         self.0.g1_decompress(points)
@@ -189,7 +199,7 @@ fn combined_checks_name_what_the_exact_checks_name() {
     let replacements = replacements(&case);
     let inputs: Vec<_> = replacements.iter().map(|(_, _, s)| case.input(s)).collect();
     let exact = verdicts(&CpuBatchOps::rayon(), &inputs, Checks::Exact);
-    let overlapped = Overlapping(CpuBatchOps::single_thread());
+    let overlapped = Overlapping::new();
     for ops in [&CpuBatchOps::rayon() as &dyn BatchOps, &overlapped] {
         let combined = verdicts(ops, &inputs, Checks::Combined);
         for (((component, index, _), e), c) in replacements.iter().zip(&exact).zip(&combined) {
@@ -234,7 +244,7 @@ fn a_bad_dealing_fails_alone_and_is_named() {
         &bad_sharing,
     ];
     let inputs: Vec<_> = streams.iter().map(|s| case.input(s)).collect();
-    let overlapped = Overlapping(CpuBatchOps::single_thread());
+    let overlapped = Overlapping::new();
     let backends = [&CpuBatchOps::rayon() as &dyn BatchOps, &overlapped];
     for (ops, checks) in backends
         .iter()

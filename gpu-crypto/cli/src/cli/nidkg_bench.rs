@@ -4,8 +4,9 @@
 //! offloaded (backend `gpu`, algorithm `offload`): every batch of a dealing on the GPU but
 //! the pairing products (the configuration that frees the most host CPU), once more with
 //! the host thread spinning on its GPU waits (algorithm `offload-spin`) instead of
-//! sleeping, and once with the verifier's independent batches issued at once from a second,
-//! waiting host thread (algorithm `offload-overlap`, `NidkgBatchOps::overlapping`):
+//! sleeping, and once with the verifier's independent batches issued at once, the second of
+//! each pair from a second host thread (algorithm `offload-overlap`,
+//! `NidkgBatchOps::overlapping`; the row's `threads` counts both):
 //!
 //! - `nidkg_verify`: one NI-DKG dealing, the exact checks, with the per-phase split;
 //! - `nidkg_verify_combined`: the same dealing through `verify_batch`, the combined checks;
@@ -60,7 +61,7 @@ enum Path {
     Offload,
     /// [`Path::Offload`] with the host thread spinning on its GPU waits.
     OffloadSpin,
-    /// [`Path::Offload`] with independent batches issued at once from a second host thread.
+    /// [`Path::Offload`] with independent batches issued at once, from a second host thread.
     OffloadOverlap,
 }
 
@@ -237,10 +238,15 @@ fn engine_rows(
                 pool.install(|| row(plan, op, mode, n, dealings, &cpu, "cpu", threads))?
             }
             Some(engine) => {
-                let ops = if path == Path::OffloadOverlap {
-                    NidkgBatchOps::overlapping(engine)
-                } else {
-                    NidkgBatchOps::new(engine)
+                // Overlapped, the second branch runs on a pool of as many threads more: the
+                // row counts both.
+                let companion = (path == Path::OffloadOverlap)
+                    .then(|| rayon::ThreadPoolBuilder::new().num_threads(threads).build())
+                    .transpose()
+                    .context("a thread pool")?;
+                let (ops, threads) = match &companion {
+                    Some(c) => (NidkgBatchOps::overlapping(engine, c), 2 * threads),
+                    None => (NidkgBatchOps::new(engine), threads),
                 };
                 let before = counts(engine);
                 let backend = path.backend();
