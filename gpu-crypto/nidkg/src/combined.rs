@@ -201,7 +201,8 @@ fn exact_proofs<B: BatchOps + ?Sized>(
 
 /// Every decoded dealing through the combined checks, each operation batched over them.
 /// The integrity check and the proofs read the same decoded dealings, so they run at once
-/// where the backend overlaps its batches; their verdicts apply in the exact verifier's
+/// where the backend overlaps its batches (only at this level: a nested pair would wait
+/// for the overlap pool's thread that the proofs hold); their verdicts apply in the exact verifier's
 /// order (integrity first), so a dealing failing both is named by its integrity check.
 /// Overlapped, the phase times overlap too: their sum exceeds the wall time.
 fn combined_all<B: BatchOps + ?Sized>(
@@ -285,11 +286,11 @@ fn combined_integrity<B: BatchOps + ?Sized>(
         g1_msms.push((c.ss.clone(), coefficients.clone()));
         g2_msms.push((c.zz.clone(), coefficients));
     }
-    let sums = match join(ops, || ops.g1_msm(&g1_msms), || ops.g2_msm(&g2_msms)) {
-        (Ok(g1), Ok(g2)) => exactly("g1_msm", g1_msms.len(), g1)
-            .and_then(|g1| Ok((g1, exactly("g2_msm", g2_msms.len(), g2)?))),
-        (Err(e), _) | (_, Err(e)) => Err(e),
-    };
+    let sums = ops
+        .g1_msm(&g1_msms)
+        .and_then(|r| exactly("g1_msm", g1_msms.len(), r))
+        .and_then(|g1| Ok((g1, ops.g2_msm(&g2_msms)?)))
+        .and_then(|(g1, g2)| Ok((g1, exactly("g2_msm", g2_msms.len(), g2)?)));
     let (sums, z) = match sums {
         Ok(s) => s,
         Err(e) => return all_pending(state, Err(e.into())),
@@ -368,12 +369,11 @@ fn combined_proofs<B: BatchOps + ?Sized>(
             )
         })
         .unzip();
-    let results = join(ops, || ops.g1_msm(&equations), || ops.g2_msm(&g2_equations));
-    let results = match results {
-        (Ok(g1), Ok(g2)) => exactly("g1_msm", equations.len(), g1)
-            .and_then(|g1| Ok((g1, exactly("g2_msm", g2_equations.len(), g2)?))),
-        (Err(e), _) | (_, Err(e)) => Err(e),
-    };
+    let results = ops
+        .g1_msm(&equations)
+        .and_then(|r| exactly("g1_msm", equations.len(), r))
+        .and_then(|g1| Ok((g1, ops.g2_msm(&g2_equations)?)))
+        .and_then(|(g1, g2)| Ok((g1, exactly("g2_msm", g2_equations.len(), g2)?)));
     let (g1, g2) = match results {
         Ok(r) => r,
         Err(e) => return fail_rest(state, verdicts, e.into()),
