@@ -20,6 +20,7 @@
 #define SOVEREIGN_FF_FP_RNS_CUH
 
 #include "ff/bls12_381_params.cuh"
+#include "ff/fp.cuh"
 #include "ff/fp_rns_tables.cuh"
 
 #define RNS_LANES (2 * RNS_N)
@@ -227,6 +228,32 @@ __device__ __forceinline__ void rns_to_words(u32* out, u32 a, const rns_ctx& x) 
     }
 #pragma unroll
     for (int w = 0; w < 12; w++) out[w] = acc[w];
+}
+
+// Stores N lane-form values (below 2^19 p) as canonical Montgomery words (R = 2^384), value j
+// at out + 12 j: each leaves the RNS on the whole warp, then lane j converts value j (a
+// one-lane product, the N lanes at once). N <= 32; every lane of the warp must call it.
+template <int N>
+__device__ __forceinline__ void rns_store_mont(u32* __restrict__ out, const u32* values,
+                                               const rns_ctx& x) {
+    fp_t mine;
+    fp_zero(mine);
+#pragma unroll 1
+    for (int j = 0; j < N; j++) {
+        u32 words[FP_LIMBS];
+        rns_to_words(words, values[j], x);
+        if (x.lane == (u32)j) {
+#pragma unroll
+            for (int w = 0; w < FP_LIMBS; w++) mine.l[w] = words[w];
+        }
+        __syncwarp();  // rns_to_words reuses the warp's first shared slot
+    }
+    if (x.lane < (u32)N) {
+        fp_t m;
+        fp_to_mont(m, mine);
+#pragma unroll
+        for (int w = 0; w < FP_LIMBS; w++) out[x.lane * FP_LIMBS + w] = m.l[w];
+    }
 }
 
 #endif

@@ -9,7 +9,7 @@
 // One warp per (point, k) term runs a 64-bit double-and-add (63 doublings at most) in the
 // residue number system of ec/g2_jacobian_rns.cuh, where a doubling is 3 dependent RNS
 // products (~0.2 us each on the H200) against some 20 one-lane Fp2 products, and the block
-// sums its terms by a tree of warps.
+// sums its terms by a tree of warps; warp 0 stores the sum (rns_store_mont).
 //
 // g2_msm_blocks: one block per chunk of at most G2_MSM_BASES_PER_BLOCK bases of one MSM;
 // chunk b covers bases [chunks[b], chunks[b + 1]); its partial sum leaves as one Jacobian
@@ -59,31 +59,6 @@ __device__ __forceinline__ void g2_msm_term(g2_rns_t& r, fp2_rns_t x, fp2_rns_t 
     }
 }
 
-// The block's sum (warp 0) written as Montgomery words: each coordinate leaves the RNS on
-// the whole warp, then lane j converts coordinate j to Montgomery form and stores it.
-__device__ __forceinline__ void g2_msm_store(u32* __restrict__ out, const g2_rns_t& s,
-                                             const rns_ctx& c) {
-    const u32 coords[6] = {s.x.c0, s.x.c1, s.y.c0, s.y.c1, s.z.c0, s.z.c1};
-    fp_t mine;
-    fp_zero(mine);
-#pragma unroll 1
-    for (int j = 0; j < 6; j++) {
-        u32 words[FP_LIMBS];
-        rns_to_words(words, coords[j], c);
-        if (c.lane == (u32)j) {
-#pragma unroll
-            for (int w = 0; w < FP_LIMBS; w++) mine.l[w] = words[w];
-        }
-        __syncwarp();  // rns_to_words reuses the warp's first shared slot
-    }
-    if (c.lane < 6) {
-        fp_t m;
-        fp_to_mont(m, mine);
-#pragma unroll
-        for (int w = 0; w < FP_LIMBS; w++) out[c.lane * FP_LIMBS + w] = m.l[w];
-    }
-}
-
 extern "C" __global__ void __launch_bounds__(G2_MSM_WARPS * 32)
 g2_msm_blocks(const u8* __restrict__ bases, const u64* __restrict__ digits,
               const u32* __restrict__ chunks, u32* __restrict__ out) {
@@ -118,5 +93,9 @@ g2_msm_blocks(const u8* __restrict__ bases, const u64* __restrict__ digits,
         }
         __syncthreads();
     }
-    if (warp == 0) g2_msm_store(out + (u64)blockIdx.x * 6 * FP_LIMBS, sums[0][c.lane], c);
+    if (warp == 0) {
+        const g2_rns_t& s = sums[0][c.lane];
+        const u32 coords[6] = {s.x.c0, s.x.c1, s.y.c0, s.y.c1, s.z.c0, s.z.c1};
+        rns_store_mont<6>(out + (u64)blockIdx.x * 6 * FP_LIMBS, coords, c);
+    }
 }

@@ -296,19 +296,18 @@ impl Engine {
 
     /// `sum_j 2^(16 (15 - j)) * row[j]` for each row of 16 points (the NI-DKG sharing
     /// proof's recombined ciphertexts and randomizer; `nidkg::batch::recombine_chunks`).
-    /// Counted and routed as `msm` by the points of the batch: on the GPU, one G1 MSM batch
-    /// with power-of-two scalars; on the CPU, Horner's 240 doublings per row (fewer
-    /// operations than a general MSM of 16 points).
+    /// Counted and routed as `msm` by the points of the batch: on the GPU, one warp per
+    /// row runs Horner in RNS (kernels/msm/g1_recombine.cu); on the CPU, Horner's 240
+    /// doublings per row (fewer operations than a general MSM of 16 points).
     pub fn g1_recombine_chunks(
         &self,
         rows: &[&[G1Affine]],
     ) -> Result<Vec<G1Projective>, EngineError> {
-        let powers = chunk_powers();
-        if let Some(row) = rows.iter().find(|r| r.len() > powers.len()) {
+        if let Some(row) = rows.iter().find(|r| r.len() > RECOMBINATION_CHUNKS) {
             return Err(EngineError::LengthMismatch {
                 op: Operation::Msm,
                 points: row.len(),
-                scalars: powers.len(),
+                scalars: RECOMBINATION_CHUNKS,
             });
         }
         let items = rows.iter().map(|r| r.len()).sum();
@@ -316,16 +315,7 @@ impl Engine {
             Operation::Msm,
             items,
             || cpu::g1_recombine_chunks(rows),
-            |g| {
-                let inputs: Vec<MsmInput<'_>> = rows
-                    .iter()
-                    .map(|row| MsmInput {
-                        points: row,
-                        scalars: &powers[powers.len().saturating_sub(row.len())..],
-                    })
-                    .collect();
-                g.g1_msm_batch(&inputs)
-            },
+            |g| g.g1_recombine_chunks(rows),
         )
     }
 
@@ -440,12 +430,5 @@ fn msm_batch_points<A>(op: Operation, msms: &[MsmInput<'_, A>]) -> Result<usize,
     Ok(msms.iter().map(|m| m.points.len()).sum())
 }
 
-/// The recombination weights `2^(16 (15 - j))`, `j` = 0..16.
-fn chunk_powers() -> [Scalar; 16] {
-    std::array::from_fn(|j| {
-        let bit = 16 * (15 - j);
-        let mut limbs = [0u64; 4];
-        limbs[bit / 64] = 1 << (bit % 64);
-        Scalar::from_raw(limbs)
-    })
-}
+/// Chunks of one recombination row: the weights `2^(16 (15 - j))`, `j` = 0..16.
+const RECOMBINATION_CHUNKS: usize = 16;

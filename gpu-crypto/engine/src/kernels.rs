@@ -7,8 +7,9 @@ pub use crate::cuda::compile::{CompiledProgram, compile_program, nvrtc_version};
 pub use crate::cuda::kernel_cache as cache;
 pub use crate::cuda::sources::{
     BENCH_PROGRAMS, BLS_PAIRING, BLS_VERIFY, FILL_RANDOM, FP_CHAIN_BENCH, G1_DECOMPRESS,
-    G1_DECOMPRESS_LATENCY, G1_DECOMPRESS_VARIANTS, G1_MSM, G1_MSM_SHARED_U8, G2_DECOMPRESS, G2_MSM,
-    HASH_TO_G1, HEADERS, KernelProgram, PROGRAMS, SHA256_PREFIXED, TARGET_ARCHS,
+    G1_DECOMPRESS_LATENCY, G1_DECOMPRESS_VARIANTS, G1_MSM, G1_MSM_SHARED_U8, G1_RECOMBINE,
+    G2_DECOMPRESS, G2_MSM, HASH_TO_G1, HEADERS, KernelProgram, PROGRAMS, SHA256_PREFIXED,
+    TARGET_ARCHS,
 };
 use serde::Serialize;
 use sha2::{Digest, Sha256};

@@ -3,8 +3,10 @@
 //! to 300 across the kernel's 64-base chunks, the scalars the base-|z| split has edges at
 //! (0, 1, -1, |z| and its powers, 2^k), identity points, a point and its negation, one point
 //! many times, 128-bit scalars (the combined integrity check's shape), a DKG round's batch
-//! of MSMs; then the engine's routes of `msm_g2` and of the chunk recombinations. Ignored
-//! unless asked for: they need a GPU.
+//! of MSMs; then the engine's routes of `msm_g2` and of the chunk recombinations, and the
+//! recombination kernel (kernels/msm/g1_recombine.cu) against `cpu::g1_recombine_chunks` on
+//! random rows of every length and rows built to hit the addition's exceptional cases.
+//! Ignored unless asked for: they need a GPU.
 
 mod gpu_common;
 
@@ -222,4 +224,53 @@ fn engine_routes_g2_msms_and_recombinations_to_the_gpu() {
             "{op}: {stats:?}"
         );
     }
+}
+
+/// `[2^16] p`: one chunk's shift.
+fn shifted(p: G1Projective) -> G1Projective {
+    (0..16).fold(p, |acc, _| acc.double())
+}
+
+/// Recombinations on the GPU equal the CPU's: random rows of 0 to 16 chunks, identity
+/// chunks (first, inside, all), and rows whose Horner step adds a point to its own double
+/// or to its negation (the addition's exceptional cases, a sum of the identity).
+#[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
+fn recombinations_match_the_cpu_on_random_and_adversarial_rows() {
+    let gpu = gpu();
+    let mut r = rng(79);
+    let random = |r: &mut ChaCha20Rng, n: usize| -> Vec<G1Affine> {
+        (0..n)
+            .map(|_| G1Affine::from(G1Projective::random(&mut *r)))
+            .collect()
+    };
+    let mut owned: Vec<Vec<G1Affine>> = (0..=16).map(|len| random(&mut r, len)).collect();
+    let id = G1Affine::identity();
+    let p = G1Projective::random(&mut r);
+    let mut with_identities = random(&mut r, 16);
+    with_identities[0] = id;
+    with_identities[7] = id;
+    owned.push(with_identities);
+    owned.push(vec![id; 16]);
+    // p * 2^16 + (-p * 2^16) = 0, then more chunks after the identity.
+    owned.push(vec![p.into(), (-shifted(p)).into()]);
+    owned.push(vec![p.into(), (-shifted(p)).into(), p.into(), id]);
+    // p * 2^16 + p * 2^16: the addition meets equal points and doubles.
+    owned.push(vec![p.into(), shifted(p).into()]);
+    owned.push(vec![id, p.into(), shifted(p).into(), (-shifted(shifted(p).double())).into()]);
+    let rows: Vec<&[G1Affine]> = owned.iter().map(Vec::as_slice).collect();
+    let got = gpu.g1_recombine_chunks(&rows).expect("GPU recombination");
+    let want = cpu::g1_recombine_chunks(&rows);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "row {i} of {} chunks", rows[i].len());
+    }
+    assert_eq!(got.len(), rows.len());
+    assert_eq!(want[owned.len() - 4], G1Projective::identity());
+    // A DKG round's shape at n = 40: 80 dealings of 41 rows, across many blocks.
+    let big = random(&mut r, 16 * 64);
+    let round: Vec<&[G1Affine]> = (0..80 * 41).map(|i| &big[16 * (i % 64)..][..16]).collect();
+    assert_eq!(
+        gpu.g1_recombine_chunks(&round).expect("round"),
+        cpu::g1_recombine_chunks(&round)
+    );
 }

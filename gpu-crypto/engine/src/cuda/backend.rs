@@ -9,7 +9,7 @@ use super::functions::Kernels;
 use super::kernel_cache::KernelMode;
 use super::load::{self, ProgramLoad};
 use super::worker::{Pool, Worker};
-use super::{g2_decompress, hash_to_g1, msm, msm_g2, msm_shared_u8, sha256};
+use super::{g2_decompress, hash_to_g1, msm, msm_g2, msm_shared_u8, recombine, sha256};
 use crate::input::MsmInput;
 use cudarc::driver::CudaModule;
 use gpu_crypto_api::{BlsItem, DecodeError, Operation, VerifyError};
@@ -222,6 +222,17 @@ impl GpuBackend {
             return Ok(vec![G2Projective::identity(); msms.len()]);
         }
         self.with_worker(|gpu, w| msm_g2::run(gpu, w, msms))
+    }
+
+    /// `sum_j 2^(16 (len - 1 - j)) * row[j]` for each row of at most 16 points (the
+    /// NI-DKG sharing proof's chunk recombinations) in one upload, one launch and one
+    /// download; equal to `cpu::g1_recombine_chunks`.
+    pub fn g1_recombine_chunks(&self, rows: &[&[G1Affine]]) -> Result<Vec<G1Projective>, GpuError> {
+        recombine::check_shape(rows)?;
+        if rows.iter().all(|r| r.is_empty()) {
+            return Ok(vec![G1Projective::identity(); rows.len()]);
+        }
+        self.with_worker(|gpu, w| recombine::run(gpu, w, rows))
     }
 
     /// Verifies BLS signatures (G1) under public keys (G2) with a random linear

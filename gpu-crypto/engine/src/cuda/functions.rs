@@ -23,6 +23,7 @@ pub(crate) struct Kernels {
     pub(crate) msm: MsmKernels,
     pub(crate) msm_u8: MsmU8Kernels,
     pub(crate) g2_msm: CudaFunction,
+    pub(crate) g1_recombine: CudaFunction,
     pub(crate) bls: BlsKernels,
 }
 
@@ -52,6 +53,7 @@ impl Kernels {
             msm: MsmKernels::load(module(&sources::G1_MSM)?)?,
             msm_u8: MsmU8Kernels::load(module(&sources::G1_MSM_SHARED_U8)?)?,
             g2_msm: function(module(&sources::G2_MSM)?, "g2_msm_blocks")?,
+            g1_recombine: function(module(&sources::G1_RECOMBINE)?, "g1_recombine_rows")?,
             bls: BlsKernels::load(
                 module(&sources::BLS_VERIFY)?,
                 module(&sources::BLS_PAIRING)?,

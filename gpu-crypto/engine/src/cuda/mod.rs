@@ -41,6 +41,7 @@ mod memory;
 mod msm;
 mod msm_g2;
 mod msm_shared_u8;
+mod recombine;
 mod segments;
 mod sha256;
 pub(crate) mod sources;

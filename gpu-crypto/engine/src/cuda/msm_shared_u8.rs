@@ -275,7 +275,7 @@ fn launch(
 /// Jacobian points from the GPU as ic_bls12_381 points: affine through one shared
 /// inversion (blst's batch conversion; the identity, Z = 0, becomes the point at infinity),
 /// then checked to be on the curve.
-fn to_projective(points: &[blst_p1]) -> Result<Vec<G1Projective>, GpuError> {
+pub(super) fn to_projective(points: &[blst_p1]) -> Result<Vec<G1Projective>, GpuError> {
     let mut affine = vec![blst_p1_affine::default(); points.len()];
     // blst walks consecutive points from the first pointer when the next one is NULL.
     let ptrs: [*const blst_p1; 2] = [points.as_ptr(), std::ptr::null()];

@@ -219,6 +219,13 @@ pub const G2_MSM: KernelProgram = KernelProgram {
     functions: &["g2_msm_blocks"],
 };
 
+/// Chunk recombinations, one warp per row by Horner in RNS (NI-DKG sharing proof).
+pub const G1_RECOMBINE: KernelProgram = KernelProgram {
+    name: "msm/g1_recombine.cu",
+    source: include_str!("../../../../kernels/msm/g1_recombine.cu"),
+    functions: &["g1_recombine_rows"],
+};
+
 /// BLS batch verification: random-combination leaves, tree levels, node checks.
 pub const BLS_VERIFY: KernelProgram = KernelProgram {
     name: "ops/bls_verify.cu",
@@ -259,6 +266,7 @@ pub const PROGRAMS: &[KernelProgram] = &[
     G2_DECOMPRESS,
     G1_MSM_SHARED_U8,
     G2_MSM,
+    G1_RECOMBINE,
 ];
 
 /// Programs only the benchmarks load; they must compile like the others.
