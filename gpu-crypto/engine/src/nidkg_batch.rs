@@ -1,8 +1,8 @@
 //! The NI-DKG verifier's batches (`nidkg::BatchOps`) served by an [`Engine`]: each batch
 //! goes where the engine's policy sends its operation, and is counted like any other call.
 //!
-//! The chunk recombinations go where the policy sends `msm` (on the GPU as MSMs with
-//! power-of-two scalars), the G2 MSMs where it sends `msm_g2`. Every input here is public
+//! The chunk recombinations go where the policy sends `msm` (on the GPU, one warp per row
+//! by Horner), the G2 MSMs where it sends `msm_g2`. Every input here is public
 //! (a dealing under verification); dealing creation never comes here.
 
 use crate::engine::Engine;

@@ -16,7 +16,7 @@
 //! worker's buffers per operation), `device` (the context and its kernels); `load` (how a
 //! program's module is obtained), `worker` (a worker's stream and buffers, the pool); the
 //! operations (`segments`, the two-stream pipeline under `decompress` and `g2_decompress`;
-//! `sha256`; `msm` under `msm_shared_u8` and `msm_g2`; `hash_to_g1` and `decompress` under `bls`);
+//! `sha256`; `msm` under `msm_shared_u8`, `msm_g2` and `recombine`; `hash_to_g1` and `decompress` under `bls`);
 //! `backend` ([`GpuBackend`] and its public operations); and, with the `bench` feature,
 //! `bench` (single-kernel measurements for `benches/gpu.rs`). No module here imports this
 //! one: each names the siblings it uses.
