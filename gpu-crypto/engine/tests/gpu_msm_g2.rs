@@ -257,7 +257,12 @@ fn recombinations_match_the_cpu_on_random_and_adversarial_rows() {
     owned.push(vec![p.into(), (-shifted(p)).into(), p.into(), id]);
     // p * 2^16 + p * 2^16: the addition meets equal points and doubles.
     owned.push(vec![p.into(), shifted(p).into()]);
-    owned.push(vec![id, p.into(), shifted(p).into(), (-shifted(shifted(p).double())).into()]);
+    owned.push(vec![
+        id,
+        p.into(),
+        shifted(p).into(),
+        (-shifted(shifted(p).double())).into(),
+    ]);
     let rows: Vec<&[G1Affine]> = owned.iter().map(Vec::as_slice).collect();
     let got = gpu.g1_recombine_chunks(&rows).expect("GPU recombination");
     let want = cpu::g1_recombine_chunks(&rows);
