@@ -11,9 +11,6 @@
 
 #include "ff/fp_rns.cuh"
 
-// Bound of every product's coefficients, in units of p.
-#define FP2_RNS_PRODUCT_BOUND 48
-
 struct fp2_rns_t {
     u32 c0, c1;
 };

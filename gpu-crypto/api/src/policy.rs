@@ -189,7 +189,7 @@ pub mod defaults {
     /// path's 16 threads, docs/results/nidkg-dealing-h200); 4,096 keeps a margin.
     pub const MSM_SHARED_U8_GPU_MIN_BATCH: usize = 4096;
     /// Points of one G2 MSM batch (all MSMs of the call): the GPU's RNS kernel is faster
-    /// from one MSM of 16 points (1.37 vs 1.71 ms on the CPU path), and for 64, 256 and a
+    /// from one MSM of 16 points (1.33 vs 2.56 ms on the CPU path), and for 64, 256 and a
     /// DKG round's 56 x 16 (docs/results/nidkg-overlap-h200), so 16: a dealing's combined
     /// integrity check (16 points) goes to the GPU, a sharing proof's `t + 2` below 16 stays
     /// on the CPU.

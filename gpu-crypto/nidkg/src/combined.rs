@@ -535,8 +535,9 @@ fn fail_pending(state: &mut [Result<DecodedDealing, VerifyError>], e: &BackendEr
     }
 }
 
-/// The combination coefficients: 128-bit integers from ChaCha20 seeded by the operating
-/// system once per call, after the dealings are decoded.
+/// A stream of combination coefficients: 128-bit integers from ChaCha20 seeded by the
+/// operating system, one stream per check of a call (the integrity check's, the proofs'),
+/// seeded after the dealings are decoded.
 struct Coefficients(ChaCha20Rng);
 
 impl Coefficients {

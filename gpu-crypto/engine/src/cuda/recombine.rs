@@ -99,17 +99,22 @@ fn stage(w: &mut Worker, rows: &[&[G1Affine]], layout: &Layout) -> Result<(), Gp
     {
         dst.copy_from_slice(&p.to_uncompressed());
     }
-    let mut start = 0u32;
     let table = &mut host[layout.off_table..layout.off_table + 4 * (rows.len() + 1)];
-    let mut entries = table.chunks_exact_mut(4);
-    for row in std::iter::once(0).chain(rows.iter().map(|r| r.len())) {
-        // At most MAX_ROWS x MAX_CHUNKS points (check_shape): the sum fits a u32.
-        start += row as u32;
-        if let Some(dst) = entries.next() {
-            dst.copy_from_slice(&start.to_le_bytes());
-        }
+    for (dst, start) in table.chunks_exact_mut(4).zip(row_starts(rows)) {
+        dst.copy_from_slice(&start.to_le_bytes());
     }
     Ok(())
+}
+
+/// The kernel's row table: row `r` covers points `starts[r]..starts[r + 1]`. At most
+/// MAX_ROWS x MAX_CHUNKS points (`check_shape`), so every start fits a u32.
+fn row_starts(rows: &[&[G1Affine]]) -> Vec<u32> {
+    std::iter::once(0)
+        .chain(rows.iter().scan(0u32, |start, r| {
+            *start += r.len() as u32;
+            Some(*start)
+        }))
+        .collect()
 }
 
 /// Queues the upload, the results' poison, the kernel and the download on the worker's
@@ -161,8 +166,8 @@ fn upload_and_launch(
 mod tests {
     use super::*;
 
-    /// The row table starts at 0 and ends at the point count; rows of 17 chunks and more
-    /// rows than the bound are refused before anything is staged.
+    /// The row table starts at 0, steps by each row's length (empty rows included) and
+    /// ends at the point count; a row of 17 chunks is refused before anything is staged.
     #[test]
     fn shapes_beyond_the_kernel_are_refused() {
         let g = G1Affine::generator();
@@ -173,9 +178,11 @@ mod tests {
             check_shape(&[&ok[..], &long[..]]),
             Err(GpuError::InputTooLarge(_))
         ));
-        let layout = Layout::new(&[&ok[..], &ok[..3]]);
+        let rows = [&ok[..], &[][..], &ok[..3]];
+        assert_eq!(row_starts(&rows), [0, 16, 16, 19]);
+        let layout = Layout::new(&rows);
         assert_eq!(layout.points, MAX_CHUNKS + 3);
         assert!(layout.off_table >= POINT_BYTES * layout.points);
-        assert_eq!(layout.end, layout.off_out + 2 * JACOBIAN_BYTES);
+        assert_eq!(layout.end, layout.off_out + 3 * JACOBIAN_BYTES);
     }
 }
