@@ -17,6 +17,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 /// A unique-hash digest.
 pub type UniqueDigest = [u8; 32];
@@ -53,8 +54,10 @@ pub fn domain_bytes(domain: &str) -> Vec<u8> {
 }
 
 fn hasher(domain: &str) -> Sha256 {
+    let len = u8::try_from(domain.len()).expect("domains are constants below 256 bytes");
     let mut h = Sha256::new();
-    h.update(domain_bytes(domain));
+    h.update([len]);
+    h.update(domain.as_bytes());
     h
 }
 
@@ -67,6 +70,14 @@ fn digest_of(domain: &str, data: &[u8]) -> UniqueDigest {
 /// Unique hash of an integer (the IC's `usize` and `u64`).
 pub fn hash_int(v: u64) -> UniqueDigest {
     digest_of(DOMAIN_INT, &v.to_be_bytes())
+}
+
+/// [`hash_int`] of a byte's value, from a table of all 256: the chunking proof's second
+/// challenge hashes each of its `32 * 16 n` 8-bit first challenges as an integer, which
+/// as one SHA-256 each was most of a verifier's host time outside its batches.
+pub fn hash_small_int(v: u8) -> UniqueDigest {
+    static TABLE: OnceLock<[UniqueDigest; 256]> = OnceLock::new();
+    TABLE.get_or_init(|| std::array::from_fn(|v| hash_int(v as u64)))[usize::from(v)]
 }
 
 /// Unique hash of a string.
@@ -211,6 +222,13 @@ mod tests {
         data.extend_from_slice(&5u64.to_be_bytes());
         let expected: [u8; 32] = Sha256::digest(&data).into();
         assert_eq!(hash_int(5), expected);
+    }
+
+    #[test]
+    fn small_integer_table_is_the_integer_hash() {
+        for v in 0..=u8::MAX {
+            assert_eq!(hash_small_int(v), hash_int(u64::from(v)), "value {v}");
+        }
     }
 
     #[test]

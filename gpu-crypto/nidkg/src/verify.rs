@@ -13,7 +13,7 @@
 
 use crate::batch::{BatchOps, PairingBatch};
 use crate::dealing::{
-    Dealing, challenge_polynomial, chunking_first_challenge, chunking_second_challenge,
+    ChallengePowers, Dealing, chunking_first_challenge, chunking_second_challenge,
     ciphertext_identity_hash, powers, sharing_challenge, sharing_instance_hash,
 };
 use crate::encoding::{ElementKind, EncodedElements, scalar_from_be};
@@ -226,10 +226,8 @@ impl ChunkingTerms {
         let e = chunking_first_challenge(receiver_keys, &dealing.ciphertext, &p.y0, &p.bb, &p.cc);
         let x = chunking_second_challenge(&e, &p.z_s, &p.dd, &p.yy);
         let xpow = powers(&x, l);
-        let s = e
-            .chunks(l)
-            .map(|e_ij| challenge_polynomial(e_ij, &xpow))
-            .collect();
+        let challenges = ChallengePowers::new(&xpow);
+        let s = e.chunks(l).map(|e_ij| challenges.eval(e_ij)).collect();
         let z_s_x = p
             .z_s
             .iter()
