@@ -268,8 +268,9 @@ fn settle(
     }
 }
 
-/// The integrity products of every pending dealing, combined into one product each, all
-/// in one pairing batch.
+/// The integrity products of every pending dealing, combined into one product each, and
+/// those of a batch into one (below); each dealing's own product runs only where the
+/// batch's fails, so that a bad dealing never fails its neighbours.
 fn combined_integrity<B: BatchOps + ?Sized>(
     ops: &B,
     inputs: &[DealingInput<'_>],
@@ -277,54 +278,139 @@ fn combined_integrity<B: BatchOps + ?Sized>(
     rho: &mut Coefficients,
 ) -> Combined {
     let pending: Vec<(usize, &DecodedDealing)> = pending(state, None);
-    let mut g1_msms = Vec::with_capacity(2 * pending.len());
-    let mut g2_msms = Vec::with_capacity(pending.len());
-    for (_, d) in &pending {
-        let c = &d.dealing.ciphertext;
-        let coefficients = rho.take(NUM_CHUNKS);
-        g1_msms.push((c.rr.clone(), coefficients.clone()));
-        g1_msms.push((c.ss.clone(), coefficients.clone()));
-        g2_msms.push((c.zz.clone(), coefficients));
+    if pending.is_empty() {
+        return all_pending(state, Ok(true));
     }
-    let sums = ops
-        .g1_msm(&g1_msms)
-        .and_then(|r| exactly("g1_msm", g1_msms.len(), r))
-        .and_then(|g1| Ok((g1, ops.g2_msm(&g2_msms)?)))
-        .and_then(|(g1, g2)| Ok((g1, exactly("g2_msm", g2_msms.len(), g2)?)));
-    let (sums, z) = match sums {
+    let sides = match integrity_sides(ops, inputs, &pending, rho) {
         Ok(s) => s,
-        Err(e) => return all_pending(state, Err(e.into())),
+        Err(e) => return all_pending(state, Err(e)),
     };
-    let mut batch = PairingBatch {
-        g2: vec![SysParams::get().h],
-        products: Vec::with_capacity(pending.len()),
+    let per_dealing = || {
+        ops.pairing_products_are_identity(&sides.per_dealing())
+            .and_then(|r| exactly("pairing_products", pending.len(), r))
+    };
+    let ok = match pending.len() {
+        1 => per_dealing(),
+        m => ops
+            .pairing_products_are_identity(&sides.whole_batch())
+            .and_then(|r| exactly("pairing_products", 1, r))
+            .and_then(|all| {
+                if all[0] {
+                    Ok(vec![true; m])
+                } else {
+                    per_dealing()
+                }
+            }),
     };
     let mut verdicts: Combined = (0..state.len()).map(|_| None).collect();
-    let mut in_batch = Vec::with_capacity(pending.len());
-    let mut z_affine = vec![G2Affine::identity(); z.len()];
-    G2Projective::batch_normalize(&z, &mut z_affine);
-    for (k, (i, d)) in pending.iter().enumerate() {
-        let z_sum = z_affine[k];
-        let id =
-            verify::integrity_identity(&d.dealing, inputs[*i].epoch, inputs[*i].associated_data);
-        let base = batch.g2.len();
-        batch.g2.extend_from_slice(&[id, z_sum]);
-        let [a, b] = [sums[2 * k], sums[2 * k + 1]].map(G1Affine::from);
-        batch
-            .products
-            .push(vec![(a, base), (b, 0), (-G1Affine::generator(), base + 1)]);
-        in_batch.push(*i);
-    }
-    let ok = ops
-        .pairing_products_are_identity(&batch)
-        .and_then(|r| exactly("pairing_products", in_batch.len(), r));
-    for (k, i) in in_batch.iter().enumerate() {
+    for (k, (i, _)) in pending.iter().enumerate() {
         verdicts[*i] = Some(match &ok {
             Ok(ok) => Ok(ok[k]),
             Err(e) => Err(e.clone().into()),
         });
     }
     verdicts
+}
+
+/// Each pending dealing's combined integrity product
+/// `e(sum rho_j R_j, id) e(sum rho_j S_j, h) e(-g1, sum rho_j Z_j)`, by its three sides.
+struct IntegritySides {
+    /// `sum rho_j R_j` and `sum rho_j S_j`, per dealing.
+    g1: Vec<[G1Affine; 2]>,
+    /// The dealing's identity and `sum rho_j Z_j`.
+    g2: Vec<[G2Affine; 2]>,
+}
+
+/// The sides of every pending dealing's product: two G1 MSMs and one G2 MSM per dealing,
+/// each in one batch over the dealings.
+fn integrity_sides<B: BatchOps + ?Sized>(
+    ops: &B,
+    inputs: &[DealingInput<'_>],
+    pending: &[(usize, &DecodedDealing)],
+    rho: &mut Coefficients,
+) -> Result<IntegritySides, VerifyError> {
+    let mut g1_msms = Vec::with_capacity(2 * pending.len());
+    let mut g2_msms = Vec::with_capacity(pending.len());
+    for (_, d) in pending {
+        let c = &d.dealing.ciphertext;
+        let coefficients = rho.take(NUM_CHUNKS);
+        g1_msms.push((c.rr.clone(), coefficients.clone()));
+        g1_msms.push((c.ss.clone(), coefficients.clone()));
+        g2_msms.push((c.zz.clone(), coefficients));
+    }
+    let g1_sums = exactly("g1_msm", g1_msms.len(), ops.g1_msm(&g1_msms)?)?;
+    let z_sums = exactly("g2_msm", g2_msms.len(), ops.g2_msm(&g2_msms)?)?;
+    let ids: Vec<G2Projective> = pending
+        .iter()
+        .map(|(i, d)| {
+            verify::integrity_identity(&d.dealing, inputs[*i].epoch, inputs[*i].associated_data)
+        })
+        .collect();
+    let g2: Vec<G2Projective> = ids
+        .into_iter()
+        .zip(z_sums)
+        .flat_map(|(a, b)| [a, b])
+        .collect();
+    Ok(IntegritySides {
+        g1: pairs(&normalized_g1(&g1_sums)),
+        g2: pairs(&normalized_g2(&g2)),
+    })
+}
+
+impl IntegritySides {
+    /// One product per dealing.
+    fn per_dealing(&self) -> PairingBatch {
+        let mut batch = PairingBatch {
+            g2: vec![SysParams::get().h],
+            products: Vec::with_capacity(self.g1.len()),
+        };
+        for ([a, b], [id, z]) in self.g1.iter().zip(&self.g2) {
+            let base = batch.g2.len();
+            batch.g2.extend_from_slice(&[*id, *z]);
+            batch.products.push(vec![
+                (*a, base),
+                (*b, 0),
+                (-G1Affine::generator(), base + 1),
+            ]);
+        }
+        batch
+    }
+
+    /// The product of every dealing's product, whose shared sides are summed:
+    /// `prod_d e(A_d, id_d) * e(sum_d B_d, h) * e(-g1, sum_d Z_d)`, one Miller loop per
+    /// dealing and two more, one final exponentiation. The dealings' coefficients are
+    /// independent, so a product that is not the identity in some dealing leaves this
+    /// one the identity with probability at most `2^-128` (docs/nidkg.md).
+    fn whole_batch(&self) -> PairingBatch {
+        let b: G1Projective = self.g1.iter().map(|[_, b]| G1Projective::from(b)).sum();
+        let z: G2Projective = self.g2.iter().map(|[_, z]| G2Projective::from(z)).sum();
+        let mut batch = PairingBatch {
+            g2: vec![SysParams::get().h, G2Affine::from(z)],
+            products: vec![vec![(G1Affine::from(b), 0), (-G1Affine::generator(), 1)]],
+        };
+        for ([a, _], [id, _]) in self.g1.iter().zip(&self.g2) {
+            batch.products[0].push((*a, batch.g2.len()));
+            batch.g2.push(*id);
+        }
+        batch
+    }
+}
+
+fn normalized_g1(points: &[G1Projective]) -> Vec<G1Affine> {
+    let mut out = vec![G1Affine::identity(); points.len()];
+    G1Projective::batch_normalize(points, &mut out);
+    out
+}
+
+fn normalized_g2(points: &[G2Projective]) -> Vec<G2Affine> {
+    let mut out = vec![G2Affine::identity(); points.len()];
+    G2Projective::batch_normalize(points, &mut out);
+    out
+}
+
+/// `[a0, b0, a1, b1, ..]` as `[[a0, b0], [a1, b1], ..]`.
+fn pairs<T: Copy>(flat: &[T]) -> Vec<[T; 2]> {
+    flat.chunks_exact(2).map(|p| [p[0], p[1]]).collect()
 }
 
 /// The chunking and sharing proofs of every pending dealing: one recombination batch, one

@@ -19,7 +19,7 @@ use crate::dealing::{
 use crate::encoding::{ElementKind, EncodedElements, scalar_from_be};
 use crate::error::{BackendError, ChunkingCheck, SharingCheck, VerifyError};
 use crate::params::{NUM_CHUNKS, NUM_ZK_REPETITIONS, SysParams, chunking_bound_z};
-use ic_bls12_381::{G1Affine, G1Projective, G2Affine, Scalar};
+use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use std::time::{Duration, Instant};
 
 /// Wall time of each verification phase.
@@ -153,10 +153,10 @@ pub(crate) fn integrity_identity(
     dealing: &Dealing,
     epoch: u32,
     associated_data: &[u8],
-) -> G2Affine {
+) -> G2Projective {
     let c = &dealing.ciphertext;
     let hash = ciphertext_identity_hash(&c.cc, &c.rr, &c.ss, epoch, associated_data);
-    G2Affine::from(SysParams::get().identity_point(epoch, &hash))
+    SysParams::get().identity_point(epoch, &hash)
 }
 
 /// Phase 2: `e(R_j, id) e(S_j, h) e(-g1, Z_j) = 1` for every chunk row `j`.
@@ -172,9 +172,11 @@ pub fn check_integrity<B: BatchOps + ?Sized>(
         g2: Vec::with_capacity(NUM_CHUNKS + 2),
         products: Vec::with_capacity(NUM_CHUNKS),
     };
-    batch
-        .g2
-        .push(integrity_identity(dealing, epoch, associated_data));
+    batch.g2.push(G2Affine::from(integrity_identity(
+        dealing,
+        epoch,
+        associated_data,
+    )));
     batch.g2.push(SysParams::get().h);
     for j in 0..NUM_CHUNKS {
         batch.g2.push(c.zz[j]);

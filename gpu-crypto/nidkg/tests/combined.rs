@@ -3,6 +3,8 @@
 //! component named) on honest dealings and on every single element replaced by another
 //! valid element.
 
+use std::sync::Mutex;
+
 use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use nidkg::encoding::{ElementKind, dealing_layout, scalar_from_be};
 use nidkg::{
@@ -44,8 +46,9 @@ impl Case {
 
 /// The CPU backend with the verifier's independent batches issued at once
 /// (`BatchOps::overlap_pool`), as a GPU engine runs them: the integrity check and the
-/// proofs on two threads, each pair of independent batches on two.
-struct Overlapping(CpuBatchOps, rayon::ThreadPool);
+/// proofs on two threads, each pair of independent batches on two. It records how many
+/// products each pairing batch asked for.
+struct Overlapping(CpuBatchOps, rayon::ThreadPool, Mutex<Vec<usize>>);
 
 impl Overlapping {
     fn new() -> Overlapping {
@@ -53,7 +56,12 @@ impl Overlapping {
             .num_threads(1)
             .build()
             .unwrap();
-        Overlapping(CpuBatchOps::single_thread(), pool)
+        Overlapping(CpuBatchOps::single_thread(), pool, Mutex::default())
+    }
+
+    /// The product counts of the pairing batches since the last call.
+    fn pairing_batches(&self) -> Vec<usize> {
+        std::mem::take(&mut self.2.lock().unwrap())
     }
 }
 
@@ -105,6 +113,7 @@ impl BatchOps for Overlapping {
         &self,
         batch: &PairingBatch,
     ) -> Result<Vec<bool>, BackendError> {
+        self.2.lock().unwrap().push(batch.products.len());
         self.0.pairing_products_are_identity(batch)
     }
 }
@@ -234,6 +243,7 @@ fn a_bad_dealing_fails_alone_and_is_named() {
     };
     let bad_chunking = pick(Component::ChunkingB);
     let bad_sharing = pick(Component::SharingZalpha);
+    let bad_ciphertext = pick(Component::CiphertextZ);
     let short = case.stream[..case.stream.len() - 1].to_vec();
     let streams = [
         &case.stream,
@@ -242,6 +252,7 @@ fn a_bad_dealing_fails_alone_and_is_named() {
         &short,
         &case.stream,
         &bad_sharing,
+        &bad_ciphertext,
     ];
     let inputs: Vec<_> = streams.iter().map(|s| case.input(s)).collect();
     let overlapped = Overlapping::new();
@@ -270,5 +281,46 @@ fn a_bad_dealing_fails_alone_and_is_named() {
             "{checks:?}: {:?}",
             v[5]
         );
+        assert!(
+            matches!(v[6], Err(VerifyError::CiphertextIntegrity { .. })),
+            "{checks:?}: {:?}",
+            v[6]
+        );
     }
+}
+
+/// The combined integrity check of a batch is one pairing product while every dealing's
+/// holds; one bad ciphertext among honest dealings costs each dealing its own product,
+/// then the exact check of the bad one (16 products), and fails only that one.
+#[test]
+fn a_batch_pairs_once_unless_a_ciphertext_is_bad() {
+    let case = Case::demo(4, ThresholdKind::High, 13);
+    let bad = replacements(&case)
+        .into_iter()
+        .find(|(c, _, _)| *c == Component::CiphertextR)
+        .map(|(_, _, s)| s)
+        .unwrap();
+    let ops = Overlapping::new();
+    let honest = [case.input(&case.stream); 3];
+    assert!(
+        verdicts(&ops, &honest, Checks::Combined)
+            .iter()
+            .all(Result::is_ok)
+    );
+    assert_eq!(ops.pairing_batches(), [1]);
+    assert_eq!(verdicts(&ops, &honest[..1], Checks::Combined), [Ok(())]);
+    assert_eq!(ops.pairing_batches(), [1]);
+
+    let mixed = [
+        case.input(&case.stream),
+        case.input(&bad),
+        case.input(&case.stream),
+    ];
+    let v = verdicts(&ops, &mixed, Checks::Combined);
+    assert!(v[0].is_ok() && v[2].is_ok(), "{v:?}");
+    assert!(
+        matches!(v[1], Err(VerifyError::CiphertextIntegrity { .. })),
+        "{v:?}"
+    );
+    assert_eq!(ops.pairing_batches(), [1, 3, 16]);
 }
