@@ -145,7 +145,7 @@ pub struct IdentityWindows(Vec<Box<[G2Affine; 256]>>);
 
 impl IdentityWindows {
     fn new(params: &SysParams) -> Self {
-        const { assert!(LAMBDA_T % 8 == 0 && LAMBDA_H == 256) };
+        const { assert!(LAMBDA_T.is_multiple_of(8) && LAMBDA_H == 256) };
         let generators: Vec<&G2Affine> = params.f_tree.iter().chain(&params.f_hash).collect();
         IdentityWindows(generators.chunks(8).map(subset_sums).collect())
     }
