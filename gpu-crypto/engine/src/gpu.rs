@@ -6,5 +6,6 @@
 #[cfg(feature = "bench")]
 pub use crate::cuda::bench;
 pub use crate::cuda::{
-    BlsGpuStrategy, DecompressKernel, GpuBackend, GpuError, LATENCY_KERNEL_MAX_POINTS,
+    BlsGpuStrategy, DecompressKernel, G2_LATENCY_KERNEL_MAX_POINTS, G2DecompressKernel, GpuBackend,
+    GpuError, LATENCY_KERNEL_MAX_POINTS,
 };

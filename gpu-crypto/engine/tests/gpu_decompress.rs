@@ -6,7 +6,9 @@
 mod gpu_common;
 
 use gpu_common::*;
-use gpu_crypto::gpu::{DecompressKernel, LATENCY_KERNEL_MAX_POINTS};
+use gpu_crypto::gpu::{
+    DecompressKernel, G2_LATENCY_KERNEL_MAX_POINTS, G2DecompressKernel, LATENCY_KERNEL_MAX_POINTS,
+};
 use gpu_crypto::{BackendChoice, DecodeError, Engine, G1Affine, G2Affine, Policy};
 use ic_bls12_381::G2Projective;
 use rand::RngCore;
@@ -374,6 +376,70 @@ fn g2_random_valid_points_and_adversarial_items_at_many_batch_sizes() {
     }
     let out = gpu.g2_decompress(&outside).expect("GPU call");
     assert!(out.iter().all(|x| *x == Err(DecodeError::NotInSubgroup)));
+}
+
+/// Both G2 kernels (one warp per point in RNS, one thread per point) against the CPU at
+/// sizes around the latency kernel's block of four and the switch, on a mix of valid
+/// points, the shared corpus, random bytes, random x (no root, or off the subgroup),
+/// points of the twist outside G2 and non-canonical x.
+#[test]
+#[ignore = "needs a GPU: compares the CUDA backend with the CPU reference"]
+fn g2_both_kernels_match_the_cpu_at_sizes_around_their_shapes_and_the_switch() {
+    let gpu = gpu();
+    let mut r = rng(14);
+    let corpus: Vec<[u8; 96]> = gpu_crypto::corpus::g2_decompress_corpus()
+        .iter()
+        .map(|e| e.bytes)
+        .collect();
+    let outside = non_subgroup_g2_points(&mut r, 64);
+    let max = G2_LATENCY_KERNEL_MAX_POINTS;
+    let mut mix = valid_g2_points(&mut r, max + 1);
+    for (i, p) in mix.iter_mut().enumerate() {
+        match i % 8 {
+            1 => r.fill_bytes(p),
+            3 => *p = corpus[(i / 8) % corpus.len()],
+            5 => *p = outside[(i / 8) % outside.len()],
+            6 => *p = random_g2_x(&mut r, 0xa0),
+            7 if i % 16 == 7 => p[48..].copy_from_slice(&P_BE),
+            _ => {}
+        }
+    }
+    for &n in &[1usize, 2, 3, 4, 5, 7, 8, 9, 36, 128, max - 1, max, max + 1] {
+        let start = (n * 5) % (mix.len() - n + 1);
+        let points = &mix[start..start + n];
+        let cpu = gpu_crypto::cpu::g2_decompress(points);
+        for kernel in [G2DecompressKernel::Latency, G2DecompressKernel::Throughput] {
+            let what = format!("{kernel:?} kernel, batch of {n}");
+            let out = gpu.g2_decompress_with(points, kernel).expect("GPU call");
+            compare_g2(points, &out, &what);
+            assert_eq!(out, cpu, "{what}");
+        }
+    }
+    for (what, points) in [("corpus", &corpus), ("outside G2", &outside)] {
+        let out = gpu
+            .g2_decompress_with(points, G2DecompressKernel::Latency)
+            .expect("GPU call");
+        compare_g2(points, &out, what);
+        if what == "outside G2" {
+            assert!(out.iter().all(|x| *x == Err(DecodeError::NotInSubgroup)));
+        }
+    }
+}
+
+#[test]
+fn the_g2_switch_picks_the_latency_kernel_for_small_batches() {
+    assert_eq!(
+        G2DecompressKernel::for_batch(1),
+        G2DecompressKernel::Latency
+    );
+    assert_eq!(
+        G2DecompressKernel::for_batch(G2_LATENCY_KERNEL_MAX_POINTS),
+        G2DecompressKernel::Latency
+    );
+    assert_eq!(
+        G2DecompressKernel::for_batch(G2_LATENCY_KERNEL_MAX_POINTS + 1),
+        G2DecompressKernel::Throughput
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@ use super::decompress::{self, DecompressKernel};
 use super::device::{self, Context, Device, GpuWait};
 use super::error::GpuError;
 use super::functions::Kernels;
+use super::g2_decompress::G2DecompressKernel;
 use super::kernel_cache::KernelMode;
 use super::load::{self, ProgramLoad};
 use super::worker::{Pool, Worker};
@@ -132,10 +133,20 @@ impl GpuBackend {
         &self,
         points: &[[u8; 96]],
     ) -> Result<Vec<Result<G2Affine, DecodeError>>, GpuError> {
+        self.g2_decompress_with(points, G2DecompressKernel::for_batch(points.len()))
+    }
+
+    /// [`GpuBackend::g2_decompress`] with the kernel chosen by the caller instead of by the
+    /// batch size (tests and benchmarks compare both kernels).
+    pub fn g2_decompress_with(
+        &self,
+        points: &[[u8; 96]],
+        kernel: G2DecompressKernel,
+    ) -> Result<Vec<Result<G2Affine, DecodeError>>, GpuError> {
         if points.is_empty() {
             return Ok(Vec::new());
         }
-        self.with_worker(|gpu, w| g2_decompress::run(gpu, w, points))
+        self.with_worker(|gpu, w| g2_decompress::run(gpu, w, points, kernel))
     }
 
     /// `SHA-256(prefix || chunk)` for every chunk, identical to `cpu::sha256_prefixed`.

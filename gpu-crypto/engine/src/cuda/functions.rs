@@ -11,6 +11,8 @@ pub(crate) struct Kernels {
     /// Small batches: one point over two warps (decompress.rs picks by batch size).
     pub(crate) g1_decompress_latency: CudaFunction,
     pub(crate) g2_decompress: CudaFunction,
+    /// Small batches: one point per warp (g2_decompress.rs picks by batch size).
+    pub(crate) g2_decompress_latency: CudaFunction,
     pub(crate) sha256_prefixed: CudaFunction,
     /// The same hash with every addition on the integer ALU (bench comparison only).
     #[cfg_attr(not(feature = "bench"), allow(dead_code))]
@@ -46,6 +48,10 @@ impl Kernels {
                 "g1_decompress_latency",
             )?,
             g2_decompress: function(module(&sources::G2_DECOMPRESS)?, "g2_decompress")?,
+            g2_decompress_latency: function(
+                module(&sources::G2_DECOMPRESS_LATENCY)?,
+                "g2_decompress_latency",
+            )?,
             sha256_prefixed: function(sha, "sha256_prefixed")?,
             sha256_prefixed_alu: function(sha, "sha256_prefixed_alu")?,
             sha256_prefixed_shr_fma: function(sha, "sha256_prefixed_shr_fma")?,

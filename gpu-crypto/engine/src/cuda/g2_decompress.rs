@@ -1,5 +1,7 @@
-//! Host side of batch G2 decompression (kernels/ops/g2_decompress.cu): its launch shape and
-//! the conversion of its results, driven by the two-stream segment pipeline of segments.rs
+//! Host side of batch G2 decompression: the kernel choice (batches of up to
+//! `G2_LATENCY_KERNEL_MAX_POINTS` run the latency kernel, kernels/ops/g2_decompress_latency.cu,
+//! instead of the throughput one, kernels/ops/g2_decompress.cu), their launch shapes and the
+//! conversion of their results, driven by the two-stream segment pipeline of segments.rs
 //! (the same as G1's, decompress.rs).
 
 use super::device::Device;
@@ -7,10 +9,60 @@ use super::error::GpuError;
 use super::launch::launch_1d;
 use super::segments;
 use super::worker::Worker;
+use cudarc::driver::{CudaFunction, LaunchConfig};
 use gpu_crypto_api::DecodeError;
 use ic_bls12_381::G2Affine;
 
 const THREADS: u32 = 128;
+/// The latency kernel's block: four points, one per warp.
+const LATENCY_POINTS_PER_BLOCK: u32 = 4;
+
+/// Batches of at most this many points run the latency kernel. The throughput kernel's
+/// time is one thread's chain of Fp2 products (about 2.2 ms on the H200 from 8 to 256
+/// points, docs/results/nidkg-host-h200) until the batch fills the device; the latency
+/// kernel runs the same chain as RNS steps of one warp, so it stays ahead while its warps
+/// fit the device in a few waves.
+pub const G2_LATENCY_KERNEL_MAX_POINTS: usize = 4096;
+
+/// Which kernel decompresses a batch of G2 points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum G2DecompressKernel {
+    /// kernels/ops/g2_decompress_latency.cu: one point per warp, in a residue number
+    /// system.
+    Latency,
+    /// kernels/ops/g2_decompress.cu: one thread per point.
+    Throughput,
+}
+
+impl G2DecompressKernel {
+    /// The kernel the backend uses for a batch of `points`.
+    pub fn for_batch(points: usize) -> G2DecompressKernel {
+        if points <= G2_LATENCY_KERNEL_MAX_POINTS {
+            G2DecompressKernel::Latency
+        } else {
+            G2DecompressKernel::Throughput
+        }
+    }
+
+    fn function(self, gpu: &Device) -> &CudaFunction {
+        match self {
+            G2DecompressKernel::Latency => &gpu.kernels.g2_decompress_latency,
+            G2DecompressKernel::Throughput => &gpu.kernels.g2_decompress,
+        }
+    }
+
+    /// Launch shape for `points` points.
+    fn config(self, points: u32) -> LaunchConfig {
+        match self {
+            G2DecompressKernel::Latency => LaunchConfig {
+                grid_dim: (points.div_ceil(LATENCY_POINTS_PER_BLOCK), 1, 1),
+                block_dim: (32 * LATENCY_POINTS_PER_BLOCK, 1, 1),
+                shared_mem_bytes: 0,
+            },
+            G2DecompressKernel::Throughput => launch_1d(points as usize, THREADS),
+        }
+    }
+}
 /// Bytes of one uncompressed point (the output; a compressed one is 96).
 const OUT: usize = 192;
 
@@ -44,10 +96,11 @@ pub(crate) fn run(
     gpu: &Device,
     w: &mut Worker,
     points: &[[u8; 96]],
+    kernel: G2DecompressKernel,
 ) -> Result<Vec<Result<G2Affine, DecodeError>>, GpuError> {
-    let config = |points: u32| launch_1d(points as usize, THREADS);
+    let config = |points: u32| kernel.config(points);
     let pipeline = segments::Kernel {
-        function: &gpu.kernels.g2_decompress,
+        function: kernel.function(gpu),
         config: &config,
         launch: "launch g2_decompress",
         wait: "g2_decompress",

@@ -52,3 +52,4 @@ pub use bls::BlsGpuStrategy;
 pub use decompress::{DecompressKernel, LATENCY_KERNEL_MAX_POINTS};
 pub use device::GpuWait;
 pub use error::GpuError;
+pub use g2_decompress::{G2_LATENCY_KERNEL_MAX_POINTS, G2DecompressKernel};

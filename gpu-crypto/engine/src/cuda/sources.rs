@@ -70,6 +70,10 @@ pub const HEADERS: &[(&str, &str)] = &[
         include_str!("../../../../kernels/ff/fp2_rns.cuh"),
     ),
     (
+        "ff/fp2_rns_sqrt.cuh",
+        include_str!("../../../../kernels/ff/fp2_rns_sqrt.cuh"),
+    ),
+    (
         "ec/g2_jacobian.cuh",
         include_str!("../../../../kernels/ec/g2_jacobian.cuh"),
     ),
@@ -80,6 +84,10 @@ pub const HEADERS: &[(&str, &str)] = &[
     (
         "ec/g2_subgroup.cuh",
         include_str!("../../../../kernels/ec/g2_subgroup.cuh"),
+    ),
+    (
+        "ec/g2_subgroup_rns.cuh",
+        include_str!("../../../../kernels/ec/g2_subgroup_rns.cuh"),
     ),
     (
         "ops/g2_decompress.cuh",
@@ -143,6 +151,13 @@ pub const G2_DECOMPRESS: KernelProgram = KernelProgram {
     name: "ops/g2_decompress.cu",
     source: include_str!("../../../../kernels/ops/g2_decompress.cu"),
     functions: &["g2_decompress"],
+};
+
+/// Batch G2 decompression for small batches: one point per warp (latency).
+pub const G2_DECOMPRESS_LATENCY: KernelProgram = KernelProgram {
+    name: "ops/g2_decompress_latency.cu",
+    source: include_str!("../../../../kernels/ops/g2_decompress_latency.cu"),
+    functions: &["g2_decompress_latency"],
 };
 
 /// Benchmark-only: latency of dependent chains of Fp operations (one warp).
@@ -264,6 +279,7 @@ pub const PROGRAMS: &[KernelProgram] = &[
     G1_DECOMPRESS_LATENCY,
     HASH_TO_G1,
     G2_DECOMPRESS,
+    G2_DECOMPRESS_LATENCY,
     G1_MSM_SHARED_U8,
     G2_MSM,
     G1_RECOMBINE,
