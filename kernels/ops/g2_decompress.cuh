@@ -1,4 +1,6 @@
-// Decompression and full validation of one 96-byte compressed G2 point per thread.
+// Decompression and full validation of one 96-byte compressed G2 point per thread; its
+// decoding, output and loads are shared with the RNS latency kernel
+// (ops/g2_decompress_latency.cu).
 // Accepts and rejects exactly what ic_bls12_381's G2Affine::from_compressed does and
 // assigns the reason with gpu_crypto::DecodeError's precedence (as ops/g1_decompress.cuh):
 //   1 compression flag clear; 2 infinity flag with the sort flag or any x bit set;
@@ -45,17 +47,22 @@ __device__ __forceinline__ bool g2_lexicographically_largest(const fp2_t& y) {
     return fp_gt(y.c1, half) || (fp_is_zero(y.c1) && fp_gt(y.c0, half));
 }
 
-// Decodes in[0..24) (the encoding's memory words); writes out[0..48) and returns the code.
-__device__ __forceinline__ u32 g2_decompress_words(u32 out[48], const u32 in[24]) {
+// What g2_decode_flags leaves to the arithmetic: x is canonical and y must be solved for.
+#define G2_DECODE_SOLVE 0xffu
+
+// The checks before any arithmetic, on in[0..24) (the encoding's memory words): zeroes
+// out[0..48), reads x (flags cleared, canonical integers) and the sort flag, and returns the
+// code of a rejection or of the identity (written to out), else G2_DECODE_SOLVE.
+__device__ __forceinline__ u32 g2_decode_flags(fp2_t& x, bool& sort, u32 out[48],
+                                               const u32 in[24]) {
 #pragma unroll
     for (int i = 0; i < 48; i++) out[i] = 0;
-    fp2_t x;
     g2_fp_from_be_words(x.c1, in);
     g2_fp_from_be_words(x.c0, in + 12);
     const u32 flags = x.c1.l[FP_LIMBS - 1] >> 24;
     const bool compressed = (flags >> 7) & 1;
     const bool infinity = (flags >> 6) & 1;
-    const bool sort = (flags >> 5) & 1;
+    sort = (flags >> 5) & 1;
     x.c1.l[FP_LIMBS - 1] &= 0x1fffffffu;
 
     if (!compressed) return DECODE_NOT_COMPRESSED;
@@ -65,6 +72,23 @@ __device__ __forceinline__ u32 g2_decompress_words(u32 out[48], const u32 in[24]
         return DECODE_OK;
     }
     if (fp_geq_modulus(x.c1) || fp_geq_modulus(x.c0)) return DECODE_NON_CANONICAL;
+    return G2_DECODE_SOLVE;
+}
+
+// The output of a valid point: x and y (canonical) as the uncompressed encoding's words.
+__device__ __forceinline__ void g2_store_words(u32 out[48], const fp2_t& x, const fp2_t& y) {
+    g2_fp_to_be_words(out, x.c1);
+    g2_fp_to_be_words(out + 12, x.c0);
+    g2_fp_to_be_words(out + 24, y.c1);
+    g2_fp_to_be_words(out + 36, y.c0);
+}
+
+// Decodes in[0..24) (the encoding's memory words); writes out[0..48) and returns the code.
+__device__ __forceinline__ u32 g2_decompress_words(u32 out[48], const u32 in[24]) {
+    fp2_t x;
+    bool sort;
+    const u32 early = g2_decode_flags(x, sort, out, in);
+    if (early != G2_DECODE_SOLVE) return early;
 
     fp2_t xm, rhs, b, y;
     fp_to_mont(xm.c0, x.c0);
@@ -87,11 +111,23 @@ __device__ __forceinline__ u32 g2_decompress_words(u32 out[48], const u32 in[24]
 
     if (!g2_affine_is_torsion_free(xm, y)) return DECODE_NOT_IN_SUBGROUP;
 
-    g2_fp_to_be_words(out, x.c1);
-    g2_fp_to_be_words(out + 12, x.c0);
-    g2_fp_to_be_words(out + 24, y_int.c1);
-    g2_fp_to_be_words(out + 36, y_int.c0);
+    g2_store_words(out, x, y_int);
     return DECODE_OK;
+}
+
+// Point i's 96-byte encoding as 24 memory words, in six 16-byte loads (records are 16-byte
+// aligned: the host allocates 256-byte aligned buffers).
+__device__ __forceinline__ void g2_load_compressed(u32 words[24], const u8* __restrict__ in,
+                                                   u32 i) {
+    const uint4* src = reinterpret_cast<const uint4*>(in + (u64)i * 96);
+#pragma unroll
+    for (int v = 0; v < 6; v++) {
+        const uint4 q = src[v];
+        words[4 * v] = q.x;
+        words[4 * v + 1] = q.y;
+        words[4 * v + 2] = q.z;
+        words[4 * v + 3] = q.w;
+    }
 }
 
 // One point per thread. Records are 16-byte aligned (the host allocates 256-byte aligned
@@ -102,15 +138,7 @@ __device__ __forceinline__ void g2_decompress_batch(const u8* __restrict__ in, u
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     u32 words[24];
-    const uint4* src = reinterpret_cast<const uint4*>(in + (u64)i * 96);
-#pragma unroll
-    for (int v = 0; v < 6; v++) {
-        const uint4 q = src[v];
-        words[4 * v] = q.x;
-        words[4 * v + 1] = q.y;
-        words[4 * v + 2] = q.z;
-        words[4 * v + 3] = q.w;
-    }
+    g2_load_compressed(words, in, i);
     u32 result[48];
     const u32 code = g2_decompress_words(result, words);
     uint4* dst = reinterpret_cast<uint4*>(out + (u64)i * 192);

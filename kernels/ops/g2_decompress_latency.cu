@@ -16,24 +16,10 @@
 // code and output, out[0..48)).
 __device__ __forceinline__ u32 g2_rns_decompress_words(u32 out[48], const u32 in[24],
                                                        const rns_ctx& c) {
-#pragma unroll
-    for (int i = 0; i < 48; i++) out[i] = 0;
     fp2_t x;
-    g2_fp_from_be_words(x.c1, in);
-    g2_fp_from_be_words(x.c0, in + 12);
-    const u32 flags = x.c1.l[FP_LIMBS - 1] >> 24;
-    const bool compressed = (flags >> 7) & 1;
-    const bool infinity = (flags >> 6) & 1;
-    const bool sort = (flags >> 5) & 1;
-    x.c1.l[FP_LIMBS - 1] &= 0x1fffffffu;
-
-    if (!compressed) return DECODE_NOT_COMPRESSED;
-    if (infinity) {
-        if (sort || !fp2_is_zero(x)) return DECODE_BAD_INFINITY;
-        out[0] = 0x40;  // the identity: infinity flag, zero coordinates
-        return DECODE_OK;
-    }
-    if (fp_geq_modulus(x.c1) || fp_geq_modulus(x.c0)) return DECODE_NON_CANONICAL;
+    bool sort;
+    const u32 early = g2_decode_flags(x, sort, out, in);
+    if (early != G2_DECODE_SOLVE) return early;
 
     const g2_rns_offsets k = g2_rns_offsets_init(c);
     const fp2_rns_t xr = fp2_rns_from_words(x.c0.l, x.c1.l, c);  // < 16p
@@ -56,10 +42,7 @@ __device__ __forceinline__ u32 g2_rns_decompress_words(u32 out[48], const u32 in
 
     if (!g2_rns_affine_is_torsion_free(xr, y, c, k)) return DECODE_NOT_IN_SUBGROUP;
 
-    g2_fp_to_be_words(out, x.c1);
-    g2_fp_to_be_words(out + 12, x.c0);
-    g2_fp_to_be_words(out + 24, y_int.c1);
-    g2_fp_to_be_words(out + 36, y_int.c0);
+    g2_store_words(out, x, y_int);
     return DECODE_OK;
 }
 
@@ -73,15 +56,7 @@ g2_decompress_latency(const u8* __restrict__ in, u32 n, u8* __restrict__ out,
     rns_ctx c;
     rns_ctx_init(c, slots[warp]);
     u32 words[24];
-    const uint4* src = reinterpret_cast<const uint4*>(in + (u64)i * 96);
-#pragma unroll
-    for (int v = 0; v < 6; v++) {
-        const uint4 q = src[v];
-        words[4 * v] = q.x;
-        words[4 * v + 1] = q.y;
-        words[4 * v + 2] = q.z;
-        words[4 * v + 3] = q.w;
-    }
+    g2_load_compressed(words, in, i);
     u32 result[48];
     const u32 code = g2_rns_decompress_words(result, words, c);
     // Lane v < 12 stores the output's 16-byte vector v.

@@ -179,11 +179,11 @@ pub mod defaults {
     /// (docs/results/crossover-decompress-sha256-h200). The small-batch kernel moves the
     /// H200's crossover to a few points; its profile says 16.
     pub const DECOMPRESS_GPU_MIN_BATCH: usize = 256;
-    /// G2 points: CPU faster at 32 points (1.51 vs 2.21 ms), GPU faster from 64 (2.24 vs
-    /// 2.72 ms) on a loaded host and from 128 on a quiet one (docs/results/nidkg-dealing-h200);
-    /// 128 keeps a margin. The GPU's floor is one thread's Fp2 square root and subgroup
-    /// check, about 2.2 ms.
-    pub const DECOMPRESS_G2_GPU_MIN_BATCH: usize = 128;
+    /// G2 points: with the small-batch kernel (one point per warp in RNS) the GPU is faster
+    /// at the smallest size measured, 8 points (0.54 vs 0.72 ms on the CPU path's 16
+    /// threads; 32 points 0.55 vs 1.30 ms; docs/results/nidkg-g2-decompress-h200), so a
+    /// dealing's `t + 17` points go to the GPU.
+    pub const DECOMPRESS_G2_GPU_MIN_BATCH: usize = 8;
     /// Scalars (rows times shared bases) of one shared-base 8-bit MSM batch: GPU faster at
     /// the smallest NI-DKG shape, 32 x 208 = 6,656 scalars (0.33 vs 1.68 ms on the CPU
     /// path's 16 threads, docs/results/nidkg-dealing-h200); 4,096 keeps a margin.

@@ -18,10 +18,10 @@ const THREADS: u32 = 128;
 const LATENCY_POINTS_PER_BLOCK: u32 = 4;
 
 /// Batches of at most this many points run the latency kernel. The throughput kernel's
-/// time is one thread's chain of Fp2 products (about 2.2 ms on the H200 from 8 to 256
-/// points, docs/results/nidkg-host-h200) until the batch fills the device; the latency
-/// kernel runs the same chain as RNS steps of one warp, so it stays ahead while its warps
-/// fit the device in a few waves.
+/// time is one thread's chain of Fp2 products until the batch fills the device (2.18 to
+/// 2.44 ms on the H200 from 8 to 256 points, docs/results/nidkg-host-h200); the latency
+/// kernel runs the same chain as RNS steps of one warp (0.54 to 0.63 ms,
+/// docs/results/nidkg-g2-decompress-h200). At 4,096 points both take about 2.75 ms.
 pub const G2_LATENCY_KERNEL_MAX_POINTS: usize = 4096;
 
 /// Which kernel decompresses a batch of G2 points.
