@@ -41,10 +41,11 @@ impl<'a> NidkgBatchOps<'a> {
 
     /// The batch operations of `engine`, the verifier running the second of two
     /// independent batches on `pool` while the calling thread runs the first
-    /// (`BatchOps::overlap_pool`), each call on a GPU stream of its own: for an engine
-    /// whose policy sends the dealing's batches to the GPU with blocking waits, where a
-    /// waiting thread costs no host CPU. The host work of those batches runs on `pool`'s
-    /// threads; under a policy that keeps batches on the CPU, they compute there.
+    /// (`BatchOps::overlap_pool`; three threads run every pair of the combined checks at
+    /// once), each call on a GPU stream of its own: for an engine whose policy sends the
+    /// dealing's batches to the GPU with blocking waits, where a waiting thread costs no
+    /// host CPU. The host work of those batches runs on `pool`'s threads; under a policy
+    /// that keeps batches on the CPU, they compute there.
     pub fn overlapping(engine: &'a Engine, pool: &'a rayon::ThreadPool) -> Self {
         NidkgBatchOps {
             engine,

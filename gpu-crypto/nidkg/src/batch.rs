@@ -34,7 +34,10 @@ pub trait BatchOps: Sync {
     /// Where the verifier may run the second of two independent batches while the calling
     /// thread runs the first: worth it where batches run on a device whose waits cost no
     /// host CPU (a GPU, each call on a stream of its own), not where each batch computes
-    /// on the host. `None` (the default): one batch after another.
+    /// on the host. The combined checks nest such pairs (the integrity check beside the
+    /// proofs, and within each its G1 MSM beside its G2 MSM), so a pool of three threads
+    /// runs every pair at once; a pair finding no thread free runs one after the other.
+    /// `None` (the default): one batch after another.
     fn overlap_pool(&self) -> Option<&rayon::ThreadPool> {
         None
     }

@@ -201,10 +201,11 @@ fn exact_proofs<B: BatchOps + ?Sized>(
 
 /// Every decoded dealing through the combined checks, each operation batched over them.
 /// The integrity check and the proofs read the same decoded dealings, so they run at once
-/// where the backend overlaps its batches (only at this level: a nested pair would wait
-/// for the overlap pool's thread that the proofs hold); their verdicts apply in the exact verifier's
-/// order (integrity first), so a dealing failing both is named by its integrity check.
-/// Overlapped, the phase times overlap too: their sum exceeds the wall time.
+/// where the backend overlaps its batches, and so do the G1 and G2 MSMs within each (a
+/// nested pair runs at once where the overlap pool has a thread free, else one after the
+/// other); their verdicts apply in the exact verifier's order (integrity first), so a
+/// dealing failing both is named by its integrity check. Overlapped, the phase times
+/// overlap too: their sum exceeds the wall time.
 fn combined_all<B: BatchOps + ?Sized>(
     ops: &B,
     inputs: &[DealingInput<'_>],
@@ -279,7 +280,7 @@ fn combined_integrity<B: BatchOps + ?Sized>(
 ) -> Combined {
     let pending: Vec<(usize, &DecodedDealing)> = pending(state, None);
     if pending.is_empty() {
-        return all_pending(state, Ok(true));
+        return (0..state.len()).map(|_| None).collect();
     }
     let sides = match integrity_sides(ops, inputs, &pending, rho) {
         Ok(s) => s,
@@ -338,14 +339,24 @@ fn integrity_sides<B: BatchOps + ?Sized>(
         g1_msms.push((c.ss.clone(), coefficients.clone()));
         g2_msms.push((c.zz.clone(), coefficients));
     }
-    let g1_sums = exactly("g1_msm", g1_msms.len(), ops.g1_msm(&g1_msms)?)?;
-    let z_sums = exactly("g2_msm", g2_msms.len(), ops.g2_msm(&g2_msms)?)?;
-    let ids: Vec<G2Projective> = pending
-        .iter()
-        .map(|(i, d)| {
-            verify::integrity_identity(&d.dealing, inputs[*i].epoch, inputs[*i].associated_data)
-        })
-        .collect();
+    // The identities are host work: computed while the G2 MSM runs.
+    let ((g1_sums, ids), z_sums) = join(
+        ops,
+        || {
+            let sums = ops.g1_msm(&g1_msms);
+            let ids: Vec<G2Projective> = pending
+                .iter()
+                .map(|(i, d)| {
+                    let input = &inputs[*i];
+                    verify::integrity_identity(&d.dealing, input.epoch, input.associated_data)
+                })
+                .collect();
+            (sums, ids)
+        },
+        || ops.g2_msm(&g2_msms),
+    );
+    let g1_sums = exactly("g1_msm", g1_msms.len(), g1_sums?)?;
+    let z_sums = exactly("g2_msm", g2_msms.len(), z_sums?)?;
     let g2: Vec<G2Projective> = ids
         .into_iter()
         .zip(z_sums)
@@ -455,11 +466,10 @@ fn combined_proofs<B: BatchOps + ?Sized>(
             )
         })
         .unzip();
-    let results = ops
-        .g1_msm(&equations)
+    let (g1, g2) = join(ops, || ops.g1_msm(&equations), || ops.g2_msm(&g2_equations));
+    let results = g1
         .and_then(|r| exactly("g1_msm", equations.len(), r))
-        .and_then(|g1| Ok((g1, ops.g2_msm(&g2_equations)?)))
-        .and_then(|(g1, g2)| Ok((g1, exactly("g2_msm", g2_equations.len(), g2)?)));
+        .and_then(|g1| Ok((g1, exactly("g2_msm", g2_equations.len(), g2?)?)));
     let (g1, g2) = match results {
         Ok(r) => r,
         Err(e) => return fail_rest(state, verdicts, e.into()),

@@ -569,11 +569,11 @@ impl ChallengePowers {
         ChallengePowers { limbs }
     }
 
-    /// `sum_k e_k x^(k+1)` for one chunk's challenges (at most `l` of them). Each limb
-    /// column sums at most 32 products below `2^72`, so a `u128` holds it; the integer
-    /// (below `2^270`) is reduced once.
+    /// `sum_k e_k x^(k+1)` for one chunk's challenges (at most `l` = 32 of them). Each
+    /// limb column sums at most 32 products below `2^72`, so a `u128` holds it; the
+    /// integer (below `2^270`) is reduced once.
     pub(crate) fn eval(&self, e: &[u8]) -> Scalar {
-        debug_assert!(e.len() <= self.limbs.len() && e.len() <= 1 << 16);
+        debug_assert!(e.len() <= self.limbs.len());
         let mut columns = [0u128; 4];
         for (e_k, x_k) in e.iter().zip(&self.limbs) {
             for (column, limb) in columns.iter_mut().zip(x_k) {

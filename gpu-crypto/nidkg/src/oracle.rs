@@ -73,8 +73,8 @@ pub fn hash_int(v: u64) -> UniqueDigest {
 }
 
 /// [`hash_int`] of a byte's value, from a table of all 256: the chunking proof's second
-/// challenge hashes each of its `32 * 16 n` 8-bit first challenges as an integer, which
-/// as one SHA-256 each was most of a verifier's host time outside its batches.
+/// challenge hashes each of its `32 * 16 n` 8-bit first challenges as an integer, and one
+/// SHA-256 each would be most of a verifier's host time outside its batches.
 pub fn hash_small_int(v: u8) -> UniqueDigest {
     static TABLE: OnceLock<[UniqueDigest; 256]> = OnceLock::new();
     TABLE.get_or_init(|| std::array::from_fn(|v| hash_int(v as u64)))[usize::from(v)]

@@ -120,8 +120,8 @@ impl SysParams {
 
     /// `f_0 + sum_{i: bit_i = 1} f_i` over the epoch bits and the hash bits of an identity
     /// (the "ftau" of the paper): the G2 point a ciphertext's first randomizer is bound to.
-    /// Summed by bytes of the identity from [`IdentityWindows`]: 36 additions instead of
-    /// one per set bit (about 144). Epoch and hash are public, so the table lookups
+    /// Summed by bytes of the identity from precomputed windows (built on first use): 36
+    /// additions instead of one per set bit (about 144). Epoch and hash are public, so the table lookups
     /// reveal nothing.
     pub fn identity_point(&self, epoch: u32, hash_bits: &[u8; 32]) -> G2Projective {
         let windows = self
@@ -141,7 +141,7 @@ impl SysParams {
 /// eight; entry `v` of a window is the sum of the generators whose bit is set in `v`
 /// (bit `m` for the window's `m`-th generator). 36 windows of 256 points, about 1.7 MB,
 /// built on first use.
-pub struct IdentityWindows(Vec<Box<[G2Affine; 256]>>);
+pub(crate) struct IdentityWindows(Vec<Box<[G2Affine; 256]>>);
 
 impl IdentityWindows {
     fn new(params: &SysParams) -> Self {

@@ -45,15 +45,15 @@ impl Case {
 }
 
 /// The CPU backend with the verifier's independent batches issued at once
-/// (`BatchOps::overlap_pool`), as a GPU engine runs them: the integrity check and the
-/// proofs on two threads, each pair of independent batches on two. It records how many
-/// products each pairing batch asked for.
+/// (`BatchOps::overlap_pool`), as a GPU engine runs them: the integrity check beside the
+/// proofs, and within each the G1 MSM beside the G2 MSM, on a pool of three threads. It
+/// records how many products each pairing batch asked for.
 struct Overlapping(CpuBatchOps, rayon::ThreadPool, Mutex<Vec<usize>>);
 
 impl Overlapping {
     fn new() -> Overlapping {
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
+            .num_threads(3)
             .build()
             .unwrap();
         Overlapping(CpuBatchOps::single_thread(), pool, Mutex::default())

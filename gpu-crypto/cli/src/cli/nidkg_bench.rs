@@ -5,8 +5,8 @@
 //! the pairing products (the configuration that frees the most host CPU), once more with
 //! the host thread spinning on its GPU waits (algorithm `offload-spin`) instead of
 //! sleeping, and once with the verifier's independent batches issued at once, the second of
-//! each pair from a second host thread (algorithm `offload-overlap`,
-//! `NidkgBatchOps::overlapping`; the row's `threads` counts both):
+//! each pair from a pool of three more host threads (algorithm `offload-overlap`,
+//! `NidkgBatchOps::overlapping`; the row's `threads` counts all four):
 //!
 //! - `nidkg_verify`: one NI-DKG dealing, the exact checks, with the per-phase split;
 //! - `nidkg_verify_combined`: the same dealing through `verify_batch`, the combined checks;
@@ -24,6 +24,10 @@ use gpu_crypto_api::stats::Executed;
 use nidkg::{BatchOps, CpuBatchOps, PhaseTimes};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+
+/// Threads of the overlap pool per calling thread: one per nested pair of the combined
+/// checks (the proofs beside the integrity check, and each one's G2 MSM beside its G1 MSM).
+const OVERLAP_THREADS: usize = 3;
 
 /// What to measure and how often.
 pub(super) struct DealingPlan<'a> {
@@ -238,14 +242,22 @@ fn engine_rows(
                 pool.install(|| row(plan, op, mode, n, dealings, &cpu, "cpu", threads))?
             }
             Some(engine) => {
-                // Overlapped, the second branch runs on a pool of as many threads more: the
-                // row counts both.
+                // Overlapped, the second batch of each pair runs on a pool of three threads
+                // per calling thread (every pair of the combined checks at once): the row
+                // counts them all.
                 let companion = (path == Path::OffloadOverlap)
-                    .then(|| rayon::ThreadPoolBuilder::new().num_threads(threads).build())
+                    .then(|| {
+                        rayon::ThreadPoolBuilder::new()
+                            .num_threads(OVERLAP_THREADS * threads)
+                            .build()
+                    })
                     .transpose()
                     .context("a thread pool")?;
                 let (ops, threads) = match &companion {
-                    Some(c) => (NidkgBatchOps::overlapping(engine, c), 2 * threads),
+                    Some(c) => (
+                        NidkgBatchOps::overlapping(engine, c),
+                        (1 + OVERLAP_THREADS) * threads,
+                    ),
                     None => (NidkgBatchOps::new(engine), threads),
                 };
                 let before = counts(engine);

@@ -14,8 +14,10 @@ use gpu_crypto_api::DecodeError;
 use ic_bls12_381::G2Affine;
 
 const THREADS: u32 = 128;
-/// The latency kernel's block: four points, one per warp.
+/// The latency kernel's block: four points, one per warp (G2_LATENCY_WARPS in the kernel).
 const LATENCY_POINTS_PER_BLOCK: u32 = 4;
+/// Bytes of one uncompressed point (the output; a compressed one is 96).
+const OUT: usize = 192;
 
 /// Batches of at most this many points run the latency kernel. The throughput kernel's
 /// time is one thread's chain of Fp2 products until the batch fills the device (2.18 to
@@ -63,8 +65,6 @@ impl G2DecompressKernel {
         }
     }
 }
-/// Bytes of one uncompressed point (the output; a compressed one is 96).
-const OUT: usize = 192;
 
 /// Points per pipeline segment. A G2 point costs the kernel more than twice a G1 point, so
 /// half of G1's segment keeps a segment's kernel in the milliseconds while a batch of 2^16
