@@ -31,7 +31,7 @@ for line in sys.stdin:
                 open(sys.argv[1] + "/cli-bin-path", "w").write(m["executable"])
             print(name)
 ' "$stage"
-cp gpu-crypto/device/suite/run.sh "$stage/run.sh"
+cp gpu-crypto/device/suite/run.sh gpu-crypto/device/suite/offload-policy.toml "$stage/"
 printf '%s\n' "${tests[@]}" cli > "$stage/tests"
 # The CLI test finds the decompression corpus and the CLI's manifest folder by these.
 mkdir -p "$stage/testdata" && cp gpu-crypto/engine/testdata/decompress/*.txt "$stage/testdata/"

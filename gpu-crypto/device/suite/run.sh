@@ -4,10 +4,11 @@
 # the shared-base MSM's again with the points staged as encodings, then
 # `gpu-crypto bench --json --backend auto` (the CPU path on every thread and the GPU path of
 # every operation, peers in the same run) and `nidkg verify` of a dealing at n = 28 under
-# each backend, and `nidkg verify-ic` of the IC's published dealing where the bundle carries
-# it. Logs and the bench document go to $OUT.
+# each backend, `nidkg verify-ic` of the IC's published dealing where the bundle carries
+# it, and `nidkg timeline` of dealings at n = 28 and 40 (where a verification's wall time
+# and host CPU go). Logs and the bench document go to $OUT.
 # GPU_SUITE_TESTS: the test binaries to run (default: all of them); GPU_SUITE_BENCH=0 skips
-# the bench.
+# the bench; GPU_SUITE_TIMELINE=0 skips the timelines.
 set -uo pipefail
 cd "$(dirname "$0")"
 OUT="${OUT:-/tmp/gpu-out}"; mkdir -p "$OUT"
@@ -50,6 +51,28 @@ if [ -d ic-nidkg ]; then
       --threshold 2 --epoch 5 --dealer-index 0 >> "$OUT/nidkg-verify-ic.log" 2>&1
     echo "exit $?" >> "$OUT/nidkg-verify-ic.log"
   done
+fi
+# Timelines: under the default policy, offloaded (offload-policy.toml, the bench's offload
+# rows), offloaded with the exact checks, and offloaded with an overlap pool of three
+# threads (the bench's offload-overlap rows); then the MSMs' GPU profile of offloaded calls.
+if [ "${GPU_SUITE_TIMELINE:-1}" != 0 ]; then
+  ./gpu-crypto nidkg deal --n 40 --seed 1 --out /tmp/dealing-40.bin
+  timeline() { # gpu-crypto arguments...
+    echo "== gpu-crypto $*" >> "$OUT/nidkg-timeline.log"
+    ./gpu-crypto "$@" >> "$OUT/nidkg-timeline.log" 2>&1
+    echo "exit $?" >> "$OUT/nidkg-timeline.log"
+  }
+  for n in 28 40; do
+    d=/tmp/dealing-$n.bin
+    timeline --backend auto nidkg timeline "$d"
+    timeline --policy offload-policy.toml nidkg timeline "$d"
+    timeline --policy offload-policy.toml nidkg timeline --checks exact "$d"
+    timeline --policy offload-policy.toml nidkg timeline --overlap-threads 3 "$d"
+    timeline --policy offload-policy.toml nidkg timeline --calls 5 --batch $((2 * n)) "$d"
+    timeline --policy offload-policy.toml nidkg timeline --calls 5 --batch $((2 * n)) --overlap-threads 3 "$d"
+    timeline --backend auto nidkg timeline --calls 5 --batch $((2 * n)) --host-threads 16 "$d"
+  done
+  GPU_CRYPTO_MSM_PROFILE=1 timeline --policy offload-policy.toml nidkg timeline --calls 3 /tmp/dealing-28.bin
 fi
 if [ "${GPU_SUITE_BENCH:-1}" != 0 ]; then
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu --format=csv -lms 500 > "$OUT/clocks.log" 2>&1 &

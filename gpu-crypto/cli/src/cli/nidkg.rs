@@ -1,15 +1,16 @@
-//! `gpu-crypto nidkg deal | verify | verify-ic | verify-pop`: NI-DKG dealings in the IC's
-//! encoding (the `nidkg` crate).
+//! `gpu-crypto nidkg deal | verify | verify-ic | verify-pop | timeline`: NI-DKG dealings in
+//! the IC's encoding (the `nidkg` crate).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::Subcommand;
+use clap::{Subcommand, ValueEnum};
 use gpu_crypto::{Engine, NIDKG_OPERATIONS, NidkgBatchOps};
 
 use super::progress::Progress;
+use super::timeline;
 use nidkg::ic_cbor;
 
 #[derive(Subcommand)]
@@ -71,6 +72,41 @@ pub(crate) enum NidkgCommand {
         #[arg(long, value_name = "TEXT")]
         associated_data: String,
     },
+    /// Verify a dealing file many times and print where the median call's wall time and
+    /// host CPU go: every batch handed to the engine (under `--backend` or `--policy`) with
+    /// its start, wall time and the CPU time of the thread that ran it, the verifier's own
+    /// host work between the batches, and per batch the medians over the calls. The
+    /// dealing must be accepted.
+    Timeline {
+        /// The dealing file, or `-` for standard input.
+        file: PathBuf,
+        /// The checks: the exact verifier's, or the combined ones of `verify_batch`.
+        #[arg(long, value_enum, default_value_t = ChecksArg::Combined)]
+        checks: ChecksArg,
+        /// Timed calls, after one untimed call that opens the kernels and buffers.
+        #[arg(long, default_value_t = 21, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        calls: u32,
+        /// Dealings per call: the file's dealing this many times in one `verify_batch`
+        /// call (a DKG round at n is 2n), combined checks only.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+        batch: u32,
+        /// Threads of the pool the verification and the engine's host work run in.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+        host_threads: u16,
+        /// Threads of an overlap pool that runs the second of each pair of independent
+        /// batches (0: none, one batch after another).
+        #[arg(long, default_value_t = 0)]
+        overlap_threads: u16,
+    },
+}
+
+/// Which checks `timeline` runs.
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum ChecksArg {
+    /// The IC verifier's checks, one dealing at a time.
+    Exact,
+    /// The combined checks of one `verify_batch` call.
+    Combined,
 }
 
 /// Exit status of `verify` for input that is not a dealing file at all.
@@ -114,6 +150,23 @@ pub(crate) fn run(
             pop,
             associated_data,
         } => verify_pop(key, pop, associated_data),
+        NidkgCommand::Timeline {
+            file,
+            checks,
+            calls,
+            batch,
+            host_threads,
+            overlap_threads,
+        } => {
+            let shape = TimelineShape {
+                checks: *checks,
+                calls: *calls as usize,
+                batch: *batch as usize,
+                host_threads: usize::from(*host_threads),
+                overlap_threads: usize::from(*overlap_threads),
+            };
+            print_timeline(file, &shape, engine)
+        }
     }
 }
 
@@ -152,6 +205,91 @@ fn verify(
     };
     let result = nidkg::verify_with(&NidkgBatchOps::new(&engine), &bytes);
     Ok(print_verdict(&engine, &named(file), result))
+}
+
+/// How `timeline` verifies.
+struct TimelineShape {
+    checks: ChecksArg,
+    calls: usize,
+    batch: usize,
+    host_threads: usize,
+    overlap_threads: usize,
+}
+
+/// `timeline`: the dealing file verified `shape.calls` times after one untimed call, each
+/// call recorded; the report on standard output.
+fn print_timeline(
+    file: &Path,
+    shape: &TimelineShape,
+    engine: impl FnOnce() -> anyhow::Result<Engine>,
+) -> anyhow::Result<ExitCode> {
+    let bytes = read_bytes(file)?;
+    let parsed = nidkg::DealingFile::parse(&bytes)
+        .with_context(|| format!("{}: not a dealing file", named(file)))?;
+    if shape.batch > 1 && matches!(shape.checks, ChecksArg::Exact) {
+        anyhow::bail!(
+            "--batch needs --checks combined: the exact checks verify one dealing a call"
+        );
+    }
+    let engine = engine()?;
+    let pool = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .context("a thread pool")
+    };
+    let overlap = match shape.overlap_threads {
+        0 => None,
+        threads => Some(pool(threads)?),
+    };
+    let ops = match &overlap {
+        Some(p) => NidkgBatchOps::overlapping(&engine, p),
+        None => NidkgBatchOps::new(&engine),
+    };
+    let files = vec![bytes.clone(); shape.batch];
+    let call = |ops: &dyn nidkg::BatchOps| -> anyhow::Result<()> {
+        match shape.checks {
+            ChecksArg::Exact => nidkg::verify_with(ops, &bytes).map(drop).map_err(|e| {
+                anyhow::anyhow!("the dealing was not accepted: {}: {e}", e.component())
+            }),
+            ChecksArg::Combined => {
+                let report = combined_batch(ops, &files)?;
+                match report.verdicts.into_iter().find_map(Result::err) {
+                    None => Ok(()),
+                    Some(e) => {
+                        anyhow::bail!("the dealing was not accepted: {}: {e}", e.component())
+                    }
+                }
+            }
+        }
+    };
+    let passes = pool(shape.host_threads)?.install(|| {
+        call(&ops)?;
+        (0..shape.calls)
+            .map(|_| {
+                let (verdict, pass) = timeline::record_pass(&ops, call);
+                verdict.map(|()| pass)
+            })
+            .collect::<anyhow::Result<Vec<_>>>()
+    })?;
+    let title = format!(
+        "timeline of {} {} verification(s) of {} dealing(s) in {} (n = {}, t = {}) on {}, after one untimed call; {} host thread(s), {} overlap thread(s)",
+        shape.calls,
+        match shape.checks {
+            ChecksArg::Exact => "exact",
+            ChecksArg::Combined => "combined",
+        },
+        shape.batch,
+        named(file),
+        parsed.receiver_keys.len(),
+        parsed.t,
+        nidkg::BatchOps::name(&ops),
+        shape.host_threads,
+        shape.overlap_threads
+    );
+    print_routes(&engine);
+    print!("{}", timeline::report(&title, &passes));
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `verify-ic`: the verdict on a dealing in the IC's encoding under the IC's `context`,
@@ -214,6 +352,30 @@ fn verify_pop(key: &Path, pop: &Path, associated_data: &str) -> anyhow::Result<E
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// The dealing files parsed and verified in one `verify_batch` call, combined checks.
+pub(crate) fn combined_batch(
+    ops: &dyn nidkg::BatchOps,
+    dealings: &[Vec<u8>],
+) -> anyhow::Result<nidkg::BatchReport> {
+    let mut parsed = Vec::with_capacity(dealings.len());
+    for bytes in dealings {
+        let file = nidkg::DealingFile::parse(bytes)?;
+        let (_, _, stream) = nidkg::ic_cbor::dealing_stream(&file.dealing)?;
+        parsed.push((file, stream));
+    }
+    let inputs: Vec<nidkg::DealingInput<'_>> = parsed
+        .iter()
+        .map(|(file, stream)| nidkg::DealingInput {
+            receiver_keys: &file.receiver_keys,
+            t: file.t,
+            epoch: file.epoch,
+            associated_data: &file.associated_data,
+            stream,
+        })
+        .collect();
+    Ok(nidkg::verify_batch(ops, &inputs, nidkg::Checks::Combined))
 }
 
 /// The engine, or `None` after printing why there is no verdict.

@@ -16,6 +16,7 @@
 //!
 //! Every verification must accept: a rejection fails the bench.
 
+use super::cpu_clock;
 use super::progress::Progress;
 use anyhow::Context;
 use gpu_crypto::{Engine, GpuWait, NIDKG_OPERATIONS, NidkgBatchOps, Operation};
@@ -325,7 +326,7 @@ fn verify_all(
             Ok(phases)
         }
         Mode::CombinedBatch => {
-            let report = combined_batch(ops, dealings)?;
+            let report = super::nidkg::combined_batch(ops, dealings)?;
             if let Some((i, Err(e))) = report.verdicts.iter().enumerate().find(|(_, v)| v.is_err())
             {
                 return Err(not_accepted(i, e));
@@ -357,11 +358,11 @@ fn timed_calls(
     while calls.len() < plan.max_reps
         && (calls.len() < plan.min_reps || started.elapsed() < plan.min_time)
     {
-        let cpu = process_cpu_seconds();
+        let cpu = cpu_clock::process_seconds();
         let t = Instant::now();
         let phases = call()?;
         calls.push((t.elapsed().as_secs_f64(), phases));
-        if let (Some(before), Some(after)) = (cpu, process_cpu_seconds()) {
+        if let (Some(before), Some(after)) = (cpu, cpu_clock::process_seconds()) {
             cpu_seconds.push(after - before);
         }
     }
@@ -418,38 +419,6 @@ impl Calls {
     }
 }
 
-/// The dealing files parsed and verified in one `verify_batch` call, combined checks.
-fn combined_batch(ops: &dyn BatchOps, dealings: &[Vec<u8>]) -> anyhow::Result<nidkg::BatchReport> {
-    let mut parsed = Vec::with_capacity(dealings.len());
-    for bytes in dealings {
-        let file = nidkg::DealingFile::parse(bytes)?;
-        let (_, _, stream) = nidkg::ic_cbor::dealing_stream(&file.dealing)?;
-        parsed.push((file, stream));
-    }
-    let inputs: Vec<nidkg::DealingInput<'_>> = parsed
-        .iter()
-        .map(|(file, stream)| nidkg::DealingInput {
-            receiver_keys: &file.receiver_keys,
-            t: file.t,
-            epoch: file.epoch,
-            associated_data: &file.associated_data,
-            stream,
-        })
-        .collect();
-    Ok(nidkg::verify_batch(ops, &inputs, nidkg::Checks::Combined))
-}
-
-/// The process's CPU time so far (user and system, every thread), where the clock reads.
-fn process_cpu_seconds() -> Option<f64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec and the clock id is a constant of the kernel.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    (rc == 0).then_some(ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
-}
-
 /// Items the engine ran per (operation, where) so far.
 fn counts(engine: &Engine) -> BTreeMap<(Operation, Executed), u64> {
     engine
@@ -490,4 +459,17 @@ fn routes(
         _ => "mixed",
     };
     (executed_on.to_string(), parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The GPU suite's timelines read the offload configuration from a policy file: it must
+    /// be the bench's.
+    #[test]
+    fn the_suites_offload_policy_file_is_the_benchs_offload_policy() {
+        let file: gpu_crypto::Policy =
+            toml::from_str(include_str!("../../../device/suite/offload-policy.toml"))
+                .expect("the suite's policy file parses");
+        assert_eq!(file, super::offload_policy());
+    }
 }
