@@ -656,6 +656,97 @@ fn nidkg_deal_then_verify_with_the_documented_exit_codes() {
     assert_verified_on_the_gpu_or_no_verdict(&out);
 }
 
+/// `nidkg timeline` verifies the file's dealing (here twice per call, in one batch) and
+/// prints the median call's batches with their thread CPU, the verifier's host work outside
+/// them and per batch the medians; a changed dealing is an error, never a timeline. Under
+/// the GPU suite's offload policy file it runs on the GPU, or without one says why.
+#[test]
+fn nidkg_timeline_accounts_for_an_accepted_dealing_and_refuses_a_rejected_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dealing.bin");
+    let file_arg = file.to_str().unwrap();
+    run_ok(&[
+        "nidkg", "deal", "--n", "4", "--seed", "3", "--out", file_arg,
+    ]);
+    let timeline = |policy: &[&str], file: &str| {
+        let mut args = policy.to_vec();
+        args.extend(["nidkg", "timeline", "--calls", "2", "--batch", "2", file]);
+        run(&args)
+    };
+    let out = timeline(&["--backend", "cpu"], file_arg);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("timeline of 2 combined verification(s) of 2 dealing(s) in "),
+        "{text}"
+    );
+    for line in [
+        "median call: wall ",
+        "caller  g1_decompress (",
+        "caller  pairing_products (1 products, 4 pairs)",
+        "outside the batches, on the calling thread: wall ",
+        "medians over the 2 calls",
+        "the call (host CPU: process)",
+    ] {
+        assert!(text.contains(line), "{line:?} not in\n{text}");
+    }
+
+    let mut changed = std::fs::read(&file).unwrap();
+    *changed.last_mut().unwrap() ^= 0x01;
+    let changed_file = dir.path().join("changed.bin");
+    std::fs::write(&changed_file, &changed).unwrap();
+    let out = timeline(&["--backend", "cpu"], changed_file.to_str().unwrap());
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("the dealing was not accepted: "),
+        "{}",
+        stderr(&out)
+    );
+
+    let policy = write(
+        dir.path(),
+        "offload-policy.toml",
+        include_str!("../../device/suite/offload-policy.toml"),
+    );
+    let out = timeline(&["--policy", &policy], file_arg);
+    if gpu_ready() {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains("msm_g2: policy gpu (gpu from 1), ran gpu "),
+            "{}",
+            stderr(&out)
+        );
+    } else {
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        assert!(stderr(&out).contains("GPU"), "{}", stderr(&out));
+    }
+}
+
 /// Under `--backend gpu`: accepted with the decoding on the GPU, or, without a usable GPU,
 /// no verdict (exit 3) saying why.
 fn assert_verified_on_the_gpu_or_no_verdict(out: &Output) {
