@@ -127,27 +127,53 @@ pub(crate) fn p1_mult(point: &blst_p1_affine, scalar: &[u8], nbits: usize) -> Op
     Some(out)
 }
 
-/// Whether `prod_i e(ps[i], qs[i])` is the identity of GT: one multi-Miller loop and one
-/// final exponentiation on the calling thread (the C function, not the crate's wrapper,
-/// which spreads the loop over blst's own pool). blst's loop special-cases the point at
-/// infinity only for a single pair, so callers leave out pairs with an identity point
-/// (each contributes 1). `None` if the lengths differ; the empty product is the identity.
+/// Pairs per Miller loop task where one product is spread over the pool's threads: each
+/// task pays its own 63 squarings in GT (shared by all pairs of one loop), so a task must
+/// hold enough pairs for that to be small beside them (a DKG round's combined integrity
+/// check is one product of `2n + 2` pairs).
+const PAIRS_PER_TASK: usize = 8;
+
+/// Whether `prod_i e(ps[i], qs[i])` is the identity of GT: multi-Miller loops on the
+/// calling thread (the C function, not the crate's wrapper, which spreads the loop over
+/// blst's own pool), a long product in tasks of at least [`PAIRS_PER_TASK`] pairs on the
+/// current rayon pool, their product, and one final exponentiation. blst's loop
+/// special-cases the point at infinity only for a single pair, so callers leave out pairs
+/// with an identity point (each contributes 1). `None` if the lengths differ; the empty
+/// product is the identity.
 pub(crate) fn pairing_product_is_one(qs: &[blst_p2_affine], ps: &[blst_p1_affine]) -> Option<bool> {
+    use rayon::prelude::*;
     if qs.len() != ps.len() {
         return None;
     }
     if qs.is_empty() {
         return Some(true);
     }
-    let q_ptrs = [qs.as_ptr(), std::ptr::null()];
-    let p_ptrs = [ps.as_ptr(), std::ptr::null()];
-    let mut miller = blst_fp12::default();
+    let tasks = (qs.len() / PAIRS_PER_TASK).clamp(1, rayon::current_num_threads());
+    let per_task = qs.len().div_ceil(tasks);
+    let miller = qs
+        .par_chunks(per_task)
+        .zip(ps.par_chunks(per_task))
+        .map(|(q, p)| miller_loop(q, p))
+        .reduce_with(|a, b| a * b)
+        .expect("at least one pair");
     let mut out = blst_fp12::default();
-    // SAFETY: both arrays are contiguous and hold `qs.len()` points (blst's "second
-    // pointer is null" convention), checked above; the outputs are owned fp12 values.
+    // SAFETY: both are owned fp12 values.
     unsafe {
-        blst::blst_miller_loop_n(&mut miller, q_ptrs.as_ptr(), p_ptrs.as_ptr(), qs.len());
         blst::blst_final_exp(&mut out, &miller);
         Some(blst::blst_fp12_is_one(&out))
     }
+}
+
+/// `prod_i f_{q_i}(p_i)` before the final exponentiation; `qs` and `ps` of one length, at
+/// least one.
+fn miller_loop(qs: &[blst_p2_affine], ps: &[blst_p1_affine]) -> blst_fp12 {
+    let q_ptrs = [qs.as_ptr(), std::ptr::null()];
+    let p_ptrs = [ps.as_ptr(), std::ptr::null()];
+    let mut miller = blst_fp12::default();
+    // SAFETY: both arrays are contiguous and hold `qs.len()` points (blst's "second
+    // pointer is null" convention; the caller passes equal lengths); the output is owned.
+    unsafe {
+        blst::blst_miller_loop_n(&mut miller, q_ptrs.as_ptr(), p_ptrs.as_ptr(), qs.len());
+    }
+    miller
 }
