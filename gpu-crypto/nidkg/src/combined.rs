@@ -4,7 +4,10 @@
 //! A batch gathers the same work of every dealing into one call of each [`BatchOps`]
 //! operation (one G1 and one G2 decompression batch for all dealings, one pairing batch,
 //! one MSM batch), so a GPU backend sees batches as large as the block or the DKG round.
-//! A dealing that fails never fails its neighbours: its verdict is its own.
+//! A dealing that fails never fails its neighbours: its verdict is its own. The host work
+//! of each dealing between the batches (parsing its stream, its oracles, its equations)
+//! runs on the current rayon pool, one task per dealing: install a pool of one thread to
+//! keep a verification on one thread.
 //!
 //! With [`Checks::Combined`], per dealing:
 //!
@@ -37,6 +40,7 @@ use crate::verify::{
 use ic_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
+use rayon::prelude::*;
 use std::time::Instant;
 
 /// How each dealing's equations are checked.
@@ -108,7 +112,7 @@ fn decode_all<B: BatchOps + ?Sized>(
     inputs: &[DealingInput<'_>],
 ) -> Vec<Result<DecodedDealing, VerifyError>> {
     let split: Vec<Result<EncodedElements, VerifyError>> = inputs
-        .iter()
+        .par_iter()
         .map(|d| EncodedElements::split(d.receiver_keys, d.t, d.stream))
         .collect();
     let encoded: Vec<&EncodedElements> = split.iter().filter_map(|s| s.as_ref().ok()).collect();
@@ -118,8 +122,8 @@ fn decode_all<B: BatchOps + ?Sized>(
         (Ok(a), Ok(b)) => Ok((a, b)),
         (Err(e), _) | (_, Err(e)) => Err(e),
     };
-    let (mut g1, mut g2) = match decompressed {
-        Ok((a, b)) if a.len() == g1.len() && b.len() == g2.len() => (a.into_iter(), b.into_iter()),
+    let (g1, g2) = match decompressed {
+        Ok((a, b)) if a.len() == g1.len() && b.len() == g2.len() => (a, b),
         Ok((a, b)) => {
             let e = BackendError {
                 operation: "decompress",
@@ -143,12 +147,25 @@ fn decode_all<B: BatchOps + ?Sized>(
                 .collect();
         }
     };
-    split
-        .into_iter()
+    // Each dealing's points start where the previous dealing's end.
+    let mut starts = (0, 0);
+    let slices: Vec<(usize, usize)> = split
+        .iter()
         .map(|s| {
+            let at = starts;
+            if let Ok(e) = s {
+                starts = (at.0 + e.g1.len(), at.1 + e.g2.len());
+            }
+            at
+        })
+        .collect();
+    split
+        .into_par_iter()
+        .zip(slices)
+        .map(|(s, (at1, at2))| {
             let e = s?;
-            let g1: Vec<_> = g1.by_ref().take(e.g1.len()).collect();
-            let g2: Vec<_> = g2.by_ref().take(e.g2.len()).collect();
+            let g1 = g1[at1..at1 + e.g1.len()].to_vec();
+            let g2 = g2[at2..at2 + e.g2.len()].to_vec();
             verify::decode(&e, g1, g2)
         })
         .collect()
@@ -345,7 +362,7 @@ fn integrity_sides<B: BatchOps + ?Sized>(
         || {
             let sums = ops.g1_msm(&g1_msms);
             let ids: Vec<G2Projective> = pending
-                .iter()
+                .par_iter()
                 .map(|(i, d)| {
                     let input = &inputs[*i];
                     verify::integrity_identity(&d.dealing, input.epoch, input.associated_data)
@@ -438,8 +455,8 @@ fn combined_proofs<B: BatchOps + ?Sized>(
     let mut verdicts: Combined = (0..state.len()).map(|_| None).collect();
     // The deterministic range checks first: a dealing out of range fails by name.
     let chunking: Vec<Option<ChunkingTerms>> = state
-        .iter()
-        .zip(verdicts.iter_mut())
+        .par_iter()
+        .zip(verdicts.par_iter_mut())
         .map(|(s, verdict)| {
             let d = s.as_ref().ok()?;
             ChunkingTerms::new(&d.receiver_keys, &d.dealing)
@@ -454,14 +471,19 @@ fn combined_proofs<B: BatchOps + ?Sized>(
     };
     phases.sharing += sharing_start.elapsed();
     let pending = pending(state, Some(&verdicts));
-    let (equations, g2_equations): (Vec<G1Equation>, Vec<_>) = pending
+    let coefficients: Vec<EquationCoefficients> = pending
         .iter()
-        .map(|(i, d)| {
+        .map(|(_, d)| EquationCoefficients::draw(rho, d.receiver_keys.len()))
+        .collect();
+    let (equations, g2_equations): (Vec<G1Equation>, Vec<_>) = pending
+        .par_iter()
+        .zip(coefficients)
+        .map(|((i, d), rho)| {
             let (Some(c), Some(s)) = (&chunking[*i], &sharing[*i]) else {
                 unreachable!("every pending dealing has its terms")
             };
             (
-                combined_g1_equation(d, c, s, rho),
+                combined_g1_equation(d, c, s, &rho),
                 verify::coefficients_equation(&d.dealing, s),
             )
         })
@@ -494,13 +516,29 @@ fn sharing_terms_all<B: BatchOps + ?Sized>(
         .flat_map(|(_, d)| verify::recombination_rows(&d.dealing))
         .collect();
     let combined = ops.g1_recombine_chunks(&rows)?;
-    let mut combined = exactly("g1_recombine_chunks", rows.len(), combined)?.into_iter();
+    let combined = exactly("g1_recombine_chunks", rows.len(), combined)?;
+    // Each dealing's `n + 1` rows start where the previous dealing's end.
+    let mut start = 0;
+    let mine: Vec<(usize, &DecodedDealing, &[G1Projective])> = pending
+        .iter()
+        .map(|(i, d)| {
+            let rows = d.receiver_keys.len() + 1;
+            start += rows;
+            (*i, *d, &combined[start - rows..start])
+        })
+        .collect();
+    let formed: Vec<(usize, Result<SharingTerms, VerifyError>)> = mine
+        .into_par_iter()
+        .map(|(i, d, rows)| {
+            let terms = SharingTerms::from_recombined(&d.receiver_keys, &d.dealing, rows.to_vec());
+            (i, terms)
+        })
+        .collect();
     let mut terms: Vec<Option<SharingTerms>> = (0..state.len()).map(|_| None).collect();
-    for (i, d) in &pending {
-        let mine: Vec<G1Projective> = combined.by_ref().take(d.receiver_keys.len() + 1).collect();
-        match SharingTerms::from_recombined(&d.receiver_keys, &d.dealing, mine) {
-            Ok(t) => terms[*i] = Some(t),
-            Err(e) => verdicts[*i] = Some(Err(e)),
+    for (i, formed) in formed {
+        match formed {
+            Ok(t) => terms[i] = Some(t),
+            Err(e) => verdicts[i] = Some(Err(e)),
         }
     }
     Ok(terms)
@@ -512,14 +550,13 @@ fn combined_g1_equation(
     d: &DecodedDealing,
     chunking: &ChunkingTerms,
     sharing: &SharingTerms,
-    rho: &mut Coefficients,
+    rho: &EquationCoefficients,
 ) -> G1Equation {
-    let n = d.receiver_keys.len();
     let (c, p) = (&d.dealing.ciphertext, &d.dealing.chunking);
     let mut eq = LinearCombination::default();
     // Randomizers, receiver i: sum_j R_j s_ij - g1 z_r,i + D_{i+1}; the shared bases R_j
     // and g1 take the sum of their scalars.
-    let rho_i = rho.take(n);
+    let rho_i = &rho.randomizers;
     let mut r_scalars = vec![Scalar::zero(); NUM_CHUNKS];
     let mut g1_scalar = Scalar::zero();
     for (i, s_i) in chunking.s.chunks(NUM_CHUNKS).enumerate() {
@@ -532,11 +569,11 @@ fn combined_g1_equation(
     eq.terms(&c.rr, &r_scalars, Scalar::one());
     eq.term(G1Affine::generator(), g1_scalar);
     // Blinders: sum_k B_k x^k - g1 z_beta + D_0.
-    let rho_b = rho.next();
+    let rho_b = rho.blinders;
     eq.equation(verify::blinders_equation(&d.dealing, chunking), rho_b);
     eq.term(p.dd[0], rho_b);
     // Chunks: sum_ij s_ij C_ij + sum_k C_k x^k + (the rest) + Y.
-    let rho_c = rho.next();
+    let rho_c = rho.chunks;
     for (row, s_i) in c.cc.iter().zip(chunking.s.chunks(NUM_CHUNKS)) {
         eq.terms(row, s_i, rho_c);
     }
@@ -547,12 +584,40 @@ fn combined_g1_equation(
     );
     eq.term(p.yy, rho_c);
     // The sharing proof's two G1 equations.
-    eq.equation(verify::randomizer_equation(&d.dealing, sharing), rho.next());
+    let [rho_randomizer, rho_ciphertexts] = rho.sharing;
+    eq.equation(
+        verify::randomizer_equation(&d.dealing, sharing),
+        rho_randomizer,
+    );
     eq.equation(
         verify::ciphertexts_equation(&d.receiver_keys, &d.dealing, sharing),
-        rho.next(),
+        rho_ciphertexts,
     );
     eq.into_equation()
+}
+
+/// The coefficients of one dealing's combined G1 equation, drawn in the call's order
+/// before the equations are formed (in parallel).
+struct EquationCoefficients {
+    /// One per receiver: the chunking proof's randomizer equations.
+    randomizers: Vec<Scalar>,
+    /// The chunking proof's blinder equation.
+    blinders: Scalar,
+    /// The chunking proof's chunks equation.
+    chunks: Scalar,
+    /// The sharing proof's randomizer and ciphertexts equations.
+    sharing: [Scalar; 2],
+}
+
+impl EquationCoefficients {
+    fn draw(rho: &mut Coefficients, receivers: usize) -> Self {
+        EquationCoefficients {
+            randomizers: rho.take(receivers),
+            blinders: rho.next(),
+            chunks: rho.next(),
+            sharing: [rho.next(), rho.next()],
+        }
+    }
 }
 
 /// Bases and scalars of one MSM, built from equations scaled by coefficients.
