@@ -86,25 +86,37 @@ impl Pass {
         elapsed(self.caller_cpu, self.process_cpu)
     }
 
-    /// Per batch operation, in order of first use: (operation, steps, wall, thread CPU)
-    /// summed over its steps.
-    fn per_op(&self) -> Vec<(&'static str, usize, f64, Option<f64>)> {
-        let mut ops: Vec<(&'static str, usize, f64, Option<f64>)> = Vec::new();
+    /// Per batch operation, in order of first use, its steps summed.
+    fn per_op(&self) -> Vec<OpTotal> {
+        let mut ops: Vec<OpTotal> = Vec::new();
         for s in &self.steps {
-            let i = match ops.iter().position(|o| o.0 == s.op) {
+            let i = match ops.iter().position(|o| o.op == s.op) {
                 Some(i) => i,
                 None => {
-                    ops.push((s.op, 0, 0.0, Some(0.0)));
+                    ops.push(OpTotal {
+                        op: s.op,
+                        steps: 0,
+                        wall: 0.0,
+                        thread_cpu: Some(0.0),
+                    });
                     ops.len() - 1
                 }
             };
             let o = &mut ops[i];
-            o.1 += 1;
-            o.2 += s.wall;
-            o.3 = o.3.zip(s.thread_cpu).map(|(a, b)| a + b);
+            o.steps += 1;
+            o.wall += s.wall;
+            o.thread_cpu = o.thread_cpu.zip(s.thread_cpu).map(|(a, b)| a + b);
         }
         ops
     }
+}
+
+/// One batch operation's steps of a call, summed.
+struct OpTotal {
+    op: &'static str,
+    steps: usize,
+    wall: f64,
+    thread_cpu: Option<f64>,
 }
 
 /// The report of `passes` (at least one): the median call's steps, then per operation
@@ -165,11 +177,11 @@ fn medians_table(passes: &[Pass]) -> String {
         passes.len()
     );
     let per_call: Vec<_> = passes.iter().map(Pass::per_op).collect();
-    for (op, steps, _, _) in &per_call[0] {
-        let of = |pick: fn(&(&str, usize, f64, Option<f64>)) -> Option<f64>| {
+    for first in &per_call[0] {
+        let of = |pick: fn(&OpTotal) -> Option<f64>| {
             median(per_call.iter().map(|ops| {
                 ops.iter()
-                    .find(|o| o.0 == *op)
+                    .find(|o| o.op == first.op)
                     .and_then(pick)
                     .unwrap_or(f64::NAN)
             }))
@@ -177,10 +189,10 @@ fn medians_table(passes: &[Pass]) -> String {
         let _ = writeln!(
             out,
             "  {:<28} {:>5} {:>10} {:>11}",
-            op,
-            steps,
-            ms(of(|o| Some(o.2))),
-            ms(of(|o| o.3))
+            first.op,
+            first.steps,
+            ms(of(|o| Some(o.wall))),
+            ms(of(|o| o.thread_cpu))
         );
     }
     let outside_wall = median(passes.iter().map(|p| p.outside_steps().0));
