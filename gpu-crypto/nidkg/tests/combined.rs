@@ -257,11 +257,19 @@ fn a_bad_dealing_fails_alone_and_is_named() {
     let inputs: Vec<_> = streams.iter().map(|s| case.input(s)).collect();
     let overlapped = Overlapping::new();
     let backends = [&CpuBatchOps::rayon() as &dyn BatchOps, &overlapped];
-    for (ops, checks) in backends
-        .iter()
-        .flat_map(|o| [(*o, Checks::Exact), (*o, Checks::Combined)])
-    {
-        let v = verdicts(ops, &inputs, checks);
+    // Each dealing's host work is a task of the current pool: one thread, and four.
+    let pools = [1, 4].map(|threads| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+    });
+    for (pool, ops, checks) in pools.iter().flat_map(|p| {
+        backends
+            .iter()
+            .flat_map(move |o| [(p, *o, Checks::Exact), (p, *o, Checks::Combined)])
+    }) {
+        let v = pool.install(|| verdicts(ops, &inputs, checks));
         assert!(
             v[0].is_ok() && v[2].is_ok() && v[4].is_ok(),
             "{checks:?}: {v:?}"
