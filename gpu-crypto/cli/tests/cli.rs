@@ -26,6 +26,17 @@ fn stderr(out: &Output) -> String {
 }
 
 /// Runs and insists on success, showing stderr otherwise.
+/// The command exited with `code`; otherwise fails showing what it printed.
+fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}{}",
+        stdout(out),
+        stderr(out)
+    );
+}
+
 fn run_ok(args: &[&str]) -> String {
     let out = run(args);
     assert!(
@@ -592,13 +603,7 @@ fn nidkg_deal_then_verify_with_the_documented_exit_codes() {
         stderr(&out)
     );
     let out = run(&["--backend", "cpu", "nidkg", "verify", file_arg]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     assert!(
         stdout(&out).starts_with("accepted n=13 t="),
         "{}",
@@ -621,13 +626,7 @@ fn nidkg_deal_then_verify_with_the_documented_exit_codes() {
     let changed_file = dir.path().join("changed.bin");
     std::fs::write(&changed_file, &changed).unwrap();
     let out = run(&["nidkg", "verify", changed_file.to_str().unwrap()]);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 1);
     assert!(stdout(&out).starts_with("rejected "), "{}", stdout(&out));
 
     // Cut in its CBOR, and cut short of what the header implies; under the default backend
@@ -674,13 +673,7 @@ fn nidkg_timeline_accounts_for_an_accepted_dealing_and_refuses_a_rejected_one() 
         run(&args)
     };
     let out = timeline(&["--backend", "cpu"], file_arg);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let text = stdout(&out);
     assert!(
         text.starts_with("timeline of 2 combined verification(s) of 2 dealing(s) in "),
@@ -702,13 +695,7 @@ fn nidkg_timeline_accounts_for_an_accepted_dealing_and_refuses_a_rejected_one() 
     let changed_file = dir.path().join("changed.bin");
     std::fs::write(&changed_file, &changed).unwrap();
     let out = timeline(&["--backend", "cpu"], changed_file.to_str().unwrap());
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 1);
     assert!(stdout(&out).is_empty(), "{}", stdout(&out));
     assert!(
         stderr(&out).contains("the dealing was not accepted: "),
@@ -723,26 +710,14 @@ fn nidkg_timeline_accounts_for_an_accepted_dealing_and_refuses_a_rejected_one() 
     );
     let out = timeline(&["--policy", &policy], file_arg);
     if gpu_ready() {
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}{}",
-            stdout(&out),
-            stderr(&out)
-        );
+        assert_exit(&out, 0);
         assert!(
             stderr(&out).contains("msm_g2: policy gpu (gpu from 1), ran gpu "),
             "{}",
             stderr(&out)
         );
     } else {
-        assert_eq!(
-            out.status.code(),
-            Some(1),
-            "{}{}",
-            stdout(&out),
-            stderr(&out)
-        );
+        assert_exit(&out, 1);
         assert!(stderr(&out).contains("GPU"), "{}", stderr(&out));
     }
 }
@@ -807,13 +782,7 @@ fn nidkg_verify_ic_on_the_ics_published_dealing() {
         run(&args)
     };
     let out = verify_ic("cpu", "5", "0", &keys[0]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     assert!(
         stdout(&out).starts_with("accepted n=4 t=2 epoch=5"),
         "{}",
@@ -821,13 +790,7 @@ fn nidkg_verify_ic_on_the_ics_published_dealing() {
     );
     for (epoch, dealer) in [("6", "0"), ("5", "1")] {
         let out = verify_ic("cpu", epoch, dealer, &keys[0]);
-        assert_eq!(
-            out.status.code(),
-            Some(1),
-            "{}{}",
-            stdout(&out),
-            stderr(&out)
-        );
+        assert_exit(&out, 1);
         assert!(
             stdout(&out).starts_with("rejected ciphertext_integrity["),
             "{}",
@@ -835,13 +798,7 @@ fn nidkg_verify_ic_on_the_ics_published_dealing() {
         );
     }
     let out = verify_ic("cpu", "5", "0", &path("nidkg_pop.hex"));
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 2);
     assert!(out.stdout.is_empty(), "{}", stdout(&out));
     assert!(
         stderr(&out).starts_with(&format!(
