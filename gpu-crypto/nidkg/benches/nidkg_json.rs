@@ -154,7 +154,7 @@ fn verify_all(prepared: &[(DealingFile, Vec<u8>)], threads: Threads, checks: Che
             stream,
         })
         .collect();
-    let report = verify_batch(&ops(threads), &inputs, checks);
+    let report = common::run_on(threads, || verify_batch(&ops(threads), &inputs, checks));
     assert!(report.verdicts.iter().all(Result::is_ok), "honest dealings");
 }
 

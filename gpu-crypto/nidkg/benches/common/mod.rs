@@ -176,6 +176,23 @@ pub(crate) fn ops(threads: Threads) -> CpuBatchOps {
     }
 }
 
+/// Runs `f` on one thread (a pool of one, so that the rayon tasks `verify_batch` spawns stay
+/// on it) or on the global pool.
+pub(crate) fn run_on<R: Send>(threads: Threads, f: impl FnOnce() -> R + Send) -> R {
+    static ONE: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    match threads {
+        Threads::One => ONE
+            .get_or_init(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .build()
+                    .expect("a pool of one thread")
+            })
+            .install(f),
+        Threads::All => f(),
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Threads {
     One,
