@@ -404,6 +404,41 @@ mod tests {
         assert!((outside_cpu.unwrap() + steps_cpu - caller).abs() < 1e-9);
     }
 
+    /// Overlapped, the second batch of each pair runs on the pool: its step says so, and
+    /// the calling thread's time outside its steps counts only its own.
+    #[test]
+    fn overlapped_batches_are_recorded_on_the_pool() {
+        let file = dealing(4);
+        let engine = gpu_crypto::Engine::cpu_only();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let ops = gpu_crypto::NidkgBatchOps::overlapping(&engine, &pool);
+        let (report, pass) = record_pass(&ops, |ops| {
+            crate::cli::nidkg::combined_batch(ops, std::slice::from_ref(&file))
+        });
+        let report = report.expect("parsed");
+        assert!(report.verdicts.iter().all(Result::is_ok), "{report:?}");
+        let on_pool: Vec<&str> = pass
+            .steps
+            .iter()
+            .filter(|s| !s.on_caller)
+            .map(|s| s.op)
+            .collect();
+        // The G2 decompression beside the G1's, the proofs beside the integrity check.
+        assert!(on_pool.contains(&"g2_decompress"), "{on_pool:?}");
+        assert!(pass.steps.iter().any(|s| s.on_caller), "{pass:?}");
+        let caller_steps: f64 = pass
+            .steps
+            .iter()
+            .filter(|s| s.on_caller)
+            .map(|s| s.wall)
+            .sum();
+        let (outside_wall, _) = pass.outside_steps();
+        assert!((outside_wall - (pass.wall - caller_steps)).abs() < 1e-12);
+    }
+
     #[test]
     fn a_rejection_passes_through_the_recorder_unchanged() {
         let mut bytes = dealing(4);
