@@ -232,38 +232,17 @@ fn print_timeline(
         );
     }
     let engine = engine()?;
-    let pool = |threads: usize| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .context("a thread pool")
-    };
     let overlap = match shape.overlap_threads {
         0 => None,
-        threads => Some(pool(threads)?),
+        threads => Some(thread_pool(threads)?),
     };
     let ops = match &overlap {
         Some(p) => NidkgBatchOps::overlapping(&engine, p),
         None => NidkgBatchOps::new(&engine),
     };
-    let files = vec![bytes.clone(); shape.batch];
-    let call = |ops: &dyn nidkg::BatchOps| -> anyhow::Result<()> {
-        match shape.checks {
-            ChecksArg::Exact => nidkg::verify_with(ops, &bytes).map(drop).map_err(|e| {
-                anyhow::anyhow!("the dealing was not accepted: {}: {e}", e.component())
-            }),
-            ChecksArg::Combined => {
-                let report = combined_batch(ops, &files)?;
-                match report.verdicts.into_iter().find_map(Result::err) {
-                    None => Ok(()),
-                    Some(e) => {
-                        anyhow::bail!("the dealing was not accepted: {}: {e}", e.component())
-                    }
-                }
-            }
-        }
-    };
-    let passes = pool(shape.host_threads)?.install(|| {
+    let files = vec![bytes; shape.batch];
+    let call = |ops: &dyn nidkg::BatchOps| verify_accepted(ops, shape.checks, &files);
+    let passes = thread_pool(shape.host_threads)?.install(|| {
         call(&ops)?;
         (0..shape.calls)
             .map(|_| {
@@ -290,6 +269,33 @@ fn print_timeline(
     print_routes(&engine);
     print!("{}", timeline::report(&title, &passes));
     Ok(ExitCode::SUCCESS)
+}
+
+fn thread_pool(threads: usize) -> anyhow::Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .context("a thread pool")
+}
+
+/// One verification of `files` (exactly one with the exact checks): an error unless every
+/// dealing is accepted.
+fn verify_accepted(
+    ops: &dyn nidkg::BatchOps,
+    checks: ChecksArg,
+    files: &[Vec<u8>],
+) -> anyhow::Result<()> {
+    let rejected = match checks {
+        ChecksArg::Exact => nidkg::verify_with(ops, &files[0]).err(),
+        ChecksArg::Combined => combined_batch(ops, files)?
+            .verdicts
+            .into_iter()
+            .find_map(Result::err),
+    };
+    match rejected {
+        None => Ok(()),
+        Some(e) => anyhow::bail!("the dealing was not accepted: {}: {e}", e.component()),
+    }
 }
 
 /// `verify-ic`: the verdict on a dealing in the IC's encoding under the IC's `context`,
