@@ -52,9 +52,11 @@ if [ -d ic-nidkg ]; then
     echo "exit $?" >> "$OUT/nidkg-verify-ic.log"
   done
 fi
-# Timelines: under the default policy, offloaded (offload-policy.toml, the bench's offload
-# rows), offloaded with the exact checks, and offloaded with an overlap pool of three
-# threads (the bench's offload-overlap rows); then the MSMs' GPU profile of offloaded calls.
+# Timelines of one dealing: under the default policy, offloaded (offload-policy.toml, the
+# bench's offload rows), offloaded with the exact checks, and offloaded with an overlap pool
+# of three threads (the bench's offload-overlap rows); of a round (2n dealings a call):
+# offloaded, overlapped, and under the default policy on 16 host threads, with the CPU
+# path's peer at n = 28; then the MSMs' GPU profile of offloaded calls.
 if [ "${GPU_SUITE_TIMELINE:-1}" != 0 ]; then
   ./gpu-crypto nidkg deal --n 40 --seed 1 --out /tmp/dealing-40.bin
   timeline() { # gpu-crypto arguments...
@@ -72,6 +74,7 @@ if [ "${GPU_SUITE_TIMELINE:-1}" != 0 ]; then
     timeline --policy offload-policy.toml nidkg timeline --calls 5 --batch $((2 * n)) --overlap-threads 3 "$d"
     timeline --backend auto nidkg timeline --calls 5 --batch $((2 * n)) --host-threads 16 "$d"
   done
+  timeline --backend cpu nidkg timeline --calls 3 --batch 56 --host-threads 16 /tmp/dealing-28.bin
   GPU_CRYPTO_MSM_PROFILE=1 timeline --policy offload-policy.toml nidkg timeline --calls 3 /tmp/dealing-28.bin
 fi
 if [ "${GPU_SUITE_BENCH:-1}" != 0 ]; then
