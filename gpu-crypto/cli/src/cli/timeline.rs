@@ -170,69 +170,54 @@ fn steps_table(pass: &Pass) -> String {
 }
 
 /// Per operation, the median over the calls of its summed wall and thread CPU; then the
-/// verifier's host work outside the batches and the other threads' CPU.
+/// verifier's host work outside the batches, the other threads' CPU and the whole call.
 fn medians_table(passes: &[Pass]) -> String {
     let mut out = format!(
         "\nmedians over the {} calls (each operation's steps summed within a call):\n  batch                        steps       wall  thread CPU\n",
         passes.len()
     );
-    let per_call: Vec<_> = passes.iter().map(Pass::per_op).collect();
-    for first in &per_call[0] {
+    let per_call: Vec<Vec<OpTotal>> = passes.iter().map(Pass::per_op).collect();
+    // Every operation in its order of first use over the calls (overlapped calls may
+    // order their steps differently), with its step count where it first appears.
+    let mut seen: Vec<(&'static str, usize)> = Vec::new();
+    for o in per_call.iter().flatten() {
+        if !seen.iter().any(|(op, _)| *op == o.op) {
+            seen.push((o.op, o.steps));
+        }
+    }
+    for (op, steps) in seen {
         let of = |pick: fn(&OpTotal) -> Option<f64>| {
             median(per_call.iter().map(|ops| {
                 ops.iter()
-                    .find(|o| o.op == first.op)
+                    .find(|o| o.op == op)
                     .and_then(pick)
                     .unwrap_or(f64::NAN)
             }))
         };
-        let _ = writeln!(
-            out,
-            "  {:<28} {:>5} {:>10} {:>11}",
-            first.op,
-            first.steps,
-            ms(of(|o| Some(o.wall))),
-            ms(of(|o| o.thread_cpu))
-        );
+        let (wall, cpu) = (of(|o| Some(o.wall)), of(|o| o.thread_cpu));
+        medians_row(&mut out, op, &steps.to_string(), &ms(wall), &ms(cpu));
     }
-    let outside_wall = median(passes.iter().map(|p| p.outside_steps().0));
-    let outside_cpu = median(
-        passes
-            .iter()
-            .map(|p| p.outside_steps().1.unwrap_or(f64::NAN)),
-    );
-    let others = median(
-        passes
-            .iter()
-            .map(|p| p.other_threads_cpu().unwrap_or(f64::NAN)),
-    );
-    let _ = writeln!(
-        out,
-        "  {:<28} {:>5} {:>10} {:>11}",
+    let over_calls = |value: fn(&Pass) -> Option<f64>| {
+        ms(median(passes.iter().map(|p| value(p).unwrap_or(f64::NAN))))
+    };
+    let outside_wall = over_calls(|p| Some(p.outside_steps().0));
+    let outside_cpu = over_calls(|p| p.outside_steps().1);
+    medians_row(
+        &mut out,
         "outside the batches",
         "",
-        ms(outside_wall),
-        ms(outside_cpu)
+        &outside_wall,
+        &outside_cpu,
     );
-    let _ = writeln!(
-        out,
-        "  {:<28} {:>5} {:>10} {:>11}",
-        "other threads",
-        "",
-        "",
-        ms(others)
-    );
-    let calls = median(passes.iter().map(|p| p.wall));
-    let host = median(passes.iter().map(|p| p.process_cpu.unwrap_or(f64::NAN)));
-    let _ = writeln!(
-        out,
-        "  {:<28} {:>5} {:>10} {:>11}",
-        "the call (host CPU: process)",
-        "",
-        ms(calls),
-        ms(host)
-    );
+    let others = over_calls(Pass::other_threads_cpu);
+    medians_row(&mut out, "other threads", "", "", &others);
+    let (wall, host) = (over_calls(|p| Some(p.wall)), over_calls(|p| p.process_cpu));
+    medians_row(&mut out, "the call (host CPU: process)", "", &wall, &host);
     out
+}
+
+fn medians_row(out: &mut String, label: &str, steps: &str, wall: &str, cpu: &str) {
+    let _ = writeln!(out, "  {label:<28} {steps:>5} {wall:>10} {cpu:>11}");
 }
 
 /// The median of values, `None` when any is not a number (a clock that did not read).
